@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/sourcegraph/conc/stream"
+	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/parser"
+)
+
+type parseFlags struct {
+	summary     bool
+	strict      bool
+	format      string
+	charset     string
+	concurrency int
+	url         string
+}
+
+func newParseCmd() *cobra.Command {
+	var f parseFlags
+	cmd := &cobra.Command{
+		Use:   "parse [flags] PATH...",
+		Short: "Parse saved listing pages (HTML or text captures) into JSON lines",
+		Long: `parse reads saved listing pages - HTML files, plain-text captures, or
+directories of them - and prints one JSON record per paper on stdout, in
+page order. Directories are walked in lexical order for .htm, .html and
+.txt files; other files are skipped. A file named on the command line is
+parsed whatever its extension.
+
+A page that yields no record is reported on stderr. With --strict the
+exit code is 3 when any input yielded no record or any record carries
+warnings.`,
+		Example: `  crawl parse fixtures/
+  crawl parse --summary saved/literature_d501422_7.htm
+  crawl parse --format text --charset gbk capture.txt`,
+		Args: argsAtLeast(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
+	fl.BoolVar(&f.strict, "strict", false, "exit 3 when any input yields no record or any record has warnings")
+	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
+	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
+	fl.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "files parsed at once (output order is kept)")
+	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
+	return cmd
+}
+
+// parseStats is what runParse saw, for the exit code.
+type parseStats struct {
+	files, empty, warned, records, failed int
+}
+
+func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths []string) error {
+	format, err := parser.ParseFormat(f.format)
+	if err != nil {
+		return usageError{fmt.Errorf("--format: %w", err)}
+	}
+	if f.concurrency < 1 {
+		return usageError{fmt.Errorf("--concurrency %d: expected a number of files of at least 1", f.concurrency)}
+	}
+	if f.url != "" && len(paths) != 1 {
+		return usageError{fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths))}
+	}
+	if f.charset != "" {
+		if err := parser.CheckCharset(f.charset); err != nil {
+			return usageError{fmt.Errorf("--charset: %w", err)}
+		}
+	}
+	// Every named path must exist before any output is written.
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("parse: %w", err)
+		}
+	}
+
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	var st parseStats
+	var writeErr error
+
+	s := stream.New().WithMaxGoroutines(f.concurrency)
+	submit := func(path string) {
+		s.Go(func() stream.Callback {
+			page, err := parseFile(path, format, f)
+			return func() {
+				st.files++
+				if err != nil {
+					st.failed++
+					fmt.Fprintf(stderr, "crawl parse: %v\n", err)
+					return
+				}
+				report(stderr, path, page, f.summary, &st)
+				for i := range page.Records {
+					if writeErr == nil {
+						writeErr = enc.Encode(&page.Records[i])
+					}
+				}
+			}
+		})
+	}
+	walkErr := func() error {
+		for _, p := range paths {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := walkInputs(ctx, p, submit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	s.Wait()
+	if err := out.Flush(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	switch {
+	case writeErr != nil:
+		return fmt.Errorf("write output: %w", writeErr)
+	case walkErr != nil:
+		return walkErr
+	case st.failed > 0:
+		return fmt.Errorf("%d of %d files could not be read", st.failed, st.files)
+	case f.strict && (st.empty > 0 || st.warned > 0):
+		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
+	}
+	return nil
+}
+
+// walkInputs calls submit for path, or for each page file below it in
+// lexical order when it is a directory.
+func walkInputs(ctx context.Context, path string, submit func(string)) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("parse: %w", err)
+	}
+	if !info.IsDir() {
+		submit(path)
+		return nil
+	}
+	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("parse: walk %s: %w", p, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !isPageFile(p) {
+			return nil
+		}
+		submit(p)
+		return nil
+	})
+}
+
+func isPageFile(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".htm", ".html", ".txt":
+		return true
+	}
+	return false
+}
+
+func parseFile(path string, format parser.Format, f parseFlags) (*parser.Page, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	page, err := parser.Parse(data, parser.Options{
+		URL:     f.url,
+		Capture: filepath.ToSlash(path),
+		Charset: f.charset,
+		Format:  format,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return page, nil
+}
+
+// report prints the per-file notes on stderr and counts for --strict.
+func report(w io.Writer, path string, page *parser.Page, summary bool, st *parseStats) {
+	counts := map[string]int{}
+	warned := 0
+	for _, r := range page.Records {
+		if len(r.Warnings) > 0 {
+			warned++
+		}
+		for _, c := range r.Warnings {
+			counts[c]++
+		}
+	}
+	st.records += len(page.Records)
+	st.warned += warned
+	if len(page.Records) == 0 {
+		st.empty++
+		fmt.Fprintf(w, "crawl parse: %s: no records (%s)\n", path, describePage(page))
+		return
+	}
+	if !summary {
+		return
+	}
+	fmt.Fprintf(w, "%s: %d records, %d blocks dropped%s%s\n", path, len(page.Records), page.BlocksDropped,
+		formatCounts(" record warnings: ", counts), formatList(" page warnings: ", page.Warnings))
+}
+
+func describePage(p *parser.Page) string {
+	var parts []string
+	if p.HeadingSeen {
+		parts = append(parts, "listing heading seen")
+	}
+	if p.FooterSeen {
+		parts = append(parts, "footer seen")
+	}
+	if !p.IsListing() {
+		parts = append(parts, "not a listing page")
+	}
+	parts = append(parts, fmt.Sprintf("%d blocks, %d dropped", p.BlocksFound, p.BlocksDropped))
+	return strings.Join(parts, ", ")
+}
+
+func formatCounts(prefix string, m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return ";" + prefix + strings.Join(keys, " ")
+}
+
+func formatList(prefix string, l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return ";" + prefix + strings.Join(l, " ")
+}

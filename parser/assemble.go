@@ -1,0 +1,356 @@
+package parser
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// visible holds what a block's visible lines say.
+type visible struct {
+	title, titleCN       string
+	authors              []string
+	abstract, abstractCN string
+	head                 headInfo
+	citations            *int
+	positionalTitle      bool // the title was taken by position, not matched to the JSON
+}
+
+// assemble turns segments into records, in page order.
+func assemble(segs []*segment, page *Page, opts Options) {
+	if page.JournalID == 0 {
+		for _, s := range segs {
+			if s.json != nil && s.json.PeriodicalID > 0 {
+				page.JournalID = int64(s.json.PeriodicalID)
+				break
+			}
+		}
+	}
+	fetched := ""
+	if !opts.FetchedAt.IsZero() {
+		fetched = opts.FetchedAt.UTC().Format(time.RFC3339)
+	}
+	capture := opts.Capture
+	if capture == "" {
+		capture = opts.URL
+	}
+	for _, s := range segs {
+		if !s.anchored() {
+			continue
+		}
+		page.BlocksFound++
+		r, ok := buildRecord(s, page)
+		if !ok {
+			page.BlocksDropped++
+			continue
+		}
+		r.Source = record.Source{
+			URL:       opts.URL,
+			Page:      page.PageNo,
+			Position:  len(page.Records) + 1,
+			Capture:   capture,
+			FetchedAt: fetched,
+			RunID:     opts.RunID,
+		}
+		page.Records = append(page.Records, r)
+	}
+}
+
+// readVisible assigns the segment's visible lines to fields. With JSON, lines
+// are matched against it; without, they are placed by position.
+func readVisible(s *segment) visible {
+	var v visible
+	for _, l := range s.lines {
+		switch l.kind {
+		case kindImpact, kindMeta:
+			mergeHead(&v.head, l.head)
+		case kindCitation:
+			n := l.citations
+			v.citations = &n
+		}
+	}
+	if s.json != nil {
+		readMatched(s, &v)
+	} else {
+		readPositional(s, &v)
+	}
+	return v
+}
+
+func mergeHead(dst *headInfo, h headInfo) {
+	if dst.journal == "" {
+		dst.journal = h.journal
+	}
+	if !dst.hasImpact && h.hasImpact {
+		dst.impact, dst.hasImpact = h.impact, true
+	}
+	if dst.zone == 0 {
+		dst.zone = h.zone
+	}
+	if dst.subject == "" {
+		dst.subject = h.subject
+	}
+	if dst.jcrQuartile == "" {
+		dst.jcrQuartile, dst.jcrCategory = h.jcrQuartile, h.jcrCategory
+	}
+	if dst.published == "" {
+		dst.published = h.published
+	}
+	if dst.doi == "" {
+		dst.doi = h.doi
+	}
+}
+
+func readMatched(s *segment, v *visible) {
+	p := s.json
+	titleIdx := -1
+	placed := make([]bool, len(s.lines))
+	afterHead := false
+	for i, l := range s.lines {
+		if l.kind != kindText {
+			if l.kind == kindImpact || l.kind == kindMeta {
+				afterHead = true
+			}
+			continue
+		}
+		if titleIdx < 0 {
+			if ok, rest, _ := matchTitle(l.text, p.Title); ok {
+				titleIdx, placed[i] = i, true
+				v.titleCN = rest
+				continue
+			}
+		}
+		if v.authors == nil && matchAuthors(l.text, p.Authors) {
+			v.authors, placed[i] = splitAuthors(l.text), true
+			continue
+		}
+		if v.abstract == "" && matchAbstract(l.text, p.Abstract) {
+			v.abstract, placed[i] = l.text, true
+			continue
+		}
+		if cjkDominant(l.text) {
+			switch {
+			case titleIdx >= 0 && i == titleIdx+1 && v.titleCN == "" && v.authors == nil:
+				v.titleCN, placed[i] = l.text, true
+			case v.abstractCN == "" && (v.abstract != "" || v.authors != nil || afterHead):
+				v.abstractCN, placed[i] = l.text, true
+			}
+		}
+	}
+	if titleIdx < 0 {
+		// The title line does not show the JSON title: take the line in the
+		// title's place, if it is still unplaced, and let the caller compare.
+		if i, ok := s.titleCandidate(); ok && !placed[i] && s.hasHead() {
+			v.title, v.titleCN = splitTitleLine(s.lines[i].text)
+			v.positionalTitle = true
+		}
+	}
+}
+
+func readPositional(s *segment, v *visible) {
+	ti, ok := s.titleCandidate()
+	start := 0
+	if ok {
+		t := s.lines[ti].text
+		if cjkDominant(t) && ti > 0 && s.lines[ti-1].kind == kindText && !cjkDominant(s.lines[ti-1].text) {
+			// English and Chinese titles on lines of their own.
+			v.title, v.titleCN = s.lines[ti-1].text, t
+		} else {
+			v.title, v.titleCN = splitTitleLine(t)
+		}
+		start = ti + 1
+	}
+	for i := start; i < len(s.lines); i++ {
+		l := s.lines[i]
+		if l.kind != kindText {
+			continue
+		}
+		switch {
+		case cjkDominant(l.text):
+			if v.abstractCN == "" {
+				v.abstractCN = l.text
+			}
+		case v.authors == nil && v.abstract == "" && !looksLikeProse(l.text):
+			v.authors = splitAuthors(l.text)
+		case v.abstract == "":
+			v.abstract = l.text
+		}
+	}
+}
+
+// looksLikeProse: a long run of sentences (an abstract), not a names line.
+func looksLikeProse(s string) bool {
+	return len(s) > 300 && strings.Count(s, ". ") >= 2 && !looksLikeAuthors(s)
+}
+
+// buildRecord merges the JSON and the visible lines of one block. JSON wins
+// for the fields it has; the visible lines give title_cn, citations, zone,
+// subject, JCR and abstract_cn, and fill what the JSON lacks.
+func buildRecord(s *segment, page *Page) (record.Record, bool) {
+	v := readVisible(s)
+	r := record.Record{SchemaVersion: record.SchemaVersion}
+	var j record.Journal
+	id := ""
+	if p := s.json; p != nil {
+		id = strings.TrimSpace(string(p.PaperID))
+		r.Title = plainText(p.Title)
+		r.TitleCN = plainText(p.TitleCN)
+		r.Authors = splitAuthors(p.Authors)
+		r.Abstract = plainText(p.Abstract)
+		r.AbstractCN = plainText(p.AbstractTextCN)
+		r.DOI = strings.TrimSpace(p.DOI)
+		if r.DOI == "" {
+			r.DOI = doiFromURL(p.DOIURL)
+		}
+		r.Published = isoDate(p.PublicationDate)
+		if p.Journal != nil {
+			j.Name = collapse(p.Journal.Name)
+			j.Volume = collapse(string(p.Journal.Volume))
+			j.Pages = collapse(string(p.Journal.Pages))
+		}
+		if j.Name == "" {
+			j.Name = collapse(p.PeriodicalName)
+		}
+		j.ID = int64(p.PeriodicalID)
+		if p.PeriodicalIF > 0 && !math.IsInf(float64(p.PeriodicalIF), 0) {
+			r.ImpactFactor = float64(p.PeriodicalIF)
+		}
+		r.OpenAccessPDF = strings.TrimSpace(p.OpenAccessPDF)
+		r.PublicationType = collapse(string(p.PublicationType))
+		if p.CitationCount != nil && *p.CitationCount >= 0 {
+			n := int(*p.CitationCount)
+			r.Citations = &n
+		}
+		if p.truncated {
+			r.AddWarning(record.WarnJSONTruncated)
+		}
+		if p.oddTypes {
+			r.AddWarning(record.WarnJSONOddTypes)
+		}
+		mismatch := false
+		if v.head.doi != "" && r.DOI != "" && record.DOIKey(v.head.doi) != record.DOIKey(r.DOI) {
+			mismatch = true
+		}
+		if v.head.published != "" && r.Published != "" && v.head.published != r.Published {
+			mismatch = true
+		}
+		if v.head.hasImpact && r.ImpactFactor > 0 && math.Abs(v.head.impact-r.ImpactFactor) > 0.05 {
+			mismatch = true
+		}
+		if v.positionalTitle && v.title != "" && r.Title != "" && foldKey(v.title) != foldKey(strings.TrimRight(r.Title, ".")) &&
+			foldKey(strings.TrimRight(v.title, ".")) != foldKey(r.Title) {
+			mismatch = true
+		}
+		if mismatch {
+			r.AddWarning(record.WarnJSONVisibleMismatch)
+		}
+		// A region number from the JSON is the zone when nothing visible says.
+		if p.RegionNum > 0 && p.RegionNum <= 4 {
+			r.Zone = int(p.RegionNum)
+		}
+		r.Subject = collapse(p.RegionCategory)
+		if q := strings.ToUpper(strings.TrimSpace(p.JCR)); reQuartile.MatchString(q) {
+			r.JCRQuartile = q
+		}
+		r.JCRCategory = collapse(p.JCRName)
+	} else {
+		r.AddWarning(record.WarnNoJSON)
+	}
+
+	// Visible lines: always for these, when shown.
+	if v.titleCN != "" {
+		r.TitleCN = v.titleCN
+	}
+	if v.abstractCN != "" {
+		r.AbstractCN = v.abstractCN
+	}
+	if v.citations != nil {
+		r.Citations = v.citations
+	}
+	if v.head.zone > 0 {
+		r.Zone = v.head.zone
+	}
+	if v.head.subject != "" {
+		r.Subject = v.head.subject
+	}
+	if v.head.jcrQuartile != "" {
+		r.JCRQuartile, r.JCRCategory = v.head.jcrQuartile, v.head.jcrCategory
+	}
+	// Visible lines: where the JSON had nothing.
+	if r.Title == "" {
+		r.Title = v.title
+	}
+	if r.Authors == nil {
+		r.Authors = v.authors
+	}
+	if r.Abstract == "" {
+		r.Abstract = v.abstract
+	}
+	if r.DOI == "" {
+		r.DOI = v.head.doi
+	}
+	if r.Published == "" {
+		r.Published = v.head.published
+	}
+	if r.ImpactFactor == 0 && v.head.hasImpact && v.head.impact > 0 {
+		r.ImpactFactor = v.head.impact
+	}
+	if j.Name == "" {
+		j.Name = v.head.journal
+	}
+	if j.Name == "" {
+		j.Name = page.JournalName
+	}
+	if page.JournalID > 0 {
+		j.ID = page.JournalID
+	}
+	if j != (record.Journal{}) {
+		r.Journal = &j
+	}
+
+	setDOILinks(&r)
+	switch {
+	case id != "":
+		r.ID = id
+	case r.DOI != "":
+		r.ID = record.DOIID(r.DOI)
+	case r.Title != "":
+		r.ID = record.TitleID(r.Title, r.Published)
+	default:
+		return r, false
+	}
+	if r.Title == "" {
+		r.AddWarning(record.WarnNoTitle)
+	}
+	return r, true
+}
+
+// setDOILinks derives doi_url for 10.* DOIs and arxiv_id/url for the site's
+// arxiv-YYMM.NNNNN DOIs.
+func setDOILinks(r *record.Record) {
+	d := r.DOI
+	switch {
+	case strings.HasPrefix(d, "10."):
+		r.DOIURL = "https://doi.org/" + d
+	case len(d) > 6 && strings.EqualFold(d[:6], "arxiv-"):
+		r.ArxivID = d[6:]
+		r.URL = "https://arxiv.org/abs/" + r.ArxivID
+	}
+}
+
+// doiFromURL reads the DOI out of a DOIUrl value: "https://doi.org/<doi>" or
+// the bare DOI.
+func doiFromURL(u string) string {
+	u = strings.TrimSpace(u)
+	for _, p := range []string{"https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/"} {
+		if len(u) > len(p) && strings.EqualFold(u[:len(p)], p) {
+			return u[len(p):]
+		}
+	}
+	if strings.HasPrefix(u, "10.") || strings.HasPrefix(strings.ToLower(u), "arxiv-") {
+		return u
+	}
+	return ""
+}

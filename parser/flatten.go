@@ -1,0 +1,226 @@
+package parser
+
+import (
+	"strings"
+
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// rawLine is one line of flattened text before classification. json marks a
+// JSON candidate that did not come from visible text (a
+// <script type="application/json"> body or a data attribute).
+type rawLine struct {
+	text string
+	json bool
+}
+
+// flattenHTML walks the DOM and flattens visible text into lines: block-level
+// elements and <br> end a line, inline elements keep their text together,
+// script, style and other invisible elements are skipped, except JSON
+// scripts, whose bodies become JSON candidate lines. It also returns the
+// document's <title>.
+func flattenHTML(doc *goquery.Document) (lines []rawLine, title string) {
+	f := &flattener{}
+	for _, n := range doc.Nodes {
+		f.walk(n, false)
+	}
+	f.flush()
+	return f.lines, f.title
+}
+
+type flattener struct {
+	lines []rawLine
+	buf   []byte
+	title string
+}
+
+func (f *flattener) flush() {
+	if len(f.buf) == 0 {
+		return
+	}
+	if t := collapse(string(f.buf)); t != "" {
+		f.lines = append(f.lines, rawLine{text: t})
+	}
+	f.buf = f.buf[:0]
+}
+
+func (f *flattener) addJSON(s string) {
+	if s = strings.TrimSpace(s); s != "" {
+		f.flush()
+		f.lines = append(f.lines, rawLine{text: s, json: true})
+	}
+}
+
+func (f *flattener) walk(n *html.Node, pre bool) {
+	switch n.Type {
+	case html.TextNode:
+		f.text(n.Data, pre)
+		return
+	case html.ElementNode:
+	case html.DocumentNode:
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			f.walk(c, pre)
+		}
+		return
+	default: // comments, doctype
+		return
+	}
+	switch n.DataAtom {
+	case atom.Script:
+		if isJSONScript(n) {
+			f.addJSON(textContent(n))
+		}
+		return
+	case atom.Title:
+		if f.title == "" {
+			f.title = collapse(textContent(n))
+		}
+		return
+	case atom.Style, atom.Noscript, atom.Template, atom.Iframe, atom.Object,
+		atom.Svg, atom.Math, atom.Select, atom.Button, atom.Input, atom.Textarea,
+		atom.Head, atom.Meta, atom.Link:
+		if n.DataAtom == atom.Head {
+			// <head> holds <title> and JSON scripts; nothing else is visible.
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && (c.DataAtom == atom.Title || c.DataAtom == atom.Script) {
+					f.walk(c, pre)
+				}
+			}
+		}
+		return
+	case atom.Br, atom.Hr:
+		f.flush()
+		return
+	case atom.Pre:
+		pre = true
+	}
+	if hiddenElement(n) {
+		return
+	}
+	block := isBlock(n.DataAtom)
+	if block {
+		f.flush()
+	}
+	for _, a := range n.Attr {
+		if strings.HasPrefix(a.Key, "data-") && looksLikeJSONAttr(a.Val) {
+			f.addJSON(a.Val)
+		}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		f.walk(c, pre)
+	}
+	if block {
+		f.flush()
+	} else if n.DataAtom == atom.Td || n.DataAtom == atom.Th {
+		f.flush()
+	}
+}
+
+// text appends a text node to the current line. Outside <pre>, newlines are
+// just white space, as a browser shows them.
+func (f *flattener) text(s string, pre bool) {
+	if !pre {
+		f.buf = append(f.buf, s...)
+		return
+	}
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			f.buf = append(f.buf, s...)
+			return
+		}
+		f.buf = append(f.buf, s[:i]...)
+		f.flush()
+		s = s[i+1:]
+	}
+}
+
+func isBlock(a atom.Atom) bool {
+	switch a {
+	case atom.P, atom.Div, atom.Li, atom.Ul, atom.Ol, atom.Dl, atom.Dt, atom.Dd,
+		atom.Tr, atom.Td, atom.Th, atom.Table, atom.Tbody, atom.Thead, atom.Tfoot,
+		atom.Caption, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
+		atom.Section, atom.Article, atom.Header, atom.Footer, atom.Nav, atom.Main,
+		atom.Aside, atom.Blockquote, atom.Pre, atom.Form, atom.Fieldset, atom.Figure,
+		atom.Figcaption, atom.Address, atom.Body, atom.Html, atom.Center, atom.Details,
+		atom.Summary, atom.Legend:
+		return true
+	}
+	return false
+}
+
+// hiddenElement: elements a browser does not show (hidden attribute,
+// display:none inline style). The JSON of a block is often kept in such an
+// element, so JSON found inside one is still kept as a candidate.
+func hiddenElement(n *html.Node) bool {
+	for _, a := range n.Attr {
+		switch a.Key {
+		case "hidden":
+			return !containsJSON(n)
+		case "style":
+			v := strings.ReplaceAll(strings.ToLower(a.Val), " ", "")
+			if strings.Contains(v, "display:none") || strings.Contains(v, "visibility:hidden") {
+				return !containsJSON(n)
+			}
+		}
+	}
+	return false
+}
+
+func containsJSON(n *html.Node) bool {
+	t := textContent(n)
+	return strings.Contains(t, `"title"`) || strings.Contains(t, "&quot;title&quot;")
+}
+
+func isJSONScript(n *html.Node) bool {
+	for _, a := range n.Attr {
+		if a.Key == "type" {
+			t := strings.ToLower(strings.TrimSpace(a.Val))
+			return t == "application/json" || t == "application/ld+json" || strings.HasSuffix(t, "+json")
+		}
+	}
+	return false
+}
+
+func looksLikeJSONAttr(v string) bool {
+	v = strings.TrimSpace(v)
+	return strings.HasPrefix(v, "{") && strings.Contains(v, `"title"`)
+}
+
+func textContent(n *html.Node) string {
+	if n.FirstChild != nil && n.FirstChild == n.LastChild && n.FirstChild.Type == html.TextNode {
+		return n.FirstChild.Data
+	}
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+// splitTextLines splits a plain-text capture into trimmed, non-empty lines.
+func splitTextLines(s string) []rawLine {
+	lines := make([]rawLine, 0, strings.Count(s, "\n")+1)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		var l string
+		if i < 0 {
+			l, s = s, ""
+		} else {
+			l, s = s[:i], s[i+1:]
+		}
+		if t := collapse(l); t != "" {
+			lines = append(lines, rawLine{text: t})
+		}
+	}
+	return lines
+}

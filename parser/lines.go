@@ -1,0 +1,266 @@
+package parser
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// lineKind is what a visible line is, judged by its own text.
+type lineKind uint8
+
+const (
+	kindText     lineKind = iota // title, authors, abstract: decided in context
+	kindNoise                    // header, filter, language switch, pager, footer
+	kindHeading                  // "<journal>最新文献[_第N页]"
+	kindImpact                   // "IF 2 4区 计算机科学" (desktop: with JCR and Pub Date)
+	kindMeta                     // "<journal> Pub Date : 2024-09-02 DOI: …"
+	kindCitation                 // "引用次数: N"
+	kindJSON                     // holds one or more paper objects
+)
+
+// line is one line of visible text (or one JSON candidate) in page order.
+type line struct {
+	kind lineKind
+	text string
+
+	// kindJSON
+	papers []*paperJSON
+
+	// kindImpact / kindMeta
+	head headInfo
+
+	// kindCitation
+	citations int
+}
+
+// headInfo is what an impact or meta line says.
+type headInfo struct {
+	journal     string // meta line prefix, when it is a journal name
+	impact      float64
+	hasImpact   bool
+	zone        int
+	subject     string
+	jcrQuartile string
+	jcrCategory string
+	published   string
+	doi         string
+}
+
+// footerMarks are the footer lines of every listing page; seeing one also
+// tells the crawler the page is a genuine listing page.
+var footerMarks = []string{"京公网安备", "京ICP备", "扫码关注我们", "求助内容", "应助结果提醒方式"}
+
+// noiseExact are whole lines of page chrome.
+var noiseExact = map[string]bool{
+	"筛选": true, "英文 中文": true, "英文": true, "中文": true, "首页": true, "尾页": true,
+	"末页": true, "上一页": true, "下一页": true, "返回顶部": true, "登录": true, "注册": true,
+	"最新文献": true, "更多": true, "...": true, "…": true, "English": true, "中文 English": true,
+	"English 中文": true, "Prev": true, "Next": true,
+}
+
+// pagerWords may appear, with page numbers, in a pager line.
+var pagerWords = []string{"上一页", "下一页", "首页", "尾页", "末页", "跳转", "页", "«", "»", "...", "…", ">", "<", "Prev", "Next"}
+
+var (
+	reHeading     = regexp.MustCompile(`^(.*?)\s*最新文献\s*(?:[_-]?\s*第\s*(\d+)\s*页)?$`)
+	reTitlePage   = regexp.MustCompile(`第\s*(\d+)\s*页`)
+	reDate        = regexp.MustCompile(`(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})`)
+	reImpact      = regexp.MustCompile(`^IF\s*[:：]?\s*(\d+(?:\.\d+)?)`)
+	reZone        = regexp.MustCompile(`^(\d)\s*区$`)
+	reQuartile    = regexp.MustCompile(`^Q[1-4]$`)
+	reCitation    = regexp.MustCompile(`^引用次数\s*[:：]\s*(\d+)`)
+)
+
+// classify decides the kind of one visible line and parses what it carries.
+func classify(text string) line {
+	l := line{kind: kindText, text: text}
+	switch {
+	case isNoise(text):
+		l.kind = kindNoise
+	case strings.Contains(text, "最新文献") && reHeading.MatchString(text):
+		l.kind = kindHeading
+	case strings.HasPrefix(text, "引用次数"):
+		if m := reCitation.FindStringSubmatch(text); m != nil {
+			l.kind = kindCitation
+			l.citations, _ = strconv.Atoi(m[1])
+		}
+	case strings.HasPrefix(text, "IF"):
+		if h, ok := parseImpact(text); ok {
+			l.kind = kindImpact
+			l.head = h
+		}
+	case strings.Contains(text, "Pub Date"):
+		if h, ok := parseMeta(text); ok {
+			l.kind = kindMeta
+			l.head = h
+		}
+	}
+	return l
+}
+
+func isNoise(text string) bool {
+	if noiseExact[text] {
+		return true
+	}
+	for _, m := range footerMarks {
+		if strings.HasPrefix(text, m) {
+			return true
+		}
+	}
+	if strings.HasPrefix(text, "首页") && strings.Contains(text, ">") { // breadcrumb
+		return true
+	}
+	return isPagerLine(text)
+}
+
+// isFooter reports whether text is one of the footer lines.
+func isFooter(text string) bool {
+	for _, m := range footerMarks {
+		if strings.HasPrefix(text, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPagerLine: page numbers and pager words only ("上一页 1 2 3 … 9 下一页").
+func isPagerLine(text string) bool {
+	fields := strings.Fields(text)
+	if len(fields) == 0 || len(fields) > 40 {
+		return false
+	}
+	words := 0
+	for _, f := range fields {
+		if _, err := strconv.Atoi(f); err == nil {
+			continue
+		}
+		rest := f
+		for _, w := range pagerWords {
+			rest = strings.ReplaceAll(rest, w, "")
+		}
+		if strings.Trim(rest, "0123456789") != "" {
+			return false
+		}
+		words++
+	}
+	// A lone number is not a pager (it could be a cut-off line); numbers
+	// with pager words, or several numbers, are.
+	return words > 0 || len(fields) > 1
+}
+
+// headingInfo reads "<journal>最新文献_第7页" into the journal name and page.
+func headingInfo(text string) (journal string, page int) {
+	m := reHeading.FindStringSubmatch(text)
+	if m == nil {
+		return "", 0
+	}
+	page, _ = strconv.Atoi(m[2])
+	return strings.TrimSpace(m[1]), page
+}
+
+// parseMeta reads a meta line: "<journal> Pub Date : 2024-09-02 DOI: arxiv-…",
+// "Pub Date : 2010-11-01DOI: 10.1109/…", or the desktop form that starts with
+// the impact part ("IF 1.2 4区 计算机科学 Q3 … Pub Date : …").
+func parseMeta(text string) (headInfo, bool) {
+	var h headInfo
+	i := strings.Index(text, "Pub Date")
+	if i < 0 {
+		return h, false
+	}
+	prefix := strings.TrimSpace(text[:i])
+	rest := strings.TrimSpace(text[i+len("Pub Date"):])
+	rest = strings.TrimSpace(strings.TrimLeft(rest, ":： "))
+	doiAt := strings.Index(rest, "DOI")
+	datePart := rest
+	if doiAt >= 0 {
+		datePart = rest[:doiAt]
+		d := strings.TrimSpace(rest[doiAt+3:])
+		d = strings.TrimSpace(strings.TrimLeft(d, ":："))
+		if f := strings.Fields(d); len(f) > 0 {
+			h.doi = f[0]
+		}
+	}
+	if m := reDate.FindStringSubmatch(datePart); m != nil {
+		h.published = normDate(m[1], m[2], m[3])
+	}
+	if prefix != "" {
+		if strings.HasPrefix(prefix, "IF") {
+			ih, ok := parseImpact(prefix)
+			if ok {
+				ih.published, ih.doi = h.published, h.doi
+				h = ih
+			}
+		} else {
+			h.journal = prefix
+		}
+	}
+	return h, h.published != "" || h.doi != ""
+}
+
+// parseImpact reads "IF 2 4区 计算机科学", "IF 0.6", or the desktop form
+// "IF 1.2 4区 计算机科学 Q3 ENGINEERING, ELECTRICAL & ELECTRONIC Pub Date : …".
+func parseImpact(text string) (headInfo, bool) {
+	var h headInfo
+	m := reImpact.FindStringSubmatch(text)
+	if m == nil {
+		return h, false
+	}
+	if p := strings.Index(text, "Pub Date"); p >= 0 {
+		mh, ok := parseMeta("Pub Date" + text[p+len("Pub Date"):])
+		if ok {
+			h.published, h.doi = mh.published, mh.doi
+		}
+		text = text[:p]
+	}
+	h.impact, _ = strconv.ParseFloat(m[1], 64)
+	h.hasImpact = true
+	fields := strings.Fields(text[len(m[0]):])
+	k := 0
+	if k < len(fields) {
+		if z := reZone.FindStringSubmatch(fields[k]); z != nil {
+			h.zone, _ = strconv.Atoi(z[1])
+			k++
+		} else if k+1 < len(fields) && fields[k+1] == "区" {
+			h.zone, _ = strconv.Atoi(fields[k])
+			k += 2
+		}
+	}
+	var subject []string
+	for k < len(fields) && !reQuartile.MatchString(fields[k]) {
+		subject = append(subject, fields[k])
+		k++
+	}
+	h.subject = strings.Join(subject, " ")
+	if k < len(fields) {
+		h.jcrQuartile = fields[k]
+		h.jcrCategory = strings.Join(fields[k+1:], " ")
+	}
+	return h, true
+}
+
+func normDate(y, m, d string) string {
+	mi, _ := strconv.Atoi(m)
+	di, _ := strconv.Atoi(d)
+	if mi < 1 || mi > 12 || di < 1 || di > 31 {
+		return ""
+	}
+	return y + "-" + pad2(mi) + "-" + pad2(di)
+}
+
+func pad2(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
+
+// isoDate normalises a JSON date ("2024-09-02", "2024-09-02T00:00:00",
+// "2024/9/2") to YYYY-MM-DD, or "" when it is not a date.
+func isoDate(s string) string {
+	m := reDate.FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	return normDate(m[1], m[2], m[3])
+}

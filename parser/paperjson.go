@@ -1,0 +1,176 @@
+package parser
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// paperJSON holds the fields of the site's embedded paper object that the
+// parser uses. Types are lenient: the site is not consistent about numbers
+// versus strings, and a field of an unexpected type is dropped (with
+// warning json-odd-types) instead of rejecting the whole object.
+type paperJSON struct {
+	Title           string      `json:"title"`
+	Authors         string      `json:"authors"`
+	DOI             string      `json:"doi"`
+	DOIURL          string      `json:"DOIUrl"`
+	Abstract        string      `json:"abstract"`
+	PeriodicalID    flexInt     `json:"PeriodicalId"`
+	Journal         *journalObj `json:"journal"`
+	PeriodicalIF    flexFloat   `json:"PeriodicalIF"`
+	PublicationDate string      `json:"publicationDate"`
+	PublicationType flexString  `json:"publicationTypes"`
+	OpenAccessPDF   string      `json:"openAccessPdf"`
+	CitationCount   *flexInt    `json:"citationCount"`
+	PaperID         flexString  `json:"paperid"`
+	PeriodicalName  string      `json:"PeriodicalName"`
+	RegionNum       flexInt     `json:"RegionNum"`
+	RegionCategory  string      `json:"RegionCategory"`
+	TitleCN         string      `json:"TitleCN"`
+	AbstractTextCN  string      `json:"AbstractTextCN"`
+	JCR             string      `json:"JCR"`
+	JCRName         string      `json:"JCRName"`
+
+	// Set by the extractor, not by the JSON.
+	truncated bool // the object was cut off; only complete fields are set
+	oddTypes  bool // some field had an unexpected type and was ignored
+}
+
+type journalObj struct {
+	Name   string     `json:"name"`
+	Volume flexString `json:"volume"`
+	Pages  flexString `json:"pages"`
+}
+
+// isPaper reports whether the object is paper metadata rather than some other
+// JSON with a title key (site configuration, analytics, …).
+func (p *paperJSON) isPaper() bool {
+	if strings.TrimSpace(p.Title) == "" {
+		return false
+	}
+	return strings.TrimSpace(string(p.PaperID)) != "" || strings.TrimSpace(p.DOI) != ""
+}
+
+// flexString accepts a JSON string, number or bool; arrays of strings are
+// joined with ", ". null leaves it empty.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexString(s)
+	case '[':
+		var ss []string
+		if err := json.Unmarshal(b, &ss); err != nil {
+			return &json.UnmarshalTypeError{Value: "array", Type: nil}
+		}
+		*f = flexString(strings.Join(ss, ", "))
+	case '{':
+		return &json.UnmarshalTypeError{Value: "object"}
+	default:
+		*f = flexString(b)
+	}
+	return nil
+}
+
+// flexInt accepts a JSON number or a numeric string.
+type flexInt int64
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(bytes.TrimSpace(b)), `"`)
+	if s == "" || s == "null" {
+		return nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		fl, ferr := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if ferr != nil || fl != float64(int64(fl)) {
+			return &json.UnmarshalTypeError{Value: "number " + s}
+		}
+		n = int64(fl)
+	}
+	*f = flexInt(n)
+	return nil
+}
+
+// flexFloat accepts a JSON number or a numeric string.
+type flexFloat float64
+
+func (f *flexFloat) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(bytes.TrimSpace(b)), `"`)
+	if s == "" || s == "null" {
+		return nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: "number " + s}
+	}
+	*f = flexFloat(v)
+	return nil
+}
+
+// decodePaper decodes one complete JSON object. ok is false when the bytes
+// are not a JSON object at all; type errors in single fields are tolerated.
+func decodePaper(b []byte) (p *paperJSON, ok bool) {
+	p = new(paperJSON)
+	err := json.Unmarshal(b, p)
+	if err != nil {
+		var ute *json.UnmarshalTypeError
+		if !errors.As(err, &ute) {
+			return nil, false
+		}
+		// encoding/json keeps decoding after a type error; the remaining
+		// fields are set. A non-object at top level is not a paper.
+		if ute.Field == "" && ute.Value != "" && p.Title == "" {
+			return nil, false
+		}
+		p.oddTypes = true
+	}
+	return p, true
+}
+
+// salvagePaper reads the complete top-level fields of a JSON object that was
+// cut off. It never fails; it returns what it could read.
+func salvagePaper(b []byte) *paperJSON {
+	p := &paperJSON{truncated: true}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return p
+	}
+	fields := map[string]any{
+		"title": &p.Title, "authors": &p.Authors, "doi": &p.DOI, "DOIUrl": &p.DOIURL,
+		"abstract": &p.Abstract, "PeriodicalId": &p.PeriodicalID, "journal": &p.Journal,
+		"PeriodicalIF": &p.PeriodicalIF, "publicationDate": &p.PublicationDate,
+		"publicationTypes": &p.PublicationType, "openAccessPdf": &p.OpenAccessPDF,
+		"paperid": &p.PaperID, "PeriodicalName": &p.PeriodicalName, "RegionNum": &p.RegionNum,
+		"RegionCategory": &p.RegionCategory, "JCR": &p.JCR, "JCRName": &p.JCRName,
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return p
+		}
+		key, _ := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return p
+		}
+		if dst, ok := fields[key]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				p.oddTypes = true
+			}
+		}
+	}
+	return p
+}

@@ -1,0 +1,250 @@
+package parser
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// Format says how to read the bytes of a page.
+type Format string
+
+const (
+	FormatAuto Format = ""     // sniff: HTML when the first non-blank byte is '<'
+	FormatHTML Format = "html" // an HTML document
+	FormatText Format = "text" // a plain-text capture: what a browser shows, one line per line
+)
+
+// ParseFormat checks a --format value.
+func ParseFormat(s string) (Format, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return FormatAuto, nil
+	case "html":
+		return FormatHTML, nil
+	case "text", "txt":
+		return FormatText, nil
+	}
+	return "", fmt.Errorf("format %q: expected auto, html or text", s)
+}
+
+// Options describe where the bytes of a page came from.
+type Options struct {
+	// URL of the page, when it was fetched; also used for the journal id and
+	// page number when it follows the site's scheme.
+	URL string
+	// Capture is the file path or URL recorded in each record's source.
+	// Defaults to URL.
+	Capture string
+	// ContentType is the HTTP Content-Type header, if any (for the charset).
+	ContentType string
+	// Charset forces a charset label ("gbk"), overriding every declaration.
+	Charset string
+	// Format of the bytes; FormatAuto sniffs.
+	Format Format
+	// FetchedAt is when the page was fetched; zero for files.
+	FetchedAt time.Time
+	// RunID names the crawl run, recorded in each record's source.
+	RunID string
+}
+
+// Page is what Parse found on one listing page.
+type Page struct {
+	// Records are the papers in page order; Source.Position is 1-based.
+	Records []record.Record
+	// JournalID and PageNo are the page's journal and page number, when known
+	// (from the URL or file name, else the JSON or the heading).
+	JournalID int64
+	PageNo    int
+	// JournalName from the page heading, when seen.
+	JournalName string
+	// HeadingSeen: a "…最新文献" heading or <title> was seen.
+	HeadingSeen bool
+	// FooterSeen: one of the site's footer lines (ICP licence, …) was seen.
+	FooterSeen bool
+	// BlocksFound counts paper blocks found; BlocksDropped those that had too
+	// little to make a record (no title, DOI or id).
+	BlocksFound   int
+	BlocksDropped int
+	// Format and Charset say how the bytes were read.
+	Format  Format
+	Charset string
+	// Warnings about the page as a whole (see the PageWarn* constants).
+	Warnings []string
+}
+
+// Page-level warning codes.
+const (
+	// PageWarnCharsetGuessed: no charset was declared and the bytes were not
+	// UTF-8; they were read as GB18030.
+	PageWarnCharsetGuessed = "charset-guessed"
+	// PageWarnJSONScanLimit: a line held so many unbalanced braces that the
+	// JSON scan stopped at its work bound; papers after that point may be
+	// missing their JSON.
+	PageWarnJSONScanLimit = "json-scan-limit"
+)
+
+// IsListing reports whether the page looks like a genuine listing page: a
+// listing heading, the site footer, or at least one paper block. A captcha or
+// error page has none of these.
+func (p *Page) IsListing() bool {
+	return p.HeadingSeen || p.FooterSeen || p.BlocksFound > 0
+}
+
+func (p *Page) warn(code string) {
+	for _, w := range p.Warnings {
+		if w == code {
+			return
+		}
+	}
+	p.Warnings = append(p.Warnings, code)
+}
+
+// Parse splits a saved or fetched listing page into paper records. It reads
+// HTML of any markup and plain-text captures, tolerates noise, cut-off text
+// and missing parts, and never panics. The error is non-nil only for bad
+// options (an unknown charset).
+//
+// Parse is safe for concurrent use; it keeps no state between calls.
+func Parse(data []byte, opts Options) (*Page, error) {
+	format := opts.Format
+	if format == FormatAuto {
+		format = sniffFormat(data)
+	}
+	text, cs, guessed, err := Decode(data, opts.ContentType, opts.Charset, format == FormatHTML)
+	if err != nil {
+		return nil, err
+	}
+	page := &Page{Format: format, Charset: cs}
+	if guessed && cs != "utf-8" {
+		page.warn(PageWarnCharsetGuessed)
+	}
+
+	var raw []rawLine
+	if format == FormatHTML {
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(text))
+		if err != nil {
+			// html.Parse only fails on reader errors; a strings.Reader has none.
+			return nil, fmt.Errorf("parse html: %w", err)
+		}
+		var title string
+		raw, title = flattenHTML(doc)
+		if title != "" {
+			if j, n, ok := titleFacts(title); ok {
+				page.HeadingSeen = true
+				page.JournalName, page.PageNo = j, n
+			}
+		}
+	} else {
+		raw = splitTextLines(text)
+	}
+
+	if j, n, ok := urlFacts(opts.URL); ok {
+		page.JournalID, page.PageNo = j, n
+	} else if j, n, ok := urlFacts(opts.Capture); ok {
+		page.JournalID, page.PageNo = j, n
+	}
+
+	lines := classifyLines(raw, page)
+	segs := segmentLines(lines)
+	segs = reconcile(segs)
+	assemble(segs, page, opts)
+	return page, nil
+}
+
+// sniffFormat: HTML when the first non-blank byte (after a BOM) is '<'.
+func sniffFormat(data []byte) Format {
+	data = bytes.TrimPrefix(data, []byte{0xEF, 0xBB, 0xBF})
+	data = bytes.TrimLeft(data, " \t\r\n\f")
+	if len(data) > 0 && data[0] == '<' {
+		return FormatHTML
+	}
+	if len(data) > 1 && (data[0] == 0xFE || data[0] == 0xFF) {
+		// UTF-16 with a BOM: look past it.
+		return FormatHTML
+	}
+	return FormatText
+}
+
+// classifyLines classifies each raw line, extracts JSON objects (splitting a
+// line that holds text around its JSON) and records page facts.
+func classifyLines(raw []rawLine, page *Page) []line {
+	out := make([]line, 0, len(raw))
+	for _, r := range raw {
+		if r.json || strings.IndexByte(r.text, '{') >= 0 {
+			hits, exhausted := extractPapers(r.text)
+			if exhausted {
+				page.warn(PageWarnJSONScanLimit)
+			}
+			if len(hits) > 0 {
+				pos := 0
+				for _, h := range hits {
+					if !r.json {
+						out = appendText(out, r.text[pos:h.start], page)
+					}
+					papers := []*paperJSON{h.paper}
+					if n := len(out); n > 0 && out[n-1].kind == kindJSON && r.json {
+						// Several objects in one script: keep them together.
+						out[n-1].papers = append(out[n-1].papers, h.paper)
+					} else {
+						out = append(out, line{kind: kindJSON, papers: papers})
+					}
+					pos = h.end
+				}
+				if !r.json {
+					out = appendText(out, r.text[pos:], page)
+				}
+				continue
+			}
+			if r.json {
+				continue // a JSON script or attribute that holds no paper
+			}
+		}
+		out = appendText(out, r.text, page)
+	}
+	return out
+}
+
+func appendText(out []line, text string, page *Page) []line {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return out
+	}
+	l := classify(text)
+	switch l.kind {
+	case kindNoise:
+		if isFooter(text) {
+			page.FooterSeen = true
+		}
+		return out
+	case kindHeading:
+		page.HeadingSeen = true
+		j, n := headingInfo(text)
+		if page.JournalName == "" {
+			page.JournalName = j
+		}
+		if page.PageNo == 0 {
+			page.PageNo = n
+		}
+		return out
+	}
+	return append(out, l)
+}
+
+// titleFacts reads a <title> such as "X最新文献_第7页 - site".
+func titleFacts(title string) (journal string, page int, ok bool) {
+	i := strings.Index(title, "最新文献")
+	if i < 0 {
+		return "", 0, false
+	}
+	journal = strings.TrimSpace(title[:i])
+	if m := reTitlePage.FindStringSubmatch(title[i:]); m != nil {
+		fmt.Sscan(m[1], &page)
+	}
+	return journal, page, true
+}

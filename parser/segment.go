@@ -1,0 +1,372 @@
+package parser
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// A segment is the lines of one paper block. Blocks are delimited by the
+// JSON objects and by the head (impact, meta) and citation lines, not by
+// title lines alone: a capture may have lost whole kinds of lines.
+type segment struct {
+	lines  []line     // visible lines in page order (text, impact, meta, citation)
+	json   *paperJSON // the block's paper object, if any
+	jsonAt int        // len(lines) when the JSON arrived
+	// afterJSONMatched: a visible line after the JSON matched it, so the
+	// block is laid out JSON-first.
+	afterJSONMatched bool
+}
+
+func (s *segment) empty() bool { return len(s.lines) == 0 && s.json == nil }
+
+func (s *segment) hasHead() bool {
+	for _, l := range s.lines {
+		if l.kind == kindImpact || l.kind == kindMeta {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *segment) anchored() bool {
+	if s.json != nil {
+		return true
+	}
+	for _, l := range s.lines {
+		if l.kind != kindText {
+			return true
+		}
+	}
+	return false
+}
+
+// headDOI is the DOI named by the segment's head lines, if any.
+func (s *segment) headDOI() string {
+	for _, l := range s.lines {
+		if (l.kind == kindMeta || l.kind == kindImpact) && l.head.doi != "" {
+			return l.head.doi
+		}
+	}
+	return ""
+}
+
+// titleCandidate is the visible line that, by position, should be the title:
+// the last text line before the first head line, or the first text line when
+// the segment has no head.
+func (s *segment) titleCandidate() (int, bool) {
+	last, first := -1, -1
+	for i, l := range s.lines {
+		switch l.kind {
+		case kindImpact, kindMeta:
+			return last, last >= 0
+		case kindText:
+			last = i
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	return first, first >= 0
+}
+
+// accepts reports whether JSON object p can belong to this JSON-less
+// segment: nothing visible contradicts it. A segment whose head names another
+// DOI, or whose title line names another paper, does not accept it.
+func (s *segment) accepts(p *paperJSON) bool {
+	doiMatch, doiSeen := false, false
+	if d := s.headDOI(); d != "" && p.DOI != "" {
+		doiSeen = true
+		doiMatch = record.DOIKey(d) == record.DOIKey(p.DOI)
+	}
+	if doiMatch {
+		return true
+	}
+	for _, l := range s.lines {
+		if l.kind == kindText {
+			if ok, _, _ := matchTitle(l.text, p.Title); ok {
+				return true
+			}
+		}
+	}
+	if doiSeen {
+		return false
+	}
+	if s.hasHead() {
+		if _, ok := s.titleCandidate(); ok {
+			return false
+		}
+	}
+	return true
+}
+
+// segmentLines groups classified lines into paper blocks.
+func segmentLines(lines []line) []*segment {
+	var segs []*segment
+	cur := &segment{}
+	closeCur := func() {
+		if !cur.empty() {
+			segs = append(segs, cur)
+		}
+		cur = &segment{}
+	}
+	for _, l := range lines {
+		switch l.kind {
+		case kindJSON:
+			if len(l.papers) > 1 {
+				// A detached group (one script holding every paper): each
+				// object is its own segment; reconcile pairs them with the
+				// visible blocks.
+				closeCur()
+				for _, p := range l.papers {
+					segs = append(segs, &segment{json: p})
+				}
+				continue
+			}
+			p := l.papers[0]
+			if cur.json != nil || !cur.accepts(p) {
+				closeCur()
+			}
+			cur.json, cur.jsonAt = p, len(cur.lines)
+
+		case kindCitation:
+			cur.lines = append(cur.lines, l)
+			closeCur()
+
+		case kindImpact, kindMeta:
+			if cur.json != nil && len(cur.lines) > cur.jsonAt {
+				// After the JSON: only this block's own head stays.
+				if !headFits(cur, l) {
+					closeCur()
+				}
+			} else if cur.json != nil {
+				if l.head.doi != "" && cur.json.DOI != "" && record.DOIKey(l.head.doi) != record.DOIKey(cur.json.DOI) && cur.hasHead() {
+					closeCur()
+				}
+			} else if cur.hasHead() && !continuesHead(cur, l) {
+				// A second head: a new block starts, with its title line.
+				moved := splitOffTitle(cur)
+				closeCur()
+				if moved != nil {
+					cur.lines = append(cur.lines, *moved)
+				}
+			}
+			cur.lines = append(cur.lines, l)
+
+		case kindText:
+			if cur.json != nil && !fitsAfterJSON(cur, l) {
+				closeCur()
+			}
+			cur.lines = append(cur.lines, l)
+		}
+	}
+	closeCur()
+	return segs
+}
+
+// headFits: a head line after a JSON-first block's JSON belongs to it when
+// its DOI agrees and the block has no complete head yet.
+func headFits(cur *segment, l line) bool {
+	if l.head.doi != "" && cur.json.DOI != "" {
+		return record.DOIKey(l.head.doi) == record.DOIKey(cur.json.DOI)
+	}
+	return !cur.hasHead() || continuesHead(cur, l)
+}
+
+// continuesHead: an impact line directly followed by a meta line form one
+// head.
+func continuesHead(cur *segment, l line) bool {
+	n := len(cur.lines)
+	return n > 0 && cur.lines[n-1].kind == kindImpact && l.kind == kindMeta
+}
+
+// fitsAfterJSON decides whether a text line after the JSON still belongs to
+// the block (JSON-first layouts) or starts the next one.
+func fitsAfterJSON(cur *segment, l line) bool {
+	p := cur.json
+	if ok, _, _ := matchTitle(l.text, p.Title); ok {
+		cur.afterJSONMatched = true
+		return true
+	}
+	if matchAuthors(l.text, p.Authors) || matchAbstract(l.text, p.Abstract) {
+		cur.afterJSONMatched = true
+		return true
+	}
+	// A Chinese line right after this block's matched visible lines is its
+	// Chinese title or abstract.
+	return cur.afterJSONMatched && cjkDominant(l.text) && !looksLikeTitleLine(l.text)
+}
+
+// splitOffTitle removes and returns the last line of cur when it is the
+// title line of the block whose head is arriving.
+func splitOffTitle(cur *segment) *line {
+	n := len(cur.lines)
+	if n == 0 || cur.lines[n-1].kind != kindText {
+		return nil
+	}
+	last := cur.lines[n-1]
+	directlyAfterHead := n >= 2 && (cur.lines[n-2].kind == kindImpact || cur.lines[n-2].kind == kindMeta)
+	if directlyAfterHead && looksLikeAuthors(last.text) {
+		// The previous block's authors; the new block has no title line.
+		return nil
+	}
+	cur.lines = cur.lines[:n-1]
+	return &last
+}
+
+// reconcile pairs JSON-only segments (a JSON object with no visible title or
+// head of its own) with JSON-less segments that name the same paper by DOI or
+// title, so pages that keep all their JSON in one place (a script at the end
+// of the body) still give one record per paper.
+func reconcile(segs []*segment) []*segment {
+	var jsonOnly, visibleOnly []int
+	for i, s := range segs {
+		switch {
+		case s.json == nil && s.anchored():
+			visibleOnly = append(visibleOnly, i)
+		case s.json != nil && !s.hasHead() && !s.hasTitleFor(s.json):
+			jsonOnly = append(jsonOnly, i)
+		}
+	}
+	if len(jsonOnly) == 0 || len(visibleOnly) == 0 {
+		return segs
+	}
+	drop := make([]bool, len(segs))
+	for _, ji := range jsonOnly {
+		j := segs[ji]
+		for _, vi := range visibleOnly {
+			v := segs[vi]
+			if v.json != nil || !v.names(j.json) {
+				continue
+			}
+			v.json, v.jsonAt = j.json, len(v.lines)
+			v.lines = append(v.lines, j.lines...)
+			drop[ji] = true
+			break
+		}
+	}
+	out := segs[:0]
+	for i, s := range segs {
+		if !drop[i] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (s *segment) hasTitleFor(p *paperJSON) bool {
+	for _, l := range s.lines {
+		if l.kind == kindText {
+			if ok, _, _ := matchTitle(l.text, p.Title); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// names reports whether the visible segment names paper p by DOI or title.
+func (s *segment) names(p *paperJSON) bool {
+	if d := s.headDOI(); d != "" && p.DOI != "" {
+		return record.DOIKey(d) == record.DOIKey(p.DOI)
+	}
+	if i, ok := s.titleCandidate(); ok {
+		m, _, _ := matchTitle(s.lines[i].text, p.Title)
+		return m
+	}
+	return s.hasTitleFor(p)
+}
+
+// matchTitle reports whether a visible title line shows JSON title jt, and
+// returns what follows it on the line (the Chinese title). exact is false
+// when the line was matched only loosely (cut off, or differing after a
+// common prefix), which callers report as a mismatch when it matters.
+func matchTitle(lineText, jt string) (ok bool, rest string, exact bool) {
+	pt := plainText(jt)
+	if pt == "" {
+		return false, "", false
+	}
+	if len(lineText) >= len(pt) && strings.EqualFold(lineText[:len(pt)], pt) {
+		rest = lineText[len(pt):]
+		r, _ := utf8.DecodeRuneInString(rest)
+		if rest == "" || r == ' ' || isCJK(r) || strings.ContainsRune(".。:：", r) {
+			return true, strings.TrimSpace(strings.TrimLeft(rest, ".")), true
+		}
+	}
+	// Visible title cut off: a prefix of the JSON title, long enough to mean
+	// something.
+	if len(lineText) >= 24 && len(lineText) < len(pt) && strings.EqualFold(pt[:len(lineText)], lineText) {
+		return true, "", false
+	}
+	en, cn := splitTitleLine(lineText)
+	if en != "" && (strings.EqualFold(en, strings.TrimRight(pt, ".")) || strings.EqualFold(strings.TrimRight(en, "."), pt)) {
+		return true, cn, true
+	}
+	return false, "", false
+}
+
+// matchAuthors reports whether a visible line is JSON authors string ja.
+func matchAuthors(lineText, ja string) bool {
+	if ja == "" || cjkDominant(lineText) && !cjkDominant(ja) {
+		return false
+	}
+	a, b := splitAuthors(lineText), splitAuthors(ja)
+	if len(a) == 0 || len(b) == 0 || len(a) > len(b) {
+		return false
+	}
+	for i := 0; i < len(a) && i < 3; i++ {
+		if !strings.EqualFold(a[i], b[i]) {
+			// The last visible name may be cut off.
+			if i == len(a)-1 && len(a) > 1 && strings.HasPrefix(strings.ToLower(b[i]), strings.ToLower(a[i])) {
+				return true
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// matchAbstract reports whether a visible line is the start of JSON abstract
+// ja.
+func matchAbstract(lineText, ja string) bool {
+	if len(ja) < 16 || len(lineText) < 16 {
+		return false
+	}
+	pa := plainText(ja)
+	n := min(len(lineText), 80)
+	for n > 0 && n < len(lineText) && !utf8.RuneStart(lineText[n]) {
+		n--
+	}
+	pre := lineText[:n]
+	return len(pre) >= 12 && len(pa) >= len(pre) && strings.EqualFold(pa[:len(pre)], pre)
+}
+
+// looksLikeAuthors: several short comma-separated names, no sentence.
+func looksLikeAuthors(s string) bool {
+	if looksLikeTitleLine(s) {
+		return false
+	}
+	if cjkDominant(s) && !strings.ContainsAny(s, "，、,;") {
+		return false
+	}
+	parts := splitAuthors(s)
+	if len(parts) < 2 {
+		return false
+	}
+	words := 0
+	for _, p := range parts {
+		n := len(strings.Fields(p))
+		if n > 6 {
+			return false
+		}
+		words += n
+	}
+	return words <= 4*len(parts)
+}
+
+// looksLikeTitleLine: an English title followed by a Chinese one.
+func looksLikeTitleLine(s string) bool {
+	en, cn := splitTitleLine(s)
+	return en != "" && cn != ""
+}

@@ -1,0 +1,230 @@
+package parser
+
+import (
+	"html"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// collapse is record.CollapseSpace with a fast path for text that is already
+// clean.
+func collapse(s string) string {
+	clean := true
+	prevSpace := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			clean = false
+			break
+		}
+		sp := c == ' '
+		if c < ' ' || (sp && prevSpace) {
+			clean = false
+			break
+		}
+		prevSpace = sp
+	}
+	if clean && !prevSpace {
+		return s
+	}
+	return record.CollapseSpace(s)
+}
+
+// isCJK reports whether r is a Han, Hiragana, Katakana or Hangul character or
+// CJK punctuation (the ideographic full stop, full-width colon, …).
+func isCJK(r rune) bool {
+	if r < 0x2E80 {
+		return false
+	}
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) ||
+		(r >= 0x3000 && r <= 0x303F) || (r >= 0xFF00 && r <= 0xFFEF)
+}
+
+func hasCJK(s string) bool {
+	for _, r := range s {
+		if isCJK(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// cjkDominant reports whether most letters of s are CJK: a Chinese title or
+// abstract rather than an English line that mentions a Chinese word.
+func cjkDominant(s string) bool {
+	cjk, latin := 0, 0
+	for _, r := range s {
+		switch {
+		case isCJK(r):
+			cjk++
+		case r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z'):
+			latin++
+		}
+	}
+	// A CJK character carries about as much as a short English word.
+	return cjk > 0 && cjk*4 >= latin
+}
+
+// splitTitleLine splits a visible title line "English title 中文标题" where
+// the Chinese title starts at the first space-separated word holding a CJK
+// character: "…Environment FlashFlex：适应异构…" splits before "FlashFlex：".
+func splitTitleLine(line string) (en, cn string) {
+	line = strings.TrimSpace(line)
+	pos := 0
+	for pos < len(line) {
+		sp := strings.IndexByte(line[pos:], ' ')
+		word := line[pos:]
+		if sp >= 0 {
+			word = line[pos : pos+sp]
+		}
+		if hasCJK(word) {
+			return strings.TrimSpace(line[:pos]), strings.TrimSpace(line[pos:])
+		}
+		if sp < 0 {
+			break
+		}
+		pos += sp + 1
+	}
+	return line, ""
+}
+
+// blockTags are the tags in abstracts that separate text; the others
+// (i, em, sub, MathML, …) are inline and vanish without a space.
+var blockTags = map[string]bool{
+	"p": true, "div": true, "br": true, "li": true, "ul": true, "ol": true, "tr": true,
+	"td": true, "table": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true,
+	"h6": true, "sec": true, "title": true, "label": true, "list-item": true, "list": true,
+	"abstract": true, "section": true, "blockquote": true, "hr": true, "math": false,
+}
+
+// inlineTags are tags known to appear in abstracts and titles whose markup is
+// dropped while their text is kept.
+var inlineTags = map[string]bool{
+	"i": true, "em": true, "b": true, "strong": true, "bold": true, "italic": true,
+	"u": true, "sub": true, "sup": true, "span": true, "a": true, "uri": true, "sc": true,
+	"font": true, "small": true, "big": true, "tt": true, "code": true, "underline": true,
+	"inline-formula": true, "disp-formula": true, "tex-math": true, "alternatives": true,
+	"ext-link": true, "xref": true, "named-content": true, "styled-content": true,
+	"monospace": true, "roman": true, "strike": true, "img": true, "inline-graphic": true,
+}
+
+// plainText turns an abstract or title that may hold HTML, JATS or MathML
+// markup into plain text: tags stripped (block tags become a space), entities
+// decoded, NUL (the site's "\u0000" line breaks) made a space and white space
+// collapsed. A '<' that does not open a known tag is kept as text.
+func plainText(s string) string {
+	if !strings.ContainsAny(s, "<&\x00") {
+		return collapse(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == 0 {
+			b.WriteByte(' ')
+			i++
+			continue
+		}
+		if c != '<' {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		name, end := tagAt(s, i)
+		if end < 0 {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		if blockTags[name] {
+			b.WriteByte(' ')
+		}
+		i = end
+	}
+	out := b.String()
+	if strings.IndexByte(out, '&') >= 0 {
+		out = html.UnescapeString(out)
+	}
+	return collapse(out)
+}
+
+// tagAt parses a tag at s[i] == '<' and returns its lower-cased local name
+// and the offset past its '>', or end < 0 when s[i:] does not start a known
+// tag. Names with a namespace prefix (mml:mi, jats:p) and every MathML
+// element count as known.
+func tagAt(s string, i int) (name string, end int) {
+	j := i + 1
+	if j < len(s) && s[j] == '/' {
+		j++
+	}
+	k := j
+	for k < len(s) && (isASCIILetter(s[k]) || (k > j && (s[k] == '-' || s[k] == ':' || (s[k] >= '0' && s[k] <= '9')))) {
+		k++
+	}
+	if k == j || k >= len(s) {
+		return "", -1
+	}
+	if c := s[k]; c != '>' && c != ' ' && c != '/' && c != '\t' && c != '\n' {
+		return "", -1
+	}
+	full := strings.ToLower(s[j:k])
+	local := full
+	if p := strings.LastIndexByte(full, ':'); p >= 0 {
+		local = full[p+1:]
+	}
+	known := blockTags[local] || inlineTags[local] || local != full || isMathMLTag(local)
+	if !known {
+		return "", -1
+	}
+	gt := strings.IndexByte(s[k:], '>')
+	if gt < 0 || gt > 2048 {
+		return "", -1
+	}
+	return local, k + gt + 1
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+func isMathMLTag(name string) bool {
+	switch name {
+	case "math", "mi", "mo", "mn", "ms", "mtext", "mrow", "msub", "msup", "msubsup",
+		"mfrac", "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr",
+		"mtd", "mstyle", "mspace", "mpadded", "mphantom", "mfenced", "menclose",
+		"semantics", "annotation", "annotation-xml", "mmultiscripts", "mprescripts", "none":
+		return true
+	}
+	return false
+}
+
+// splitAuthors splits an authors string on the separators the site uses
+// (", ", ";", " ,&nbsp;", ",&nbsp;", " , ", and the Chinese "，" and "、"),
+// turns non-breaking spaces into spaces, trims, and drops empty parts. Odd
+// names ("MollyYiming") are kept as the source gives them.
+func splitAuthors(s string) []string {
+	if strings.IndexByte(s, '&') >= 0 {
+		s = html.UnescapeString(s)
+	}
+	parts := strings.FieldsFunc(s, func(r rune) bool {
+		return r == ',' || r == ';' || r == '，' || r == '、' || r == '；'
+	})
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p = collapse(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// foldKey is the form used to compare visible text with JSON text: plain
+// text, collapsed, lower-cased.
+func foldKey(s string) string {
+	return strings.ToLower(collapse(s))
+}

@@ -1,0 +1,134 @@
+// Package record defines the paper record: the one data type that the
+// parser produces and every sink consumes.
+//
+// The JSON field names are a contract (see schema/record.schema.json and the
+// README). Unknown values are omitted: a field is never null, and never 0 or
+// "" standing for "unknown". The only number that may legitimately be 0 is
+// Citations, which is therefore a pointer.
+package record
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"unicode"
+)
+
+// SchemaVersion is the value of schema_version in every record this build
+// writes. It changes only when a field changes meaning or is removed.
+const SchemaVersion = 1
+
+// Record is one paper as seen on one listing page.
+type Record struct {
+	SchemaVersion int      `json:"schema_version"`
+	ID            string   `json:"id"`
+	DOI           string   `json:"doi,omitempty"`
+	DOIURL        string   `json:"doi_url,omitempty"`
+	ArxivID       string   `json:"arxiv_id,omitempty"`
+	URL           string   `json:"url,omitempty"`
+	Title         string   `json:"title,omitempty"`
+	TitleCN       string   `json:"title_cn,omitempty"`
+	Authors       []string `json:"authors,omitempty"`
+	Abstract      string   `json:"abstract,omitempty"`
+	AbstractCN    string   `json:"abstract_cn,omitempty"`
+	Published     string   `json:"published,omitempty"`
+	Journal       *Journal `json:"journal,omitempty"`
+	ImpactFactor  float64  `json:"impact_factor,omitempty"`
+	Zone          int      `json:"zone,omitempty"`
+	Subject       string   `json:"subject,omitempty"`
+	JCRQuartile   string   `json:"jcr_quartile,omitempty"`
+	JCRCategory   string   `json:"jcr_category,omitempty"`
+	Citations     *int     `json:"citations,omitempty"`
+	OpenAccessPDF string   `json:"open_access_pdf,omitempty"`
+	// PublicationType is the JSON publicationTypes value, e.g. "Journal Article".
+	PublicationType string `json:"publication_type,omitempty"`
+	Source          Source `json:"source"`
+	// Warnings are short codes (see the Warn* constants) saying what the
+	// parser had to guess or could not reconcile for this record.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Journal identifies the listing the paper came from.
+type Journal struct {
+	ID     int64  `json:"id,omitempty"`
+	Name   string `json:"name,omitempty"`
+	Volume string `json:"volume,omitempty"`
+	Pages  string `json:"pages,omitempty"`
+}
+
+// Source says where the record was read.
+type Source struct {
+	// URL of the listing page, when known.
+	URL string `json:"url,omitempty"`
+	// Page is the listing page number (1 for the first page), when known.
+	Page int `json:"page,omitempty"`
+	// Position is the 1-based position of the paper on the page.
+	Position int `json:"position"`
+	// Capture is the file path or URL the bytes were read from.
+	Capture string `json:"capture,omitempty"`
+	// FetchedAt is when the page was fetched (RFC 3339); omitted for files.
+	FetchedAt string `json:"fetched_at,omitempty"`
+	// RunID names the crawl run that fetched the page; omitted for files.
+	RunID string `json:"run_id,omitempty"`
+}
+
+// Warning codes carried in Record.Warnings.
+const (
+	// WarnNoJSON: the block had no embedded JSON; fields come from visible lines.
+	WarnNoJSON = "no-json"
+	// WarnJSONTruncated: the block's JSON was cut off; complete fields were salvaged.
+	WarnJSONTruncated = "json-truncated"
+	// WarnJSONVisibleMismatch: the JSON and the visible lines disagree (DOI,
+	// date, title or impact factor); the JSON value was kept.
+	WarnJSONVisibleMismatch = "json-visible-mismatch"
+	// WarnJSONOddTypes: some JSON fields had unexpected types and were ignored.
+	WarnJSONOddTypes = "json-odd-types"
+	// WarnNoTitle: no title could be found for the paper.
+	WarnNoTitle = "no-title"
+)
+
+// AddWarning appends code unless the record already carries it.
+func (r *Record) AddWarning(code string) {
+	for _, w := range r.Warnings {
+		if w == code {
+			return
+		}
+	}
+	r.Warnings = append(r.Warnings, code)
+}
+
+// DOIKey is the form of a DOI used for identity: trimmed and lower-cased.
+func DOIKey(doi string) string {
+	return strings.ToLower(strings.TrimSpace(doi))
+}
+
+// DOIID is the record id of a paper known only by its DOI.
+func DOIID(doi string) string { return "doi:" + DOIKey(doi) }
+
+// TitleID is the record id of a paper with neither a site id nor a DOI:
+// "title:" and the first 16 hex digits of sha256 over
+// lower(collapse_whitespace(title)) + "|" + published.
+func TitleID(title, published string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(CollapseSpace(title)) + "|" + published))
+	return "title:" + hex.EncodeToString(sum[:8])
+}
+
+// CollapseSpace trims s and replaces every run of white space (including
+// U+00A0) with one ASCII space.
+func CollapseSpace(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) || r == 0 {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
