@@ -139,6 +139,18 @@ func readMatched(s *segment, v *visible) {
 			}
 		}
 	}
+	if strings.TrimSpace(p.Abstract) == "" && v.abstract == "" {
+		// The JSON has no abstract to match against: the first unplaced
+		// English prose line after the authors (or the head) is the visible
+		// abstract.
+		for i, l := range s.lines {
+			if l.kind == kindText && !placed[i] && i > titleIdx && !cjkDominant(l.text) &&
+				(v.authors == nil || !looksLikeAuthors(l.text)) && afterAuthorsOrHead(s, i) {
+				v.abstract, placed[i] = l.text, true
+				break
+			}
+		}
+	}
 	if titleIdx < 0 {
 		// The title line does not show the JSON title: take the line in the
 		// title's place, if it is still unplaced, and let the caller compare.
@@ -169,7 +181,9 @@ func readPositional(s *segment, v *visible) {
 		}
 		switch {
 		case cjkDominant(l.text):
-			if v.abstractCN == "" {
+			if v.authors == nil && v.abstract == "" && v.abstractCN == "" && looksLikeCJKNames(l.text) {
+				v.authors = splitAuthors(l.text)
+			} else if v.abstractCN == "" {
 				v.abstractCN = l.text
 			}
 		case v.authors == nil && v.abstract == "" && !looksLikeProse(l.text):
@@ -353,4 +367,33 @@ func doiFromURL(u string) string {
 		return u
 	}
 	return ""
+}
+
+// afterAuthorsOrHead reports whether line i comes after a head line or after
+// a line that reads like authors: where a desktop block shows its abstract.
+func afterAuthorsOrHead(s *segment, i int) bool {
+	for _, l := range s.lines[:i] {
+		if l.kind == kindImpact || l.kind == kindMeta || l.kind == kindText && looksLikeAuthors(l.text) {
+			return true
+		}
+	}
+	return false
+}
+
+// looksLikeCJKNames: a line of Chinese (or Japanese, Korean) personal names,
+// such as "王磊, 李娜" or "陈静": short parts, no sentence punctuation.
+func looksLikeCJKNames(s string) bool {
+	if strings.ContainsAny(s, "。：:（(") {
+		return false
+	}
+	parts := splitAuthors(s)
+	if len(parts) == 0 {
+		return false
+	}
+	for _, p := range parts {
+		if n := len([]rune(p)); n > 8 || strings.Contains(p, " ") && n > 20 {
+			return false
+		}
+	}
+	return true
 }
