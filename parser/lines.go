@@ -63,13 +63,13 @@ var noiseExact = map[string]bool{
 var pagerWords = []string{"上一页", "下一页", "首页", "尾页", "末页", "跳转", "页", "«", "»", "...", "…", ">", "<", "Prev", "Next"}
 
 var (
-	reHeading     = regexp.MustCompile(`^(.*?)\s*最新文献\s*(?:[_-]?\s*第\s*(\d+)\s*页)?$`)
-	reTitlePage   = regexp.MustCompile(`第\s*(\d+)\s*页`)
-	reDate        = regexp.MustCompile(`(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})`)
-	reImpact      = regexp.MustCompile(`^IF\s*[:：]?\s*(\d+(?:\.\d+)?)`)
-	reZone        = regexp.MustCompile(`^(\d)\s*区$`)
-	reQuartile    = regexp.MustCompile(`^Q[1-4]$`)
-	reCitation    = regexp.MustCompile(`^引用次数\s*[:：]\s*(\d+)`)
+	reHeading   = regexp.MustCompile(`^(.*?)\s*最新文献\s*(?:[_-]?\s*第\s*(\d+)\s*页)?$`)
+	reTitlePage = regexp.MustCompile(`第\s*(\d+)\s*页`)
+	reDate      = regexp.MustCompile(`(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})`)
+	reImpact    = regexp.MustCompile(`^IF\s*[:：]?\s*(\d+(?:\.\d+)?)`)
+	reZone      = regexp.MustCompile(`^(\d)\s*区$`)
+	reQuartile  = regexp.MustCompile(`^Q[1-4]$`)
+	reCitation  = regexp.MustCompile(`^引用次数\s*[:：]\s*(\d+)`)
 )
 
 // classify decides the kind of one visible line and parses what it carries.

@@ -87,6 +87,9 @@ const (
 	// JSON scan stopped at its work bound; papers after that point may be
 	// missing their JSON.
 	PageWarnJSONScanLimit = "json-scan-limit"
+	// PageWarnHTMLFallback: the document was too deeply nested for the HTML
+	// tree builder and was read as a token stream instead.
+	PageWarnHTMLFallback = "html-fallback"
 )
 
 // IsListing reports whether the page looks like a genuine listing page: a
@@ -127,13 +130,16 @@ func Parse(data []byte, opts Options) (*Page, error) {
 
 	var raw []rawLine
 	if format == FormatHTML {
-		doc, err := goquery.NewDocumentFromReader(strings.NewReader(text))
-		if err != nil {
-			// html.Parse only fails on reader errors; a strings.Reader has none.
-			return nil, fmt.Errorf("parse html: %w", err)
-		}
 		var title string
-		raw, title = flattenHTML(doc)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(text))
+		if err == nil {
+			raw, title = flattenHTML(doc)
+		} else {
+			// The tree builder refuses documents nested deeper than 512
+			// elements; read the token stream instead.
+			page.warn(PageWarnHTMLFallback)
+			raw, title = flattenTokens(text)
+		}
 		if title != "" {
 			if j, n, ok := titleFacts(title); ok {
 				page.HeadingSeen = true

@@ -1,0 +1,129 @@
+package parser
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func readRepoFile(rel string) ([]byte, error) {
+	return os.ReadFile(filepath.Join("..", filepath.FromSlash(rel)))
+}
+
+func TestPlainText(t *testing.T) {
+	tests := map[string]string{
+		"<p>One.</p><p>Two &gt; one.</p>":   "One. Two > one.",
+		"a\x00b":                            "a b",
+		"H<sub>2</sub>O and <i>in vivo</i>": "H2O and in vivo",
+		"cost <inline-formula><tex-math>$ sim$</tex-math></inline-formula> n": "cost $ sim$ n",
+		"<math><mi>x</mi><mo>&lt;</mo><mn>3</mn></math> holds":                "x<3 holds",
+		"a < b and c > d": "a < b and c > d",
+		"x<y":             "x<y",
+		"<jats:p>Namespaced <jats:italic>tags</jats:italic></jats:p>":         "Namespaced tags",
+		"  spaced\u00a0\u00a0out \n text ":                                    "spaced out text",
+		"<bold>Bold</bold><uri>https://x.org</uri><span class=\"a\">s</span>": "Boldhttps://x.orgs",
+		"": "",
+	}
+	for in, want := range tests {
+		if got := plainText(in); got != want {
+			t.Errorf("plainText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSplitAuthors(t *testing.T) {
+	tests := map[string][]string{
+		"A B, C D":                            {"A B", "C D"},
+		"A;B;C":                               {"A", "B", "C"},
+		"A B ,&nbsp;C D ,&nbsp;E":             {"A B", "C D", "E"},
+		"A B,&nbsp;C D":                       {"A B", "C D"},
+		"A , B , C":                           {"A", "B", "C"},
+		"A\u00a0,\u00a0B":                     {"A", "B"},
+		"王磊、李娜，张伟":                            {"王磊", "李娜", "张伟"},
+		"Jiashu ZhangYiming, MollyYiming, Xu": {"Jiashu ZhangYiming", "MollyYiming", "Xu"},
+		", ,":                                 nil,
+	}
+	for in, want := range tests {
+		if got := splitAuthors(in); !slices.Equal(got, want) {
+			t.Errorf("splitAuthors(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSplitTitleLine(t *testing.T) {
+	tests := [][3]string{
+		{"FlashFlex: Accommodating Large Language Model Training over Heterogeneous Environment FlashFlex：适应异构环境下的大型语言模型训练",
+			"FlashFlex: Accommodating Large Language Model Training over Heterogeneous Environment", "FlashFlex：适应异构环境下的大型语言模型训练"},
+		{"Adaptive ViFi 自适应ViFi:面向车载网络", "Adaptive ViFi", "自适应ViFi:面向车载网络"},
+		{"Effects of X on Y. X对Y的影响。", "Effects of X on Y.", "X对Y的影响。"},
+		{"English only", "English only", ""},
+		{"只有中文标题", "", "只有中文标题"},
+	}
+	for _, tt := range tests {
+		en, cn := splitTitleLine(tt[0])
+		if en != tt[1] || cn != tt[2] {
+			t.Errorf("splitTitleLine(%q) = %q, %q; want %q, %q", tt[0], en, cn, tt[1], tt[2])
+		}
+	}
+}
+
+func TestHeadLines(t *testing.T) {
+	type want struct {
+		kind                             lineKind
+		impact                           float64
+		zone                             int
+		subject, q, cat, date, doi, jrnl string
+	}
+	tests := map[string]want{
+		"IF 2 4区 计算机科学": {kind: kindImpact, impact: 2, zone: 4, subject: "计算机科学"},
+		"IF 0.6":        {kind: kindImpact, impact: 0.6},
+		"IF 1.2 4区 计算机科学 Q3 ENGINEERING, ELECTRICAL & ELECTRONIC Pub Date : 2024-03-01 DOI: 10.23919/ICN.2024.0001": {
+			kind: kindImpact, impact: 1.2, zone: 4, subject: "计算机科学", q: "Q3", cat: "ENGINEERING, ELECTRICAL & ELECTRONIC", date: "2024-03-01", doi: "10.23919/ICN.2024.0001"},
+		"arXiv - CS - Distributed, Parallel, and Cluster Computing Pub Date : 2024-09-02 DOI: arxiv-2409.01075": {
+			kind: kindMeta, date: "2024-09-02", doi: "arxiv-2409.01075", jrnl: "arXiv - CS - Distributed, Parallel, and Cluster Computing"},
+		"Pub Date : 2010-11-01DOI: 10.1109/TPDS.2010.123": {kind: kindMeta, date: "2010-11-01", doi: "10.1109/TPDS.2010.123"},
+		"引用次数: 12":                   {kind: kindCitation},
+		"IFTTT recipes for everyone": {kind: kindText},
+		"京ICP备2023020795号-1":         {kind: kindNoise},
+		"上一页 1 2 3 下一页":              {kind: kindNoise},
+		"首页 > 最新文献":                  {kind: kindNoise},
+		"筛选":                         {kind: kindNoise},
+		"X最新文献_第7页":                  {kind: kindHeading},
+	}
+	for in, w := range tests {
+		l := classify(in)
+		h := l.head
+		got := want{l.kind, h.impact, h.zone, h.subject, h.jcrQuartile, h.jcrCategory, h.published, h.doi, h.journal}
+		if got != w {
+			t.Errorf("classify(%q) = %+v, want %+v", in, got, w)
+		}
+	}
+	if l := classify("引用次数: 12"); l.citations != 12 {
+		t.Errorf("citations = %d", l.citations)
+	}
+}
+
+func TestURLFacts(t *testing.T) {
+	tests := []struct {
+		in      string
+		journal int64
+		page    int
+		ok      bool
+	}{
+		{"https://m.booksci.cn/literature_d501422_7.htm", 501422, 7, true},
+		{"https://booksci.cn/literature_d501422.htm", 501422, 1, true},
+		{"https://booksci.cn/literature_d501422.htm?x=1#top", 501422, 1, true},
+		{"fixtures/html/flat-p/literature_d501422_2.htm", 501422, 2, true},
+		{"saved/mobile-literature_d12_3.html", 12, 3, true},
+		{"fixtures/seeds/000_92928c0d02c94ff5.txt", 0, 0, false},
+		{"https://booksci.cn/literature/142210977.htm", 0, 0, false},
+		{"xliterature_d5_1.htm", 0, 0, false},
+	}
+	for _, tt := range tests {
+		j, p, ok := urlFacts(tt.in)
+		if j != tt.journal || p != tt.page || ok != tt.ok {
+			t.Errorf("urlFacts(%q) = %d, %d, %v; want %d, %d, %v", tt.in, j, p, ok, tt.journal, tt.page, tt.ok)
+		}
+	}
+}
