@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// crawl runs the CLI in-process from the repository root.
+func crawl(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	wd, _ := os.Getwd()
+	t.Chdir(filepath.Join(wd, "..", ".."))
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func golden(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("fixtures", "golden", rel+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseSeedsMatchesGoldensInOrder(t *testing.T) {
+	code, out, errs := crawl(t, "parse", "--concurrency", "2", "fixtures/seeds")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := golden(t, "seeds/000_92928c0d02c94ff5.txt") + golden(t, "seeds/001_04a786490eff8f10.txt")
+	if out != want {
+		t.Errorf("stdout is not the two seed goldens in input order")
+	}
+	if strings.Contains(out, `\u003c`) || strings.Contains(out, `\u0026`) {
+		t.Error("output must not HTML-escape (& and < stay as they are)")
+	}
+}
+
+func TestParseWalksOnlyPageFiles(t *testing.T) {
+	code, out, errs := crawl(t, "parse", "fixtures")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		var r struct {
+			Source struct{ Capture string } `json:"source"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("invalid JSON line %q: %v", l, err)
+		}
+		seen[r.Source.Capture] = true
+	}
+	for c := range seen {
+		if strings.Contains(c, "/golden/") || !(strings.HasSuffix(c, ".htm") || strings.HasSuffix(c, ".txt")) {
+			t.Errorf("parsed a file that is not a page: %s", c)
+		}
+	}
+	if len(lines) < 60 {
+		t.Errorf("only %d records from the fixtures", len(lines))
+	}
+	for _, empty := range []string{"fixtures/edge/captcha.htm", "fixtures/edge/noise-only.htm"} {
+		if !strings.Contains(errs, empty+": no records") {
+			t.Errorf("stderr does not report %s as yielding no record:\n%s", empty, errs)
+		}
+	}
+	if !strings.Contains(errs, "not a listing page") {
+		t.Errorf("the captcha page must be reported as not a listing page:\n%s", errs)
+	}
+}
+
+func TestParseExitCodes(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"no path", []string{"parse"}, exitUsage, "needs at least 1 argument"},
+		{"unknown flag", []string{"parse", "--nope", "fixtures"}, exitUsage, "unknown flag: --nope"},
+		{"bad format", []string{"parse", "--format", "pdf", "fixtures"}, exitUsage, `format "pdf": expected auto, html or text`},
+		{"bad charset", []string{"parse", "--charset", "klingon", "fixtures"}, exitUsage, `unknown charset "klingon"`},
+		{"bad concurrency", []string{"parse", "--concurrency", "0", "fixtures"}, exitUsage, "--concurrency 0"},
+		{"url with many files", []string{"parse", "--url", "https://m.booksci.cn/literature_d1.htm", "fixtures/seeds", "fixtures/edge"}, exitUsage, "--url"},
+		{"missing path", []string{"parse", "fixtures/seeds", "no/such/page.htm"}, exitFatal, "no/such/page.htm"},
+		{"strict with empty pages", []string{"parse", "--strict", "fixtures/edge/captcha.htm"}, exitIncomplete, "strict: 1 of 1 files yielded no record"},
+		{"strict with warnings", []string{"parse", "--strict", "fixtures/seeds/000_92928c0d02c94ff5.txt"}, exitIncomplete, "2 records have warnings"},
+		{"strict and clean", []string{"parse", "--strict", "fixtures/seeds/001_04a786490eff8f10.txt"}, exitOK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := crawl(t, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.stderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and stderr containing %q", code, errs, tt.code, tt.stderr)
+			}
+			if tt.code == exitFatal && out != "" {
+				t.Errorf("a missing path must fail before any output, got %d bytes", len(out))
+			}
+		})
+	}
+}
+
+func TestParseSummaryAndURL(t *testing.T) {
+	code, out, errs := crawl(t, "parse", "--summary", "--url", "https://m.booksci.cn/literature_d501422_9.htm", "fixtures/seeds/000_92928c0d02c94ff5.txt")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "fixtures/seeds/000_92928c0d02c94ff5.txt: 10 records, 0 blocks dropped; record warnings: no-json=2") {
+		t.Errorf("summary line missing:\n%s", errs)
+	}
+	if !strings.Contains(out, `"source":{"url":"https://m.booksci.cn/literature_d501422_9.htm","page":9,"position":1,"capture":"fixtures/seeds/000_92928c0d02c94ff5.txt"}`) {
+		t.Errorf("--url must set source.url and the page number from it:\n%.400s", out)
+	}
+}
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"parse", "--help"}} {
+		code, out, _ := crawl(t, args...)
+		if code != exitOK || !strings.Contains(out, "Usage:") || !strings.Contains(out, "Flags:") {
+			t.Errorf("crawl %v: exit %d, output %.200q", args, code, out)
+		}
+	}
+}
