@@ -1,0 +1,18 @@
+// Package parser turns the bytes of a saved or fetched listing page into
+// paper records. It knows nothing of HTTP or of where records go.
+//
+// Parse reads HTML of any markup and plain-text captures, tolerates noise
+// (headers, filters, pagers, footer ICP lines), cut-off text and missing
+// parts, and never panics. Files:
+//
+//   - parse.go: Parse, Options, Page (records plus what the page looked like)
+//   - decode.go: Decode, the one place bytes become UTF-8 text (charsets)
+//   - flatten.go: DOM or token stream → visible lines and JSON candidates
+//   - jsonscan.go: balanced scanner finding paper objects in text
+//   - paperjson.go: the site's paper object, lenient types, salvage of cut-off objects
+//   - lines.go: line kinds (noise, heading, impact, meta, citation) and their fields
+//   - segment.go: grouping lines into paper blocks; pairing detached JSON
+//   - assemble.go: one record per block, JSON merged with visible lines
+//   - text.go: plain text, authors, CJK helpers
+//   - pagefacts.go: journal id and page number from URLs and file names
+package parser
