@@ -6,31 +6,66 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/litcrawl/litcrawl/record"
 )
 
-// collapse is record.CollapseSpace with a fast path for text that is already
-// clean.
+// collapse is record.CollapseSpace, working on bytes: ASCII is copied as
+// is and only non-ASCII bytes are decoded to look for Unicode spaces.
 func collapse(s string) string {
-	clean := true
-	prevSpace := true
-	for i := 0; i < len(s); i++ {
+	// Fast path: nothing to change.
+	clean := len(s) == 0 || (s[0] != ' ' && s[len(s)-1] != ' ')
+	for i := 0; clean && i < len(s); i++ {
 		c := s[i]
-		if c >= utf8.RuneSelf {
+		switch {
+		case c < ' ':
 			clean = false
-			break
+		case c == ' ':
+			clean = s[i+1] != ' ' // s[len-1] is not a space, so i+1 is in range
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if unicode.IsSpace(r) || r == utf8.RuneError && n == 1 {
+				clean = false
+			}
+			i += n - 1
 		}
-		sp := c == ' '
-		if c < ' ' || (sp && prevSpace) {
-			clean = false
-			break
-		}
-		prevSpace = sp
 	}
-	if clean && !prevSpace {
+	if clean {
 		return s
 	}
-	return record.CollapseSpace(s)
+	b := make([]byte, 0, len(s))
+	space := false
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c <= ' ' {
+				space = true
+				continue
+			}
+			if space && len(b) > 0 {
+				b = append(b, ' ')
+			}
+			space = false
+			b = append(b, c)
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			space = true
+			i += n
+			continue
+		}
+		if space && len(b) > 0 {
+			b = append(b, ' ')
+		}
+		space = false
+		if r == utf8.RuneError && n == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return string(b)
 }
 
 // isCJK reports whether r is a Han, Hiragana, Katakana or Hangul character or

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/litcrawl/litcrawl/record"
 )
 
 func readRepoFile(rel string) ([]byte, error) {
@@ -124,6 +126,14 @@ func TestURLFacts(t *testing.T) {
 		j, p, ok := urlFacts(tt.in)
 		if j != tt.journal || p != tt.page || ok != tt.ok {
 			t.Errorf("urlFacts(%q) = %d, %d, %v; want %d, %d, %v", tt.in, j, p, ok, tt.journal, tt.page, tt.ok)
+		}
+	}
+}
+
+func TestCollapseMatchesRecord(t *testing.T) {
+	for _, s := range []string{"", " a ", "a  b", "a\u00a0\u3000b", "中文 \t\n 文字", "x\x00y", "clean text", "bad\xffbyte", " lead", "trail ", "a\u2003b"} {
+		if got, want := collapse(s), record.CollapseSpace(s); got != want {
+			t.Errorf("collapse(%q) = %q, record.CollapseSpace = %q", s, got, want)
 		}
 	}
 }

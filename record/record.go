@@ -113,14 +113,15 @@ func TitleID(title, published string) string {
 	return "title:" + hex.EncodeToString(sum[:8])
 }
 
-// CollapseSpace trims s and replaces every run of white space (including
-// U+00A0) with one ASCII space.
+// CollapseSpace trims s and replaces every run of white space (Unicode
+// spaces including U+00A0, and ASCII control characters) with one ASCII
+// space.
 func CollapseSpace(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
 	for _, r := range s {
-		if unicode.IsSpace(r) || r == 0 {
+		if r <= ' ' || unicode.IsSpace(r) {
 			space = true
 			continue
 		}
