@@ -5,7 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
 )
 
 // collapse is record.CollapseSpace, working on bytes: ASCII is copied as
