@@ -116,17 +116,17 @@ func readMatched(s *segment, v *visible) {
 			continue
 		}
 		if titleIdx < 0 {
-			if ok, rest, _ := matchTitle(l.text, p.Title); ok {
+			if ok, rest, _ := matchTitle(l.text, p); ok {
 				titleIdx, placed[i] = i, true
 				v.titleCN = rest
 				continue
 			}
 		}
-		if v.authors == nil && matchAuthors(l.text, p.Authors) {
+		if v.authors == nil && matchAuthors(l.text, p) {
 			v.authors, placed[i] = splitAuthors(l.text), true
 			continue
 		}
-		if v.abstract == "" && matchAbstract(l.text, p.Abstract) {
+		if v.abstract == "" && matchAbstract(l.text, p) {
 			v.abstract, placed[i] = l.text, true
 			continue
 		}
@@ -209,10 +209,10 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 	id := ""
 	if p := s.json; p != nil {
 		id = strings.TrimSpace(string(p.PaperID))
-		r.Title = plainText(p.Title)
+		r.Title = p.plainTitle()
 		r.TitleCN = plainText(p.TitleCN)
-		r.Authors = splitAuthors(p.Authors)
-		r.Abstract = plainText(p.Abstract)
+		r.Authors = p.authorList()
+		r.Abstract = p.plainAbstract()
 		r.AbstractCN = plainText(p.AbstractTextCN)
 		r.DOI = strings.TrimSpace(p.DOI)
 		if r.DOI == "" {

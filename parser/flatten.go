@@ -24,7 +24,7 @@ type rawLine struct {
 func flattenHTML(doc *goquery.Document) (lines []rawLine, title string) {
 	f := &flattener{}
 	for _, n := range doc.Nodes {
-		f.walk(n, false)
+		f.walk(n, walkState{})
 	}
 	f.flush()
 	return f.lines, f.title
@@ -53,15 +53,20 @@ func (f *flattener) addJSON(s string) {
 	}
 }
 
-func (f *flattener) walk(n *html.Node, pre bool) {
+// walkState is what the ancestors of a node decide for it.
+type walkState struct {
+	pre bool // inside <pre>: newlines end lines
+}
+
+func (f *flattener) walk(n *html.Node, st walkState) {
 	switch n.Type {
 	case html.TextNode:
-		f.text(n.Data, pre)
+		f.text(n.Data, st.pre)
 		return
 	case html.ElementNode:
 	case html.DocumentNode:
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			f.walk(c, pre)
+			f.walk(c, st)
 		}
 		return
 	default: // comments, doctype
@@ -85,7 +90,7 @@ func (f *flattener) walk(n *html.Node, pre bool) {
 			// <head> holds <title> and JSON scripts; nothing else is visible.
 			for c := n.FirstChild; c != nil; c = c.NextSibling {
 				if c.Type == html.ElementNode && (c.DataAtom == atom.Title || c.DataAtom == atom.Script) {
-					f.walk(c, pre)
+					f.walk(c, st)
 				}
 			}
 		}
@@ -94,27 +99,39 @@ func (f *flattener) walk(n *html.Node, pre bool) {
 		f.flush()
 		return
 	case atom.Pre:
-		pre = true
+		st.pre = true
 	}
 	if hiddenElement(n) {
+		// Not shown, but the JSON of a block is often kept in a hidden
+		// element: its whole text (read once) is a candidate if it looks
+		// like JSON.
+		f.jsonAttrs(n)
+		if t := textContent(n); looksLikeJSONText(t) {
+			f.addJSON(t)
+		}
 		return
 	}
 	block := isBlock(n.DataAtom)
 	if block {
 		f.flush()
 	}
-	for _, a := range n.Attr {
-		if strings.HasPrefix(a.Key, "data-") && looksLikeJSONAttr(a.Val) {
-			f.addJSON(a.Val)
-		}
-	}
+	f.jsonAttrs(n)
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		f.walk(c, pre)
+		f.walk(c, st)
 	}
 	if block {
 		f.flush()
 	} else if n.DataAtom == atom.Td || n.DataAtom == atom.Th {
 		f.flush()
+	}
+}
+
+// jsonAttrs adds the JSON held in data-* attributes as candidates.
+func (f *flattener) jsonAttrs(n *html.Node) {
+	for _, a := range n.Attr {
+		if strings.HasPrefix(a.Key, "data-") && looksLikeJSONAttr(a.Val) {
+			f.addJSON(a.Val)
+		}
 	}
 }
 
@@ -152,26 +169,25 @@ func isBlock(a atom.Atom) bool {
 }
 
 // hiddenElement: elements a browser does not show (hidden attribute,
-// display:none inline style). The JSON of a block is often kept in such an
-// element, so JSON found inside one is still kept as a candidate.
+// display:none or visibility:hidden inline style).
 func hiddenElement(n *html.Node) bool {
 	for _, a := range n.Attr {
 		switch a.Key {
 		case "hidden":
-			return !containsJSON(n)
+			return true
 		case "style":
 			v := strings.ReplaceAll(strings.ToLower(a.Val), " ", "")
 			if strings.Contains(v, "display:none") || strings.Contains(v, "visibility:hidden") {
-				return !containsJSON(n)
+				return true
 			}
 		}
 	}
 	return false
 }
 
-func containsJSON(n *html.Node) bool {
-	t := textContent(n)
-	return strings.Contains(t, `"title"`) || strings.Contains(t, "&quot;title&quot;")
+// looksLikeJSONText: hidden text that may hold a paper object.
+func looksLikeJSONText(s string) bool {
+	return strings.Contains(s, `"title"`) || strings.Contains(s, "&quot;title&quot;")
 }
 
 func isJSONScript(n *html.Node) bool {

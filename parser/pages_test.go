@@ -196,3 +196,27 @@ func TestDeeplyNestedPageFallsBackToTokens(t *testing.T) {
 		t.Errorf("token fallback records differ:\n got %+v\nwant %+v", got, w)
 	}
 }
+
+// Hidden elements are not visible text, but the JSON kept in them (even
+// split by inline tags) is read; other hidden text never reaches a record.
+func TestHiddenElements(t *testing.T) {
+	page := `<html><body><ul><li>
+<p>Hidden Gems 隐藏的宝石</p>
+<div style="display: none">menu text that must not show</div>
+<p>J Pub Date : 2024-01-02 DOI: 10.1/hg</p>
+<p>Ann Lee</p>
+<div hidden>{"title":"Hidden Gems","authors":"Ann Lee","doi":"10.1/hg","abstract":"An <i>italic</i> word.","paperid":"555"}</div>
+<p>引用次数: 2</p></li></ul></body></html>`
+	p, err := Parse([]byte(page), Options{})
+	if err != nil || len(p.Records) != 1 {
+		t.Fatalf("records=%d err=%v", len(p.Records), err)
+	}
+	r := p.Records[0]
+	if r.ID != "555" || r.Abstract != "An italic word." || r.TitleCN != "隐藏的宝石" || len(r.Warnings) != 0 {
+		t.Errorf("record = %+v", r)
+	}
+	b := encodeJSONL(t, p.Records)
+	if strings.Contains(string(b), "menu text") {
+		t.Errorf("hidden text leaked: %s", b)
+	}
+}

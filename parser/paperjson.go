@@ -37,7 +37,33 @@ type paperJSON struct {
 	// Set by the extractor, not by the JSON.
 	truncated bool // the object was cut off; only complete fields are set
 	oddTypes  bool // some field had an unexpected type and was ignored
+
+	// Plain-text forms, computed once: every visible line of a block is
+	// matched against them.
+	plain struct {
+		done            bool
+		title, abstract string
+		authors         []string
+	}
 }
+
+func (p *paperJSON) texts() {
+	if !p.plain.done {
+		p.plain.done = true
+		p.plain.title = plainText(p.Title)
+		p.plain.abstract = plainText(p.Abstract)
+		p.plain.authors = splitAuthors(p.Authors)
+	}
+}
+
+// plainTitle is the title as plain text.
+func (p *paperJSON) plainTitle() string { p.texts(); return p.plain.title }
+
+// plainAbstract is the abstract as plain text.
+func (p *paperJSON) plainAbstract() string { p.texts(); return p.plain.abstract }
+
+// authorList is the authors string split into names.
+func (p *paperJSON) authorList() []string { p.texts(); return p.plain.authors }
 
 type journalObj struct {
 	Name   string     `json:"name"`

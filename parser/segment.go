@@ -85,7 +85,7 @@ func (s *segment) accepts(p *paperJSON) bool {
 	}
 	for _, l := range s.lines {
 		if l.kind == kindText {
-			if ok, _, _ := matchTitle(l.text, p.Title); ok {
+			if ok, _, _ := matchTitle(l.text, p); ok {
 				return true
 			}
 		}
@@ -185,11 +185,11 @@ func continuesHead(cur *segment, l line) bool {
 // the block (JSON-first layouts) or starts the next one.
 func fitsAfterJSON(cur *segment, l line) bool {
 	p := cur.json
-	if ok, _, _ := matchTitle(l.text, p.Title); ok {
+	if ok, _, _ := matchTitle(l.text, p); ok {
 		cur.afterJSONMatched = true
 		return true
 	}
-	if matchAuthors(l.text, p.Authors) || matchAbstract(l.text, p.Abstract) {
+	if matchAuthors(l.text, p) || matchAbstract(l.text, p) {
 		cur.afterJSONMatched = true
 		return true
 	}
@@ -258,7 +258,7 @@ func reconcile(segs []*segment) []*segment {
 func (s *segment) hasTitleFor(p *paperJSON) bool {
 	for _, l := range s.lines {
 		if l.kind == kindText {
-			if ok, _, _ := matchTitle(l.text, p.Title); ok {
+			if ok, _, _ := matchTitle(l.text, p); ok {
 				return true
 			}
 		}
@@ -272,7 +272,7 @@ func (s *segment) names(p *paperJSON) bool {
 		return record.DOIKey(d) == record.DOIKey(p.DOI)
 	}
 	if i, ok := s.titleCandidate(); ok {
-		m, _, _ := matchTitle(s.lines[i].text, p.Title)
+		m, _, _ := matchTitle(s.lines[i].text, p)
 		return m
 	}
 	return s.hasTitleFor(p)
@@ -282,8 +282,8 @@ func (s *segment) names(p *paperJSON) bool {
 // returns what follows it on the line (the Chinese title). exact is false
 // when the line was matched only loosely (cut off, or differing after a
 // common prefix), which callers report as a mismatch when it matters.
-func matchTitle(lineText, jt string) (ok bool, rest string, exact bool) {
-	pt := plainText(jt)
+func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool) {
+	pt := p.plainTitle()
 	if pt == "" {
 		return false, "", false
 	}
@@ -306,12 +306,12 @@ func matchTitle(lineText, jt string) (ok bool, rest string, exact bool) {
 	return false, "", false
 }
 
-// matchAuthors reports whether a visible line is JSON authors string ja.
-func matchAuthors(lineText, ja string) bool {
-	if ja == "" || cjkDominant(lineText) && !cjkDominant(ja) {
+// matchAuthors reports whether a visible line shows the JSON authors.
+func matchAuthors(lineText string, p *paperJSON) bool {
+	if p.Authors == "" || cjkDominant(lineText) && !cjkDominant(p.Authors) {
 		return false
 	}
-	a, b := splitAuthors(lineText), splitAuthors(ja)
+	a, b := splitAuthors(lineText), p.authorList()
 	if len(a) == 0 || len(b) == 0 || len(a) > len(b) {
 		return false
 	}
@@ -327,13 +327,13 @@ func matchAuthors(lineText, ja string) bool {
 	return true
 }
 
-// matchAbstract reports whether a visible line is the start of JSON abstract
-// ja.
-func matchAbstract(lineText, ja string) bool {
-	if len(ja) < 16 || len(lineText) < 16 {
+// matchAbstract reports whether a visible line is the start of the JSON
+// abstract.
+func matchAbstract(lineText string, p *paperJSON) bool {
+	if len(p.Abstract) < 16 || len(lineText) < 16 {
 		return false
 	}
-	pa := plainText(ja)
+	pa := p.plainAbstract()
 	n := min(len(lineText), 80)
 	for n > 0 && n < len(lineText) && !utf8.RuneStart(lineText[n]) {
 		n--
