@@ -107,19 +107,27 @@ func TestGolden(t *testing.T) {
 
 // lineDiff names the first differing line of two JSONL texts.
 func lineDiff(want, got []byte) string {
-	w := strings.Split(string(want), "\n")
-	g := strings.Split(string(got), "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
+	i, w, g, ok := firstDiff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n"))
+	if !ok {
+		return "(identical lines; trailing bytes differ)"
+	}
+	return "line " + strconv.Itoa(i+1) + ":\n want: " + w + "\n  got: " + g
+}
+
+// firstDiff finds the first index where want and got differ (a missing
+// element counts as the zero value).
+func firstDiff[T comparable](want, got []T) (i int, w, g T, differ bool) {
+	for i = range max(len(want), len(got)) {
+		var w, g T
+		if i < len(want) {
+			w = want[i]
 		}
-		if i < len(g) {
-			b = g[i]
+		if i < len(got) {
+			g = got[i]
 		}
-		if a != b {
-			return "line " + strconv.Itoa(i+1) + ":\n want: " + a + "\n  got: " + b
+		if w != g {
+			return i, w, g, true
 		}
 	}
-	return "(identical lines; trailing bytes differ)"
+	return 0, w, g, false
 }

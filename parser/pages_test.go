@@ -54,19 +54,8 @@ func TestMarkupsAgreeWithSeeds(t *testing.T) {
 					want[i].TitleCN = ""
 				}
 			}
-			if !slices.Equal(got, want) {
-				for i := range max(len(got), len(want)) {
-					var g, w core
-					if i < len(got) {
-						g = got[i]
-					}
-					if i < len(want) {
-						w = want[i]
-					}
-					if g != w {
-						t.Errorf("record %d:\n got %+v\nwant %+v", i+1, g, w)
-					}
-				}
+			if i, w, g, differ := firstDiff(want, got); differ {
+				t.Errorf("record %d:\n got %+v\nwant %+v", i+1, g, w)
 			}
 		})
 	}
