@@ -3,7 +3,6 @@ package parser
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 )
@@ -91,9 +90,10 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+		d := jdec{b: b}
+		s, ok := d.str()
+		if !ok {
+			return &json.UnmarshalTypeError{Value: "string"}
 		}
 		*f = flexString(s)
 	case '[':
@@ -144,26 +144,6 @@ func (f *flexFloat) UnmarshalJSON(b []byte) error {
 	}
 	*f = flexFloat(v)
 	return nil
-}
-
-// decodePaper decodes one complete JSON object. ok is false when the bytes
-// are not a JSON object at all; type errors in single fields are tolerated.
-func decodePaper(b []byte) (p *paperJSON, ok bool) {
-	p = new(paperJSON)
-	err := json.Unmarshal(b, p)
-	if err != nil {
-		var ute *json.UnmarshalTypeError
-		if !errors.As(err, &ute) {
-			return nil, false
-		}
-		// encoding/json keeps decoding after a type error; the remaining
-		// fields are set. A non-object at top level is not a paper.
-		if ute.Field == "" && ute.Value != "" && p.Title == "" {
-			return nil, false
-		}
-		p.oddTypes = true
-	}
-	return p, true
 }
 
 // salvagePaper reads the complete top-level fields of a JSON object that was

@@ -1,0 +1,509 @@
+package parser
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decodePaper decodes one complete JSON object into the fields the parser
+// uses, in one pass. It accepts exactly the inputs encoding/json accepts
+// (syntax, string escapes, invalid UTF-8 and lone surrogates replaced by
+// U+FFFD, case-insensitive keys, the last of duplicate keys winning, nesting
+// up to 10,000 deep), but decodes only the paper fields and skips the rest.
+// A field of an unexpected type is ignored and flagged with oddTypes; the
+// rest of the object is still read. ok is false when b is not one JSON
+// object. A differential fuzz test holds it to encoding/json.
+func decodePaper(b []byte) (p *paperJSON, ok bool) {
+	d := jdec{b: b}
+	p = new(paperJSON)
+	d.ws()
+	if !d.object(func(key string) bool { return d.paperField(p, key) }) {
+		return nil, false
+	}
+	d.ws()
+	if d.i != len(d.b) {
+		return nil, false
+	}
+	p.oddTypes = d.odd
+	return p, true
+}
+
+// jdec is a cursor over JSON bytes.
+type jdec struct {
+	b     []byte
+	i     int
+	depth int
+	odd   bool // a known field had a value of the wrong type
+}
+
+// maxJSONDepth is encoding/json's nesting limit.
+const maxJSONDepth = 10000
+
+func (d *jdec) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jdec) peek() byte {
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+// object reads {"key": value, …}, calling field for each key with the cursor
+// on the value; field must consume the value and report syntax errors.
+func (d *jdec) object(field func(key string) bool) bool {
+	if d.peek() != '{' {
+		return false
+	}
+	d.depth++
+	if d.depth > maxJSONDepth {
+		return false
+	}
+	d.i++
+	d.ws()
+	if d.peek() == '}' {
+		d.i++
+		d.depth--
+		return true
+	}
+	for {
+		d.ws()
+		key, ok := d.str()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if d.peek() != ':' {
+			return false
+		}
+		d.i++
+		d.ws()
+		if !field(key) {
+			return false
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			d.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// paperField decodes the value of one key of a paper object.
+func (d *jdec) paperField(p *paperJSON, key string) bool {
+	switch canonicalPaperKey(key) {
+	case "title":
+		return d.strField(&p.Title)
+	case "authors":
+		return d.strField(&p.Authors)
+	case "doi":
+		return d.strField(&p.DOI)
+	case "DOIUrl":
+		return d.strField(&p.DOIURL)
+	case "abstract":
+		return d.strField(&p.Abstract)
+	case "PeriodicalId":
+		return d.rawField(p.PeriodicalID.UnmarshalJSON)
+	case "journal":
+		return d.journalField(&p.Journal)
+	case "PeriodicalIF":
+		return d.rawField(p.PeriodicalIF.UnmarshalJSON)
+	case "publicationDate":
+		return d.strField(&p.PublicationDate)
+	case "publicationTypes":
+		return d.rawField(p.PublicationType.UnmarshalJSON)
+	case "openAccessPdf":
+		return d.strField(&p.OpenAccessPDF)
+	case "citationCount":
+		if d.literal("null") {
+			p.CitationCount = nil
+			return true
+		}
+		if p.CitationCount == nil {
+			p.CitationCount = new(flexInt)
+		}
+		return d.rawField(p.CitationCount.UnmarshalJSON)
+	case "paperid":
+		return d.rawField(p.PaperID.UnmarshalJSON)
+	case "PeriodicalName":
+		return d.strField(&p.PeriodicalName)
+	case "RegionNum":
+		return d.rawField(p.RegionNum.UnmarshalJSON)
+	case "RegionCategory":
+		return d.strField(&p.RegionCategory)
+	case "TitleCN":
+		return d.strField(&p.TitleCN)
+	case "AbstractTextCN":
+		return d.strField(&p.AbstractTextCN)
+	case "JCR":
+		return d.strField(&p.JCR)
+	case "JCRName":
+		return d.strField(&p.JCRName)
+	}
+	return d.skip()
+}
+
+// paperKeys are the JSON names of paperJSON's fields.
+var paperKeys = []string{"title", "authors", "doi", "DOIUrl", "abstract", "PeriodicalId",
+	"journal", "PeriodicalIF", "publicationDate", "publicationTypes", "openAccessPdf",
+	"citationCount", "paperid", "PeriodicalName", "RegionNum", "RegionCategory", "TitleCN",
+	"AbstractTextCN", "JCR", "JCRName"}
+
+// canonicalPaperKey maps a key to the paper field it sets, matching
+// case-insensitively as encoding/json does (an exact match first).
+func canonicalPaperKey(key string) string {
+	for _, k := range paperKeys {
+		if k == key {
+			return k
+		}
+	}
+	for _, k := range paperKeys {
+		if strings.EqualFold(k, key) {
+			return k
+		}
+	}
+	return ""
+}
+
+func (d *jdec) journalField(dst **journalObj) bool {
+	if d.literal("null") {
+		*dst = nil
+		return true
+	}
+	if d.peek() != '{' {
+		d.odd = true
+		return d.skip()
+	}
+	if *dst == nil {
+		*dst = new(journalObj)
+	}
+	j := *dst
+	return d.object(func(key string) bool {
+		switch {
+		case strings.EqualFold(key, "name"):
+			return d.strField(&j.Name)
+		case strings.EqualFold(key, "volume"):
+			return d.rawField(j.Volume.UnmarshalJSON)
+		case strings.EqualFold(key, "pages"):
+			return d.rawField(j.Pages.UnmarshalJSON)
+		}
+		return d.skip()
+	})
+}
+
+// strField decodes a string into dst; null leaves it; another type is odd.
+func (d *jdec) strField(dst *string) bool {
+	switch d.peek() {
+	case '"':
+		s, ok := d.str()
+		if ok {
+			*dst = s
+		}
+		return ok
+	case 'n':
+		return d.literal("null") || d.skip()
+	}
+	d.odd = true
+	return d.skip()
+}
+
+// rawField validates a value and hands its bytes to a lenient decoder; a
+// decoder error marks the object odd but does not stop decoding.
+func (d *jdec) rawField(dec func([]byte) error) bool {
+	start := d.i
+	if !d.skip() {
+		return false
+	}
+	if err := dec(d.b[start:d.i]); err != nil {
+		d.odd = true
+	}
+	return true
+}
+
+// literal consumes lit (true, false, null) if it is next.
+func (d *jdec) literal(lit string) bool {
+	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+		d.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// skip consumes and validates one value of any type.
+func (d *jdec) skip() bool {
+	switch c := d.peek(); {
+	case c == '{':
+		return d.object(func(string) bool { return d.skip() })
+	case c == '[':
+		d.depth++
+		if d.depth > maxJSONDepth {
+			return false
+		}
+		d.i++
+		d.ws()
+		if d.peek() == ']' {
+			d.i++
+			d.depth--
+			return true
+		}
+		for {
+			d.ws()
+			if !d.skip() {
+				return false
+			}
+			d.ws()
+			switch d.peek() {
+			case ',':
+				d.i++
+			case ']':
+				d.i++
+				d.depth--
+				return true
+			default:
+				return false
+			}
+		}
+	case c == '"':
+		return d.skipStr()
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	}
+	return false
+}
+
+// number consumes -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *jdec) number() bool {
+	if d.peek() == '-' {
+		d.i++
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.i++
+	case c >= '1' && c <= '9':
+		d.digits()
+	default:
+		return false
+	}
+	if d.peek() == '.' {
+		d.i++
+		if !d.digits() {
+			return false
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.i++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		if !d.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *jdec) digits() bool {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	return d.i > start
+}
+
+// skipStr consumes and validates a string without decoding it.
+func (d *jdec) skipStr() bool {
+	d.i++ // opening quote
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return true
+		case c < ' ':
+			return false
+		case c == '\\':
+			if !d.escape(nil) {
+				return false
+			}
+			continue
+		}
+		d.i++
+	}
+	return false
+}
+
+// str decodes a string at the cursor (which must be on '"').
+func (d *jdec) str() (string, bool) {
+	if d.peek() != '"' {
+		return "", false
+	}
+	d.i++
+	start := d.i
+	// Fast path: no escapes and valid UTF-8.
+	ascii := true
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		if c == '"' {
+			s := d.b[start:d.i]
+			d.i++
+			if ascii || utf8.Valid(s) {
+				return string(s), true
+			}
+			return string(appendFixUTF8(make([]byte, 0, len(s)), s)), true
+		}
+		if c == '\\' {
+			break
+		}
+		if c < ' ' {
+			return "", false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+		d.i++
+	}
+	if d.i >= len(d.b) {
+		return "", false
+	}
+	// Slow path: escapes.
+	buf := appendFixUTF8(make([]byte, 0, len(d.b)-start), d.b[start:d.i])
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return string(buf), true
+		case c < ' ':
+			return "", false
+		case c == '\\':
+			if !d.escape(&buf) {
+				return "", false
+			}
+		default:
+			j := d.i
+			for j < len(d.b) && d.b[j] != '"' && d.b[j] != '\\' && d.b[j] >= ' ' {
+				j++
+			}
+			buf = appendFixUTF8(buf, d.b[d.i:j])
+			d.i = j
+		}
+	}
+	return "", false
+}
+
+// escape consumes one escape sequence at the cursor (on '\'), appending its
+// value to *buf when buf is not nil.
+func (d *jdec) escape(buf *[]byte) bool {
+	if d.i+1 >= len(d.b) {
+		return false
+	}
+	c := d.b[d.i+1]
+	var r rune
+	switch c {
+	case '"', '\\', '/':
+		r = rune(c)
+	case 'b':
+		r = '\b'
+	case 'f':
+		r = '\f'
+	case 'n':
+		r = '\n'
+	case 'r':
+		r = '\r'
+	case 't':
+		r = '\t'
+	case 'u':
+		r1, ok := hex4(d.b, d.i+2)
+		if !ok {
+			return false
+		}
+		d.i += 6
+		if utf16.IsSurrogate(r1) {
+			// A valid pair combines; anything else is U+FFFD for the first
+			// half (as encoding/json does), and the next escape is read on
+			// its own.
+			if d.i+1 < len(d.b) && d.b[d.i] == '\\' && d.b[d.i+1] == 'u' {
+				if r2, ok := hex4(d.b, d.i+2); ok {
+					if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+						d.i += 6
+						r1 = dec
+					} else {
+						r1 = utf8.RuneError
+					}
+				}
+			} else {
+				r1 = utf8.RuneError
+			}
+		}
+		if buf != nil {
+			*buf = utf8.AppendRune(*buf, r1)
+		}
+		return true
+	default:
+		return false
+	}
+	d.i += 2
+	if buf != nil {
+		*buf = append(*buf, byte(r))
+	}
+	return true
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// appendFixUTF8 appends s with each invalid byte replaced by U+FFFD.
+func appendFixUTF8(buf, s []byte) []byte {
+	if utf8.Valid(s) {
+		return append(buf, s...)
+	}
+	for len(s) > 0 {
+		r, n := utf8.DecodeRune(s)
+		if r == utf8.RuneError && n == 1 {
+			buf = utf8.AppendRune(buf, utf8.RuneError)
+		} else {
+			buf = append(buf, s[:n]...)
+		}
+		s = s[n:]
+	}
+	return buf
+}
