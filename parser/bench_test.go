@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 )
@@ -63,4 +64,25 @@ func BenchmarkParseText(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkParseVsHTMLParse runs html.Parse and Parse on the same page,
+// interleaved, and reports Parse's throughput as a percentage of
+// html.Parse's. Interleaving keeps the ratio steady on a noisy machine.
+func BenchmarkParseVsHTMLParse(b *testing.B) {
+	page := benchPage(b)
+	var tHTML, tParse time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := html.Parse(bytes.NewReader(page)); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := Parse(page, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		tHTML += t1.Sub(t0)
+		tParse += time.Since(t1)
+	}
+	b.ReportMetric(100*float64(tHTML)/float64(tParse), "%_of_html.Parse")
 }

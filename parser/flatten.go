@@ -40,7 +40,7 @@ func (f *flattener) flush() {
 	if len(f.buf) == 0 {
 		return
 	}
-	if t := collapse(string(f.buf)); t != "" {
+	if t := collapseBytes(f.buf); t != "" {
 		f.lines = append(f.lines, rawLine{text: t})
 	}
 	f.buf = f.buf[:0]

@@ -18,7 +18,7 @@ func decodePaper(b []byte) (p *paperJSON, ok bool) {
 	d := jdec{b: b}
 	p = new(paperJSON)
 	d.ws()
-	if !d.object(func(key string) bool { return d.paperField(p, key) }) {
+	if !d.object(func(key []byte) bool { return d.paperField(p, key) }) {
 		return nil, false
 	}
 	d.ws()
@@ -59,8 +59,9 @@ func (d *jdec) peek() byte {
 }
 
 // object reads {"key": value, …}, calling field for each key with the cursor
-// on the value; field must consume the value and report syntax errors.
-func (d *jdec) object(field func(key string) bool) bool {
+// on the value; field must consume the value and report syntax errors. The
+// key is only valid during the call.
+func (d *jdec) object(field func(key []byte) bool) bool {
 	if d.peek() != '{' {
 		return false
 	}
@@ -77,7 +78,7 @@ func (d *jdec) object(field func(key string) bool) bool {
 	}
 	for {
 		d.ws()
-		key, ok := d.str()
+		key, ok := d.key()
 		if !ok {
 			return false
 		}
@@ -105,8 +106,8 @@ func (d *jdec) object(field func(key string) bool) bool {
 }
 
 // paperField decodes the value of one key of a paper object.
-func (d *jdec) paperField(p *paperJSON, key string) bool {
-	switch canonicalPaperKey(key) {
+func (d *jdec) paperField(p *paperJSON, key []byte) bool {
+	switch string(key) {
 	case "title":
 		return d.strField(&p.Title)
 	case "authors":
@@ -155,6 +156,9 @@ func (d *jdec) paperField(p *paperJSON, key string) bool {
 	case "JCRName":
 		return d.strField(&p.JCRName)
 	}
+	if k := foldPaperKey(key); k != "" {
+		return d.paperField(p, []byte(k))
+	}
 	return d.skip()
 }
 
@@ -164,16 +168,11 @@ var paperKeys = []string{"title", "authors", "doi", "DOIUrl", "abstract", "Perio
 	"citationCount", "paperid", "PeriodicalName", "RegionNum", "RegionCategory", "TitleCN",
 	"AbstractTextCN", "JCR", "JCRName"}
 
-// canonicalPaperKey maps a key to the paper field it sets, matching
-// case-insensitively as encoding/json does (an exact match first).
-func canonicalPaperKey(key string) string {
+// foldPaperKey maps a key that matched no field exactly to the field it
+// matches case-insensitively, as encoding/json does, or "".
+func foldPaperKey(key []byte) string {
 	for _, k := range paperKeys {
-		if k == key {
-			return k
-		}
-	}
-	for _, k := range paperKeys {
-		if strings.EqualFold(k, key) {
+		if strings.EqualFold(k, string(key)) {
 			return k
 		}
 	}
@@ -193,13 +192,13 @@ func (d *jdec) journalField(dst **journalObj) bool {
 		*dst = new(journalObj)
 	}
 	j := *dst
-	return d.object(func(key string) bool {
-		switch {
-		case strings.EqualFold(key, "name"):
+	return d.object(func(key []byte) bool {
+		switch k := string(key); {
+		case k == "name" || strings.EqualFold(k, "name"):
 			return d.strField(&j.Name)
-		case strings.EqualFold(key, "volume"):
+		case k == "volume" || strings.EqualFold(k, "volume"):
 			return d.rawField(j.Volume.UnmarshalJSON)
-		case strings.EqualFold(key, "pages"):
+		case k == "pages" || strings.EqualFold(k, "pages"):
 			return d.rawField(j.Pages.UnmarshalJSON)
 		}
 		return d.skip()
@@ -248,7 +247,7 @@ func (d *jdec) literal(lit string) bool {
 func (d *jdec) skip() bool {
 	switch c := d.peek(); {
 	case c == '{':
-		return d.object(func(string) bool { return d.skip() })
+		return d.object(func([]byte) bool { return d.skip() })
 	case c == '[':
 		d.depth++
 		if d.depth > maxJSONDepth {
@@ -351,6 +350,29 @@ func (d *jdec) skipStr() bool {
 		d.i++
 	}
 	return false
+}
+
+// key reads an object key. Without escapes it is the input bytes
+// themselves (no copy); invalid UTF-8 in a key cannot name a paper field, so
+// it is left as is.
+func (d *jdec) key() ([]byte, bool) {
+	if d.peek() != '"' {
+		return nil, false
+	}
+	start := d.i + 1
+	for j := start; j < len(d.b); j++ {
+		switch c := d.b[j]; {
+		case c == '"':
+			d.i = j + 1
+			return d.b[start:j], true
+		case c == '\\':
+			s, ok := d.str()
+			return []byte(s), ok
+		case c < ' ':
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // str decodes a string at the cursor (which must be on '"').

@@ -124,8 +124,19 @@ func isFooter(text string) bool {
 	return false
 }
 
+// pagerRunes are the only characters a pager line can hold.
+const pagerRunes = "0123456789 上一页下首尾末跳转«»<>.…PrevNxt"
+
 // isPagerLine: page numbers and pager words only ("上一页 1 2 3 … 9 下一页").
 func isPagerLine(text string) bool {
+	if len(text) > 400 {
+		return false
+	}
+	for _, r := range text {
+		if !strings.ContainsRune(pagerRunes, r) {
+			return false // most lines stop here, at their first letter
+		}
+	}
 	fields := strings.Fields(text)
 	if len(fields) == 0 || len(fields) > 40 {
 		return false

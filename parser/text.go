@@ -67,6 +67,54 @@ func collapse(s string) string {
 	return string(b)
 }
 
+// collapseBytes is collapse for a scratch buffer: it compacts b in place
+// and allocates only the resulting string.
+func collapseBytes(b []byte) string {
+	w := 0
+	space := false
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c <= ' ' {
+				space = true
+				continue
+			}
+			if space && w > 0 {
+				b[w] = ' '
+				w++
+			}
+			space = false
+			b[w] = c
+			w++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if unicode.IsSpace(r) {
+			space = true
+			i += n
+			continue
+		}
+		if r == utf8.RuneError && n == 1 {
+			// An invalid byte: U+FFFD is 3 bytes, more than it replaces,
+			// so finish with the allocating version.
+			head := string(b[:w])
+			if space && w > 0 {
+				head += " "
+			}
+			return head + collapse(string(b[i:]))
+		}
+		if space && w > 0 {
+			b[w] = ' '
+			w++
+		}
+		space = false
+		w += copy(b[w:], b[i:i+n])
+		i += n
+	}
+	return string(b[:w])
+}
+
 // isCJK reports whether r is a Han, Hiragana, Katakana or Hangul character or
 // CJK punctuation (the ideographic full stop, full-width colon, …).
 func isCJK(r rune) bool {
@@ -151,8 +199,8 @@ var inlineTags = map[string]bool{
 // decoded, NUL (the site's "\u0000" line breaks) made a space and white space
 // collapsed. A '<' that does not open a known tag is kept as text.
 func plainText(s string) string {
-	if !strings.ContainsAny(s, "<&\x00") {
-		return collapse(s)
+	if !strings.ContainsAny(s, "<&") {
+		return collapse(s) // collapse also turns NUL into a space
 	}
 	var b strings.Builder
 	b.Grow(len(s))

@@ -137,3 +137,11 @@ func TestCollapseMatchesRecord(t *testing.T) {
 		}
 	}
 }
+
+func TestCollapseBytesMatchesCollapse(t *testing.T) {
+	for _, s := range []string{"", " a ", "a  b", "a\u00a0\u3000b", "中文 \t\n 文字", "x\x00y", "clean", "bad\xffbyte", "  bad \xff  x ", "\xff", "a\u2003b"} {
+		if got, want := collapseBytes([]byte(s)), collapse(s); got != want {
+			t.Errorf("collapseBytes(%q) = %q, collapse = %q", s, got, want)
+		}
+	}
+}
