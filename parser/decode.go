@@ -3,7 +3,6 @@ package parser
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
@@ -22,9 +21,17 @@ import (
 // panics. name is the charset used; guessed is true when it was inferred
 // rather than declared.
 func Decode(data []byte, contentType, override string, isHTML bool) (text, name string, guessed bool, err error) {
+	b, name, guessed, err := decodeBytes(data, contentType, override, isHTML)
+	return string(b), name, guessed, err
+}
+
+// decodeBytes is Decode without the final copy: when data is already clean
+// UTF-8 it is returned as is, so callers must not keep the result past the
+// life of data, nor modify it.
+func decodeBytes(data []byte, contentType, override string, isHTML bool) (text []byte, name string, guessed bool, err error) {
 	if override != "" {
 		if err := CheckCharset(override); err != nil {
-			return "", "", false, err
+			return nil, "", false, err
 		}
 		enc, n := charset.Lookup(override)
 		return decodeWith(enc, n, data), n, false, nil
@@ -59,7 +66,7 @@ func declaresCharset(b []byte) bool {
 	return bytes.Contains(bytes.ToLower(b), []byte("charset"))
 }
 
-func decodeWith(enc encoding.Encoding, name string, data []byte) string {
+func decodeWith(enc encoding.Encoding, name string, data []byte) []byte {
 	if name == "utf-8" || enc == nil || enc == encoding.Nop {
 		if bytes.HasPrefix(data, []byte{0xEF, 0xBB, 0xBF}) {
 			data = data[3:]
@@ -93,27 +100,27 @@ func trimPartialRune(data []byte) []byte {
 	return data
 }
 
-// cleanUTF8 drops a cut-off last character and replaces invalid bytes.
-func cleanUTF8(data []byte) string {
+// cleanUTF8 drops a cut-off last character and replaces invalid bytes. It
+// returns data itself (shortened) when nothing else needs replacing.
+func cleanUTF8(data []byte) []byte {
 	data = trimPartialRune(data)
 	if utf8.Valid(data) {
-		return string(data)
+		return data
 	}
-	return strings.ToValidUTF8(string(data), "\uFFFD")
+	return bytes.ToValidUTF8(data, []byte("\uFFFD"))
 }
 
 // tryGB18030 decodes data as GB18030 and accepts the result only when it
 // decodes cleanly and holds Chinese text.
-func tryGB18030(data []byte) (string, bool) {
+func tryGB18030(data []byte) ([]byte, bool) {
 	out, _, err := transform.Bytes(simplifiedchinese.GB18030.NewDecoder(), data)
 	if err != nil {
-		return "", false
+		return nil, false
 	}
-	s := string(out)
-	if strings.ContainsRune(s, utf8.RuneError) || !hasCJK(s) {
-		return "", false
+	if bytes.ContainsRune(out, utf8.RuneError) || !hasCJK(string(out)) {
+		return nil, false
 	}
-	return s, true
+	return out, true
 }
 
 // CheckCharset reports whether label names a charset Decode knows.

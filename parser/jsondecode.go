@@ -15,23 +15,34 @@ import (
 // rest of the object is still read. ok is false when b is not one JSON
 // object. A differential fuzz test holds it to encoding/json.
 func decodePaper(b []byte) (p *paperJSON, ok bool) {
-	d := jdec{b: b}
-	p = new(paperJSON)
-	d.ws()
-	if !d.object(func(key []byte) bool { return d.paperField(p, key) }) {
+	p, end, ok := decodePaperAt(string(b), 0)
+	if !ok {
 		return nil, false
 	}
+	d := jdec{b: string(b), i: end}
 	d.ws()
 	if d.i != len(d.b) {
 		return nil, false
 	}
-	p.oddTypes = d.odd
 	return p, true
 }
 
-// jdec is a cursor over JSON bytes.
+// decodePaperAt decodes the JSON object that starts at s[start] and returns
+// the offset just past it; text after the object is not looked at. The
+// decoded strings share memory with s.
+func decodePaperAt(s string, start int) (p *paperJSON, end int, ok bool) {
+	d := jdec{b: s, i: start}
+	p = new(paperJSON)
+	if !d.object(func(key string) bool { return d.paperField(p, key) }) {
+		return nil, d.i, false
+	}
+	p.oddTypes = d.odd
+	return p, d.i, true
+}
+
+// jdec is a cursor over JSON text.
 type jdec struct {
-	b     []byte
+	b     string
 	i     int
 	depth int
 	odd   bool // a known field had a value of the wrong type
@@ -61,7 +72,7 @@ func (d *jdec) peek() byte {
 // object reads {"key": value, …}, calling field for each key with the cursor
 // on the value; field must consume the value and report syntax errors. The
 // key is only valid during the call.
-func (d *jdec) object(field func(key []byte) bool) bool {
+func (d *jdec) object(field func(key string) bool) bool {
 	if d.peek() != '{' {
 		return false
 	}
@@ -106,8 +117,8 @@ func (d *jdec) object(field func(key []byte) bool) bool {
 }
 
 // paperField decodes the value of one key of a paper object.
-func (d *jdec) paperField(p *paperJSON, key []byte) bool {
-	switch string(key) {
+func (d *jdec) paperField(p *paperJSON, key string) bool {
+	switch key {
 	case "title":
 		return d.strField(&p.Title)
 	case "authors":
@@ -119,15 +130,15 @@ func (d *jdec) paperField(p *paperJSON, key []byte) bool {
 	case "abstract":
 		return d.strField(&p.Abstract)
 	case "PeriodicalId":
-		return d.rawField(p.PeriodicalID.UnmarshalJSON)
+		return d.rawField(p.PeriodicalID.fromJSON)
 	case "journal":
 		return d.journalField(&p.Journal)
 	case "PeriodicalIF":
-		return d.rawField(p.PeriodicalIF.UnmarshalJSON)
+		return d.rawField(p.PeriodicalIF.fromJSON)
 	case "publicationDate":
 		return d.strField(&p.PublicationDate)
 	case "publicationTypes":
-		return d.rawField(p.PublicationType.UnmarshalJSON)
+		return d.rawField(p.PublicationType.fromJSON)
 	case "openAccessPdf":
 		return d.strField(&p.OpenAccessPDF)
 	case "citationCount":
@@ -138,13 +149,13 @@ func (d *jdec) paperField(p *paperJSON, key []byte) bool {
 		if p.CitationCount == nil {
 			p.CitationCount = new(flexInt)
 		}
-		return d.rawField(p.CitationCount.UnmarshalJSON)
+		return d.rawField(p.CitationCount.fromJSON)
 	case "paperid":
-		return d.rawField(p.PaperID.UnmarshalJSON)
+		return d.rawField(p.PaperID.fromJSON)
 	case "PeriodicalName":
 		return d.strField(&p.PeriodicalName)
 	case "RegionNum":
-		return d.rawField(p.RegionNum.UnmarshalJSON)
+		return d.rawField(p.RegionNum.fromJSON)
 	case "RegionCategory":
 		return d.strField(&p.RegionCategory)
 	case "TitleCN":
@@ -157,7 +168,7 @@ func (d *jdec) paperField(p *paperJSON, key []byte) bool {
 		return d.strField(&p.JCRName)
 	}
 	if k := foldPaperKey(key); k != "" {
-		return d.paperField(p, []byte(k))
+		return d.paperField(p, k)
 	}
 	return d.skip()
 }
@@ -170,9 +181,26 @@ var paperKeys = []string{"title", "authors", "doi", "DOIUrl", "abstract", "Perio
 
 // foldPaperKey maps a key that matched no field exactly to the field it
 // matches case-insensitively, as encoding/json does, or "".
-func foldPaperKey(key []byte) string {
+func foldPaperKey(key string) string {
+	ascii := true
+	for i := range len(key) {
+		if key[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		// For ASCII keys, folding is ASCII case-insensitivity (the field
+		// names are ASCII): no allocation.
+		for _, k := range paperKeys {
+			if asciiEqualFold(k, key) {
+				return k
+			}
+		}
+		return ""
+	}
 	for _, k := range paperKeys {
-		if strings.EqualFold(k, string(key)) {
+		if strings.EqualFold(k, key) {
 			return k
 		}
 	}
@@ -192,14 +220,14 @@ func (d *jdec) journalField(dst **journalObj) bool {
 		*dst = new(journalObj)
 	}
 	j := *dst
-	return d.object(func(key []byte) bool {
-		switch k := string(key); {
+	return d.object(func(k string) bool {
+		switch {
 		case k == "name" || strings.EqualFold(k, "name"):
 			return d.strField(&j.Name)
 		case k == "volume" || strings.EqualFold(k, "volume"):
-			return d.rawField(j.Volume.UnmarshalJSON)
+			return d.rawField(j.Volume.fromJSON)
 		case k == "pages" || strings.EqualFold(k, "pages"):
-			return d.rawField(j.Pages.UnmarshalJSON)
+			return d.rawField(j.Pages.fromJSON)
 		}
 		return d.skip()
 	})
@@ -221,9 +249,9 @@ func (d *jdec) strField(dst *string) bool {
 	return d.skip()
 }
 
-// rawField validates a value and hands its bytes to a lenient decoder; a
+// rawField validates a value and hands its text to a lenient decoder; a
 // decoder error marks the object odd but does not stop decoding.
-func (d *jdec) rawField(dec func([]byte) error) bool {
+func (d *jdec) rawField(dec func(string) error) bool {
 	start := d.i
 	if !d.skip() {
 		return false
@@ -236,7 +264,7 @@ func (d *jdec) rawField(dec func([]byte) error) bool {
 
 // literal consumes lit (true, false, null) if it is next.
 func (d *jdec) literal(lit string) bool {
-	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+	if len(d.b)-d.i >= len(lit) && d.b[d.i:d.i+len(lit)] == lit {
 		d.i += len(lit)
 		return true
 	}
@@ -247,7 +275,7 @@ func (d *jdec) literal(lit string) bool {
 func (d *jdec) skip() bool {
 	switch c := d.peek(); {
 	case c == '{':
-		return d.object(func([]byte) bool { return d.skip() })
+		return d.object(func(string) bool { return d.skip() })
 	case c == '[':
 		d.depth++
 		if d.depth > maxJSONDepth {
@@ -352,12 +380,12 @@ func (d *jdec) skipStr() bool {
 	return false
 }
 
-// key reads an object key. Without escapes it is the input bytes
-// themselves (no copy); invalid UTF-8 in a key cannot name a paper field, so
-// it is left as is.
-func (d *jdec) key() ([]byte, bool) {
+// key reads an object key. Without escapes it is a substring of the input
+// (no copy); invalid UTF-8 in a key cannot name a paper field, so it is left
+// as is.
+func (d *jdec) key() (string, bool) {
 	if d.peek() != '"' {
-		return nil, false
+		return "", false
 	}
 	start := d.i + 1
 	for j := start; j < len(d.b); j++ {
@@ -366,13 +394,12 @@ func (d *jdec) key() ([]byte, bool) {
 			d.i = j + 1
 			return d.b[start:j], true
 		case c == '\\':
-			s, ok := d.str()
-			return []byte(s), ok
+			return d.str()
 		case c < ' ':
-			return nil, false
+			return "", false
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // str decodes a string at the cursor (which must be on '"').
@@ -389,8 +416,8 @@ func (d *jdec) str() (string, bool) {
 		if c == '"' {
 			s := d.b[start:d.i]
 			d.i++
-			if ascii || utf8.Valid(s) {
-				return string(s), true
+			if ascii || utf8.ValidString(s) {
+				return s, true
 			}
 			return string(appendFixUTF8(make([]byte, 0, len(s)), s)), true
 		}
@@ -492,12 +519,13 @@ func (d *jdec) escape(buf *[]byte) bool {
 	return true
 }
 
-func hex4(b []byte, i int) (rune, bool) {
+func hex4(b string, i int) (rune, bool) {
 	if i+4 > len(b) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range b[i : i+4] {
+	for k := i; k < i+4; k++ {
+		c := b[k]
 		switch {
 		case c >= '0' && c <= '9':
 			c -= '0'
@@ -514,12 +542,12 @@ func hex4(b []byte, i int) (rune, bool) {
 }
 
 // appendFixUTF8 appends s with each invalid byte replaced by U+FFFD.
-func appendFixUTF8(buf, s []byte) []byte {
-	if utf8.Valid(s) {
+func appendFixUTF8(buf []byte, s string) []byte {
+	if utf8.ValidString(s) {
 		return append(buf, s...)
 	}
 	for len(s) > 0 {
-		r, n := utf8.DecodeRune(s)
+		r, n := utf8.DecodeRuneInString(s)
 		if r == utf8.RuneError && n == 1 {
 			buf = utf8.AppendRune(buf, utf8.RuneError)
 		} else {
@@ -528,4 +556,19 @@ func appendFixUTF8(buf, s []byte) []byte {
 		s = s[n:]
 	}
 	return buf
+}
+
+func asciiEqualFold(s, b string) bool {
+	if len(s) != len(b) {
+		return false
+	}
+	for i := range len(b) {
+		x, y := s[i], b[i]
+		if x|0x20 != y|0x20 || (x|0x20) < 'a' || (x|0x20) > 'z' {
+			if x != y {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -56,25 +56,33 @@ func scanPapers(s string) (hits []jsonHit, exhausted bool) {
 			i = start + 1
 			continue
 		}
-		end, state := matchObject(s, start, &budget)
+		// Decode in place: the decoder finds the object's end as it goes.
+		p, end, ok := decodePaperAt(s, start)
+		budget -= end - start
+		if ok && p.isPaper() {
+			hits = append(hits, jsonHit{start: start, end: end, paper: p})
+			i = end
+			continue
+		}
 		if budget < 0 {
 			return hits, true
 		}
-		switch state {
-		case objMalformed:
-			i = start + 1
+		if ok {
+			i = start + 1 // not a paper: papers may be nested inside
 			continue
-		case objComplete:
-			if p, ok := decodePaper([]byte(s[start:end])); ok && p.isPaper() {
-				hits = append(hits, jsonHit{start: start, end: end, paper: p})
-				i = end
-				continue
-			}
+		}
+		// Not valid JSON: cut off by the end of the text, or just braces in
+		// prose? The balanced scan tells.
+		_, state := matchObject(s, start, &budget)
+		if budget < 0 {
+			return hits, true
+		}
+		if state != objTruncated {
 			i = start + 1
 			continue
 		}
-		// objTruncated: cut off before its closing brace: a paper only if it says so in its
-		// first keys.
+		// Cut off before its closing brace: a paper only if its first keys
+		// say so.
 		if looksLikePaperPrefix(s[start:]) {
 			p := salvagePaper([]byte(s[start:]))
 			if strings.TrimSpace(p.Title) != "" || p.DOI != "" || p.PaperID != "" {

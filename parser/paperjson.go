@@ -83,9 +83,11 @@ func (p *paperJSON) isPaper() bool {
 // joined with ", ". null leaves it empty.
 type flexString string
 
-func (f *flexString) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || string(b) == "null" {
+func (f *flexString) UnmarshalJSON(b []byte) error { return f.fromJSON(string(b)) }
+
+func (f *flexString) fromJSON(b string) error {
+	b = strings.TrimSpace(b)
+	if len(b) == 0 || b == "null" {
 		return nil
 	}
 	switch b[0] {
@@ -98,7 +100,7 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 		*f = flexString(s)
 	case '[':
 		var ss []string
-		if err := json.Unmarshal(b, &ss); err != nil {
+		if err := json.Unmarshal([]byte(b), &ss); err != nil {
 			return &json.UnmarshalTypeError{Value: "array", Type: nil}
 		}
 		*f = flexString(strings.Join(ss, ", "))
@@ -113,8 +115,10 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 // flexInt accepts a JSON number or a numeric string.
 type flexInt int64
 
-func (f *flexInt) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(bytes.TrimSpace(b)), `"`)
+func (f *flexInt) UnmarshalJSON(b []byte) error { return f.fromJSON(string(b)) }
+
+func (f *flexInt) fromJSON(b string) error {
+	s := strings.Trim(strings.TrimSpace(b), `"`)
 	if s == "" || s == "null" {
 		return nil
 	}
@@ -133,8 +137,10 @@ func (f *flexInt) UnmarshalJSON(b []byte) error {
 // flexFloat accepts a JSON number or a numeric string.
 type flexFloat float64
 
-func (f *flexFloat) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(bytes.TrimSpace(b)), `"`)
+func (f *flexFloat) UnmarshalJSON(b []byte) error { return f.fromJSON(string(b)) }
+
+func (f *flexFloat) fromJSON(b string) error {
+	s := strings.Trim(strings.TrimSpace(b), `"`)
 	if s == "" || s == "null" {
 		return nil
 	}

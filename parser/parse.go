@@ -119,7 +119,7 @@ func Parse(data []byte, opts Options) (*Page, error) {
 	if format == FormatAuto {
 		format = sniffFormat(data)
 	}
-	text, cs, guessed, err := Decode(data, opts.ContentType, opts.Charset, format == FormatHTML)
+	text, cs, guessed, err := decodeBytes(data, opts.ContentType, opts.Charset, format == FormatHTML)
 	if err != nil {
 		return nil, err
 	}
@@ -131,14 +131,16 @@ func Parse(data []byte, opts Options) (*Page, error) {
 	var raw []rawLine
 	if format == FormatHTML {
 		var title string
-		doc, err := goquery.NewDocumentFromReader(strings.NewReader(text))
+		// The tree builder copies what it keeps, so text (which may be
+		// data itself) is not retained.
+		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(text))
 		if err == nil {
 			raw, title = flattenHTML(doc)
 		} else {
 			// The tree builder refuses documents nested deeper than 512
 			// elements; read the token stream instead.
 			page.warn(PageWarnHTMLFallback)
-			raw, title = flattenTokens(text)
+			raw, title = flattenTokens(string(text))
 		}
 		if title != "" {
 			if j, n, ok := titleFacts(title); ok {
@@ -147,7 +149,7 @@ func Parse(data []byte, opts Options) (*Page, error) {
 			}
 		}
 	} else {
-		raw = splitTextLines(text)
+		raw = splitTextLines(string(text))
 	}
 
 	if j, n, ok := urlFacts(opts.URL); ok {

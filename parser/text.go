@@ -35,16 +35,22 @@ func collapse(s string) string {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			i++
 			if c <= ' ' {
 				space = true
+				i++
 				continue
+			}
+			// A run of printable ASCII is copied at once.
+			j := i + 1
+			for j < len(s) && s[j] > ' ' && s[j] < utf8.RuneSelf {
+				j++
 			}
 			if space && len(b) > 0 {
 				b = append(b, ' ')
 			}
 			space = false
-			b = append(b, c)
+			b = append(b, s[i:j]...)
+			i = j
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
