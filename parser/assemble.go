@@ -36,6 +36,7 @@ func assemble(segs []*segment, page *Page, opts Options) {
 	if capture == "" {
 		capture = opts.URL
 	}
+	page.Records = make([]record.Record, 0, len(segs))
 	for _, s := range segs {
 		if !s.anchored() {
 			continue
@@ -65,7 +66,7 @@ func readVisible(s *segment) visible {
 	for _, l := range s.lines {
 		switch l.kind {
 		case kindImpact, kindMeta:
-			mergeHead(&v.head, l.head)
+			mergeHead(&v.head, *l.head)
 		case kindCitation:
 			n := l.citations
 			v.citations = &n

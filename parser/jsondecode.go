@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodePaper decodes one complete JSON object into the fields the parser
@@ -435,14 +436,19 @@ func (d *jdec) str() (string, bool) {
 	if d.i >= len(d.b) {
 		return "", false
 	}
-	// Slow path: escapes.
-	buf := appendFixUTF8(make([]byte, 0, len(d.b)-start), d.b[start:d.i])
+	// Slow path: escapes. Find the end first, to size the buffer.
+	probe := jdec{b: d.b, i: start - 1}
+	if !probe.skipStr() {
+		return "", false
+	}
+	buf := appendFixUTF8(make([]byte, 0, probe.i-start), d.b[start:d.i])
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
 			d.i++
-			return string(buf), true
+			// buf is never written again: share it instead of copying.
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), true
 		case c < ' ':
 			return "", false
 		case c == '\\':

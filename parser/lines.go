@@ -27,8 +27,8 @@ type line struct {
 	// kindJSON
 	papers []*paperJSON
 
-	// kindImpact / kindMeta
-	head headInfo
+	// kindImpact / kindMeta (nil for other kinds, to keep lines small)
+	head *headInfo
 
 	// kindCitation
 	citations int
@@ -88,12 +88,12 @@ func classify(text string) line {
 	case strings.HasPrefix(text, "IF"):
 		if h, ok := parseImpact(text); ok {
 			l.kind = kindImpact
-			l.head = h
+			l.head = &h
 		}
 	case strings.Contains(text, "Pub Date"):
 		if h, ok := parseMeta(text); ok {
 			l.kind = kindMeta
-			l.head = h
+			l.head = &h
 		}
 	}
 	return l

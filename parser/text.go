@@ -40,10 +40,17 @@ func collapse(s string) string {
 				i++
 				continue
 			}
-			// A run of printable ASCII is copied at once.
+			// A run of printable ASCII, with single spaces between
+			// words, is copied at once.
 			j := i + 1
-			for j < len(s) && s[j] > ' ' && s[j] < utf8.RuneSelf {
-				j++
+			for j < len(s) {
+				if c := s[j]; c > ' ' && c < utf8.RuneSelf {
+					j++
+				} else if c == ' ' && j+1 < len(s) && s[j+1] > ' ' && s[j+1] < utf8.RuneSelf {
+					j += 2
+				} else {
+					break
+				}
 			}
 			if space && len(b) > 0 {
 				b = append(b, ' ')
@@ -205,7 +212,7 @@ var inlineTags = map[string]bool{
 // decoded, NUL (the site's "\u0000" line breaks) made a space and white space
 // collapsed. A '<' that does not open a known tag is kept as text.
 func plainText(s string) string {
-	if !strings.ContainsAny(s, "<&") {
+	if strings.IndexByte(s, '<') < 0 && strings.IndexByte(s, '&') < 0 {
 		return collapse(s) // collapse also turns NUL into a space
 	}
 	var b strings.Builder
@@ -301,7 +308,8 @@ func splitAuthors(s string) []string {
 	})
 	out := make([]string, 0, len(parts))
 	for _, p := range parts {
-		if p = collapse(p); p != "" {
+		// Trimmed first, most names are already clean: no copy.
+		if p = collapse(strings.TrimSpace(p)); p != "" {
 			out = append(out, p)
 		}
 	}

@@ -95,7 +95,10 @@ func TestHeadLines(t *testing.T) {
 	}
 	for in, w := range tests {
 		l := classify(in)
-		h := l.head
+		var h headInfo
+		if l.head != nil {
+			h = *l.head
+		}
 		got := want{l.kind, h.impact, h.zone, h.subject, h.jcrQuartile, h.jcrCategory, h.published, h.doi, h.journal}
 		if got != w {
 			t.Errorf("classify(%q) = %+v, want %+v", in, got, w)
