@@ -436,12 +436,17 @@ func (d *jdec) str() (string, bool) {
 	if d.i >= len(d.b) {
 		return "", false
 	}
-	// Slow path: escapes. Find the end first, to size the buffer.
+	// Slow path: escapes. Find the end first, to size the buffer exactly.
 	probe := jdec{b: d.b, i: start - 1}
 	if !probe.skipStr() {
 		return "", false
 	}
-	buf := appendFixUTF8(make([]byte, 0, probe.i-start), d.b[start:d.i])
+	buf := make([]byte, 0, probe.i-start)
+	if ascii {
+		buf = append(buf, d.b[start:d.i]...)
+	} else {
+		buf = appendFixUTF8(buf, d.b[start:d.i])
+	}
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
@@ -457,10 +462,20 @@ func (d *jdec) str() (string, bool) {
 			}
 		default:
 			j := d.i
-			for j < len(d.b) && d.b[j] != '"' && d.b[j] != '\\' && d.b[j] >= ' ' {
+			high := false
+			for j < len(d.b) {
+				c := d.b[j]
+				if c == '"' || c == '\\' || c < ' ' {
+					break
+				}
+				high = high || c >= utf8.RuneSelf
 				j++
 			}
-			buf = appendFixUTF8(buf, d.b[d.i:j])
+			if high {
+				buf = appendFixUTF8(buf, d.b[d.i:j])
+			} else {
+				buf = append(buf, d.b[d.i:j]...)
+			}
 			d.i = j
 		}
 	}

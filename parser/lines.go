@@ -192,9 +192,7 @@ func parseMeta(text string) (headInfo, bool) {
 			h.doi = f[0]
 		}
 	}
-	if m := reDate.FindStringSubmatch(datePart); m != nil {
-		h.published = normDate(m[1], m[2], m[3])
-	}
+	h.published = isoDate(datePart)
 	if prefix != "" {
 		if strings.HasPrefix(prefix, "IF") {
 			ih, ok := parseImpact(prefix)
@@ -266,12 +264,60 @@ func pad2(n int) string {
 	return strconv.Itoa(n)
 }
 
-// isoDate normalises a JSON date ("2024-09-02", "2024-09-02T00:00:00",
-// "2024/9/2") to YYYY-MM-DD, or "" when it is not a date.
+// isoDate finds the first date in s ("2024-09-02", "2024-09-02T00:00:00",
+// "2024/9/2", "2024 - 09 - 02") and returns it as YYYY-MM-DD, or "" when
+// there is none.
 func isoDate(s string) string {
-	m := reDate.FindStringSubmatch(s)
-	if m == nil {
-		return ""
+	for i := 0; i+4 <= len(s); i++ {
+		if !isDigit(s[i]) {
+			continue
+		}
+		// Four digits, then two separated groups of one or two digits.
+		j := i
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if j-i < 4 {
+			i = j
+			continue
+		}
+		y := s[j-4 : j]
+		m, k, ok := dateGroup(s, j)
+		if !ok {
+			i = j - 1
+			continue
+		}
+		d, _, ok := dateGroup(s, k)
+		if !ok {
+			i = j - 1
+			continue
+		}
+		if out := normDate(y, m, d); out != "" {
+			return out
+		}
+		i = j - 1
 	}
-	return normDate(m[1], m[2], m[3])
+	return ""
 }
+
+// dateGroup reads "[ ]sep[ ]N[N]" at s[i] (sep one of - / .) and returns the
+// digits and the offset after them.
+func dateGroup(s string, i int) (digits string, end int, ok bool) {
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i >= len(s) || (s[i] != '-' && s[i] != '/' && s[i] != '.') {
+		return "", i, false
+	}
+	i++
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	start := i
+	for i < len(s) && isDigit(s[i]) && i-start < 2 {
+		i++
+	}
+	return s[start:i], i, i > start
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

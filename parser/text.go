@@ -303,16 +303,32 @@ func splitAuthors(s string) []string {
 	if strings.IndexByte(s, '&') >= 0 {
 		s = html.UnescapeString(s)
 	}
-	parts := strings.FieldsFunc(s, func(r rune) bool {
-		return r == ',' || r == ';' || r == '，' || r == '、' || r == '；'
-	})
-	out := make([]string, 0, len(parts))
-	for _, p := range parts {
+	var out []string
+	add := func(p string) {
 		// Trimmed first, most names are already clean: no copy.
 		if p = collapse(strings.TrimSpace(p)); p != "" {
 			out = append(out, p)
 		}
 	}
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		n := 0 // length of the separator at i
+		switch {
+		case c == ',' || c == ';':
+			n = 1
+		case c >= utf8.RuneSelf && (strings.HasPrefix(s[i:], "，") || strings.HasPrefix(s[i:], "、") || strings.HasPrefix(s[i:], "；")):
+			n = 3
+		}
+		if n == 0 {
+			i++
+			continue
+		}
+		add(s[start:i])
+		i += n
+		start = i
+	}
+	add(s[start:])
 	if len(out) == 0 {
 		return nil
 	}

@@ -148,3 +148,23 @@ func TestCollapseBytesMatchesCollapse(t *testing.T) {
 		}
 	}
 }
+
+func TestISODate(t *testing.T) {
+	tests := map[string]string{
+		"2024-09-02":               "2024-09-02",
+		"2024-09-02T00:00:00":      "2024-09-02",
+		"2024/9/2":                 "2024-09-02",
+		" 2010 - 11 - 01DOI: 10.1": "2010-11-01",
+		"vol 12345 2024.1.31":      "2024-01-31",
+		"2024-13-01":               "",
+		"2024-02":                  "",
+		"12024-01-05":              "2024-01-05",
+		"":                         "",
+		"DOI: 10.1109/5.771073":    "",
+	}
+	for in, want := range tests {
+		if got := isoDate(in); got != want {
+			t.Errorf("isoDate(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
