@@ -140,7 +140,7 @@ func readMatched(s *segment, v *visible) {
 			}
 		}
 	}
-	if strings.TrimSpace(p.Abstract) == "" && v.abstract == "" {
+	if p.plainAbstract() == "" && v.abstract == "" {
 		// The JSON has no abstract to match against: the first unplaced
 		// English prose line after the authors (or the head) is the visible
 		// abstract.

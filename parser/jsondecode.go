@@ -2,6 +2,7 @@ package parser
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -129,7 +130,21 @@ func (d *jdec) paperField(p *paperJSON, key string) bool {
 	case "DOIUrl":
 		return d.strField(&p.DOIURL)
 	case "abstract":
-		return d.strField(&p.Abstract)
+		// Kept as the raw literal: plainAbstract decodes and collapses it
+		// in one pass.
+		switch d.peek() {
+		case '"':
+			start := d.i
+			if !d.skipStr() {
+				return false
+			}
+			p.abstractRaw, p.Abstract = d.b[start:d.i], ""
+			return true
+		case 'n':
+			return d.literal("null") || d.skip()
+		}
+		d.odd = true
+		return d.skip()
 	case "PeriodicalId":
 		return d.rawField(p.PeriodicalID.fromJSON)
 	case "journal":
@@ -485,59 +500,113 @@ func (d *jdec) str() (string, bool) {
 // escape consumes one escape sequence at the cursor (on '\'), appending its
 // value to *buf when buf is not nil.
 func (d *jdec) escape(buf *[]byte) bool {
-	if d.i+1 >= len(d.b) {
+	r, next, ok := unescape(d.b, d.i)
+	if !ok {
 		return false
 	}
-	c := d.b[d.i+1]
-	var r rune
-	switch c {
-	case '"', '\\', '/':
-		r = rune(c)
-	case 'b':
-		r = '\b'
-	case 'f':
-		r = '\f'
-	case 'n':
-		r = '\n'
-	case 'r':
-		r = '\r'
-	case 't':
-		r = '\t'
-	case 'u':
-		r1, ok := hex4(d.b, d.i+2)
-		if !ok {
-			return false
-		}
-		d.i += 6
-		if utf16.IsSurrogate(r1) {
-			// A valid pair combines; anything else is U+FFFD for the first
-			// half (as encoding/json does), and the next escape is read on
-			// its own.
-			if d.i+1 < len(d.b) && d.b[d.i] == '\\' && d.b[d.i+1] == 'u' {
-				if r2, ok := hex4(d.b, d.i+2); ok {
-					if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
-						d.i += 6
-						r1 = dec
-					} else {
-						r1 = utf8.RuneError
-					}
-				}
-			} else {
-				r1 = utf8.RuneError
-			}
-		}
-		if buf != nil {
-			*buf = utf8.AppendRune(*buf, r1)
-		}
-		return true
-	default:
-		return false
-	}
-	d.i += 2
+	d.i = next
 	if buf != nil {
-		*buf = append(*buf, byte(r))
+		*buf = utf8.AppendRune(*buf, r)
 	}
 	return true
+}
+
+// unescape reads the escape sequence at s[i] == '\' and returns its rune
+// and the offset after it. A lone UTF-16 surrogate is U+FFFD, and only its
+// own escape is consumed (as encoding/json does).
+func unescape(s string, i int) (r rune, next int, ok bool) {
+	if i+1 >= len(s) {
+		return 0, i, false
+	}
+	switch c := s[i+1]; c {
+	case '"', '\\', '/':
+		return rune(c), i + 2, true
+	case 'b':
+		return '\b', i + 2, true
+	case 'f':
+		return '\f', i + 2, true
+	case 'n':
+		return '\n', i + 2, true
+	case 'r':
+		return '\r', i + 2, true
+	case 't':
+		return '\t', i + 2, true
+	case 'u':
+		r1, ok := hex4(s, i+2)
+		if !ok {
+			return 0, i, false
+		}
+		i += 6
+		if !utf16.IsSurrogate(r1) {
+			return r1, i, true
+		}
+		if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+			if r2, ok := hex4(s, i+2); ok {
+				if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+					return dec, i + 6, true
+				}
+			}
+		}
+		return utf8.RuneError, i, true
+	}
+	return 0, i, false
+}
+
+// collapseJSONString decodes a validated JSON string literal (quotes
+// included) straight into collapsed text: what collapse would make of the
+// decoded string, in one pass and one allocation.
+func collapseJSONString(raw string) string {
+	b := make([]byte, 0, len(raw))
+	space := false
+	last := len(raw) - 1 // the closing quote
+	for i := 1; i < last; {
+		if c := raw[i]; c > ' ' && c < utf8.RuneSelf && c != '\\' {
+			// A run of printable ASCII, single spaces between words
+			// included, is copied at once.
+			j := i + 1
+			for j < last {
+				if c := raw[j]; c > ' ' && c < utf8.RuneSelf && c != '\\' {
+					j++
+				} else if c == ' ' && j+1 < last && raw[j+1] > ' ' && raw[j+1] < utf8.RuneSelf && raw[j+1] != '\\' {
+					j += 2
+				} else {
+					break
+				}
+			}
+			if space && len(b) > 0 {
+				b = append(b, ' ')
+			}
+			space = false
+			b = append(b, raw[i:j]...)
+			i = j
+			continue
+		}
+		var r rune
+		switch c := raw[i]; {
+		case c == '\\':
+			var ok bool
+			if r, i, ok = unescape(raw, i); !ok {
+				return "" // not reachable for a validated literal
+			}
+		case c < utf8.RuneSelf:
+			r = rune(c)
+			i++
+		default:
+			var n int
+			r, n = utf8.DecodeRuneInString(raw[i:])
+			i += n
+		}
+		if r <= ' ' || unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space && len(b) > 0 {
+			b = append(b, ' ')
+		}
+		space = false
+		b = utf8.AppendRune(b, r)
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 func hex4(b string, i int) (rune, bool) {

@@ -27,7 +27,7 @@ func decodePaperStd(b []byte) (p *paperJSON, kind string) {
 
 // exported copies the JSON-set fields only.
 func exported(p *paperJSON) paperJSON {
-	return paperJSON{Title: p.Title, Authors: p.Authors, DOI: p.DOI, DOIURL: p.DOIURL, Abstract: p.Abstract,
+	return paperJSON{Title: p.Title, Authors: p.Authors, DOI: p.DOI, DOIURL: p.DOIURL, Abstract: p.abstractText(),
 		PeriodicalID: p.PeriodicalID, Journal: p.Journal, PeriodicalIF: p.PeriodicalIF,
 		PublicationDate: p.PublicationDate, PublicationType: p.PublicationType, OpenAccessPDF: p.OpenAccessPDF,
 		CitationCount: p.CitationCount, PaperID: p.PaperID, PeriodicalName: p.PeriodicalName,
@@ -62,6 +62,10 @@ func checkAgainstStd(t *testing.T, b []byte) {
 		if got.oddTypes || !reflect.DeepEqual(exported(got), exported(want)) {
 			t.Fatalf("fields differ for %q:\n got %+v\nwant %+v", b, exported(got), exported(want))
 		}
+		// The one-pass plain abstract equals plainText of the decoded one.
+		if g, w := got.plainAbstract(), plainText(want.Abstract); g != w {
+			t.Fatalf("plain abstract differs for %q:\n got %q\nwant %q", b, g, w)
+		}
 	}
 }
 
@@ -92,6 +96,12 @@ var decodeCases = []string{
 	`{"publicationTypes":["A","B"],"openAccessPdf":"u"}`,
 	`{"abstract":"\u12"}`,
 	`{"title":"\x"}`,
+	`{"abstract":"  a\u0000\u0000b\u00a0 c\n\t<p>d</p> &amp; e \ud800 f\u2003"}`,
+	"{\"abstract\":\" lead \xff\xfe trail \u3000\"}",
+	`{"abstract":"x","abstract":null}`,
+	`{"abstract":"x","Abstract":"y \u003cb\u003ebold\u003c/b\u003e"}`,
+	`{"abstract":5}`,
+	`{"abstract":""}`,
 }
 
 func TestDecodePaperMatchesEncodingJSON(t *testing.T) {

@@ -58,7 +58,7 @@ func TestExtractPapersDecodesFields(t *testing.T) {
 	if p.PaperID != "42" || p.PeriodicalID != 7 || p.PeriodicalIF != 1.5 || p.oddTypes {
 		t.Errorf("lenient numbers: paperid=%q PeriodicalId=%d IF=%v odd=%v", p.PaperID, p.PeriodicalID, p.PeriodicalIF, p.oddTypes)
 	}
-	if got := plainText(p.Abstract); got != "line break }}}" {
+	if got := p.plainAbstract(); got != "line break }}}" {
 		t.Errorf("abstract plain text = %q", got)
 	}
 }
@@ -77,7 +77,7 @@ func TestExtractPapersSalvagesTruncated(t *testing.T) {
 		t.Fatalf("hits = %d", len(hits))
 	}
 	p := hits[0].paper
-	if !p.truncated || p.Title != "T" || p.DOI != "10.1/y" || p.PaperID != "77" || p.Abstract != "" {
+	if !p.truncated || p.Title != "T" || p.DOI != "10.1/y" || p.PaperID != "77" || p.abstractText() != "" {
 		t.Errorf("salvaged = %+v", p)
 	}
 }

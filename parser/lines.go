@@ -66,10 +66,8 @@ var (
 	reHeading   = regexp.MustCompile(`^(.*?)\s*最新文献\s*(?:[_-]?\s*第\s*(\d+)\s*页)?$`)
 	reTitlePage = regexp.MustCompile(`第\s*(\d+)\s*页`)
 	reDate      = regexp.MustCompile(`(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})`)
-	reImpact    = regexp.MustCompile(`^IF\s*[:：]?\s*(\d+(?:\.\d+)?)`)
 	reZone      = regexp.MustCompile(`^(\d)\s*区$`)
 	reQuartile  = regexp.MustCompile(`^Q[1-4]$`)
-	reCitation  = regexp.MustCompile(`^引用次数\s*[:：]\s*(\d+)`)
 )
 
 // classify decides the kind of one visible line and parses what it carries.
@@ -81,9 +79,11 @@ func classify(text string) line {
 	case strings.Contains(text, "最新文献") && reHeading.MatchString(text):
 		l.kind = kindHeading
 	case strings.HasPrefix(text, "引用次数"):
-		if m := reCitation.FindStringSubmatch(text); m != nil {
-			l.kind = kindCitation
-			l.citations, _ = strconv.Atoi(m[1])
+		if n, ok := labelledNumber(text, "引用次数", true); ok {
+			if c, err := strconv.Atoi(n); err == nil {
+				l.kind = kindCitation
+				l.citations = c
+			}
 		}
 	case strings.HasPrefix(text, "IF"):
 		if h, ok := parseImpact(text); ok {
@@ -211,20 +211,21 @@ func parseMeta(text string) (headInfo, bool) {
 // "IF 1.2 4区 计算机科学 Q3 ENGINEERING, ELECTRICAL & ELECTRONIC Pub Date : …".
 func parseImpact(text string) (headInfo, bool) {
 	var h headInfo
-	m := reImpact.FindStringSubmatch(text)
-	if m == nil {
+	num, ok := labelledNumber(text, "IF", false)
+	if !ok {
 		return h, false
 	}
-	if p := strings.Index(text, "Pub Date"); p >= 0 {
-		mh, ok := parseMeta("Pub Date" + text[p+len("Pub Date"):])
+	rest := text[strings.Index(text, num)+len(num):]
+	if p := strings.Index(rest, "Pub Date"); p >= 0 {
+		mh, ok := parseMeta(rest[p:])
 		if ok {
 			h.published, h.doi = mh.published, mh.doi
 		}
-		text = text[:p]
+		rest = rest[:p]
 	}
-	h.impact, _ = strconv.ParseFloat(m[1], 64)
+	h.impact, _ = strconv.ParseFloat(num, 64)
 	h.hasImpact = true
-	fields := strings.Fields(text[len(m[0]):])
+	fields := strings.Fields(rest)
 	k := 0
 	if k < len(fields) {
 		if z := reZone.FindStringSubmatch(fields[k]); z != nil {
@@ -251,17 +252,43 @@ func parseImpact(text string) (headInfo, bool) {
 func normDate(y, m, d string) string {
 	mi, _ := strconv.Atoi(m)
 	di, _ := strconv.Atoi(d)
-	if mi < 1 || mi > 12 || di < 1 || di > 31 {
+	if len(y) != 4 || mi < 1 || mi > 12 || di < 1 || di > 31 {
 		return ""
 	}
-	return y + "-" + pad2(mi) + "-" + pad2(di)
+	b := [10]byte{y[0], y[1], y[2], y[3], '-', byte('0' + mi/10), byte('0' + mi%10), '-', byte('0' + di/10), byte('0' + di%10)}
+	return string(b[:])
 }
 
-func pad2(n int) string {
-	if n < 10 {
-		return "0" + strconv.Itoa(n)
+// labelledNumber reads "<label>[ ][:：][ ]N[.N]" at the start of s and
+// returns the number's text. The colon is required when colon is true.
+func labelledNumber(s, label string, colon bool) (string, bool) {
+	if !strings.HasPrefix(s, label) {
+		return "", false
 	}
-	return strconv.Itoa(n)
+	s = strings.TrimLeft(s[len(label):], " ")
+	switch {
+	case strings.HasPrefix(s, ":"):
+		s = s[1:]
+	case strings.HasPrefix(s, "："):
+		s = s[len("："):]
+	case colon:
+		return "", false
+	}
+	s = strings.TrimLeft(s, " ")
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == 0 {
+		return "", false
+	}
+	if i+1 < len(s) && s[i] == '.' && isDigit(s[i+1]) {
+		i++
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	}
+	return s[:i], true
 }
 
 // isoDate finds the first date in s ("2024-09-02", "2024-09-02T00:00:00",

@@ -34,6 +34,11 @@ type paperJSON struct {
 	JCRName         string      `json:"JCRName"`
 
 	// Set by the extractor, not by the JSON.
+	// abstractRaw is the abstract's JSON string literal, quotes included,
+	// when the one-pass decoder read it; Abstract is then decoded on demand
+	// (abstractText).
+	abstractRaw string
+
 	truncated bool // the object was cut off; only complete fields are set
 	oddTypes  bool // some field had an unexpected type and was ignored
 
@@ -50,9 +55,25 @@ func (p *paperJSON) texts() {
 	if !p.plain.done {
 		p.plain.done = true
 		p.plain.title = plainText(p.Title)
-		p.plain.abstract = plainText(p.Abstract)
+		if p.abstractRaw != "" {
+			p.plain.abstract = collapseJSONString(p.abstractRaw)
+			if strings.IndexByte(p.plain.abstract, '<') >= 0 || strings.IndexByte(p.plain.abstract, '&') >= 0 {
+				p.plain.abstract = plainText(p.abstractText()) // markup to strip
+			}
+		} else {
+			p.plain.abstract = plainText(p.Abstract)
+		}
 		p.plain.authors = splitAuthors(p.Authors)
 	}
+}
+
+// abstractText is the abstract as the JSON gives it (decoded, not plain).
+func (p *paperJSON) abstractText() string {
+	if p.Abstract == "" && p.abstractRaw != "" {
+		d := jdec{b: p.abstractRaw}
+		p.Abstract, _ = d.str()
+	}
+	return p.Abstract
 }
 
 // plainTitle is the title as plain text.

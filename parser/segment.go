@@ -330,10 +330,10 @@ func matchAuthors(lineText string, p *paperJSON) bool {
 // matchAbstract reports whether a visible line is the start of the JSON
 // abstract.
 func matchAbstract(lineText string, p *paperJSON) bool {
-	if len(p.Abstract) < 16 || len(lineText) < 16 {
+	pa := p.plainAbstract()
+	if len(pa) < 16 || len(lineText) < 16 {
 		return false
 	}
-	pa := p.plainAbstract()
 	n := min(len(lineText), 80)
 	for n > 0 && n < len(lineText) && !utf8.RuneStart(lineText[n]) {
 		n--
