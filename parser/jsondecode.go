@@ -378,6 +378,13 @@ func (d *jdec) digits() bool {
 func (d *jdec) skipStr() bool {
 	d.i++ // opening quote
 	for d.i < len(d.b) {
+		// Plain bytes are skipped with one table look-up each.
+		for d.i < len(d.b) && !strSpecial[d.b[d.i]] {
+			d.i++
+		}
+		if d.i >= len(d.b) {
+			return false
+		}
 		c := d.b[d.i]
 		switch {
 		case c == '"':
@@ -395,6 +402,16 @@ func (d *jdec) skipStr() bool {
 	}
 	return false
 }
+
+// strSpecial marks the bytes that end a run of plain string content: the
+// closing quote, a backslash, and control characters (invalid in JSON).
+var strSpecial = func() (t [256]bool) {
+	for c := range ' ' {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // key reads an object key. Without escapes it is a substring of the input
 // (no copy); invalid UTF-8 in a key cannot name a paper field, so it is left
@@ -426,30 +443,26 @@ func (d *jdec) str() (string, bool) {
 	d.i++
 	start := d.i
 	// Fast path: no escapes and valid UTF-8.
-	ascii := true
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		if c == '"' {
-			s := d.b[start:d.i]
-			d.i++
-			if ascii || utf8.ValidString(s) {
-				return s, true
-			}
-			return string(appendFixUTF8(make([]byte, 0, len(s)), s)), true
-		}
-		if c == '\\' {
-			break
-		}
-		if c < ' ' {
-			return "", false
-		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
+	var high byte // OR of all bytes: bit 7 set when any is non-ASCII
+	for d.i < len(d.b) && !strSpecial[d.b[d.i]] {
+		high |= d.b[d.i]
 		d.i++
 	}
 	if d.i >= len(d.b) {
 		return "", false
+	}
+	switch d.b[d.i] {
+	case '"':
+		s := d.b[start:d.i]
+		d.i++
+		if high < utf8.RuneSelf || utf8.ValidString(s) {
+			return s, true
+		}
+		return string(appendFixUTF8(make([]byte, 0, len(s)), s)), true
+	case '\\':
+		// The slow path below.
+	default:
+		return "", false // a control character
 	}
 	// Slow path: escapes. Find the end first, to size the buffer exactly.
 	probe := jdec{b: d.b, i: start - 1}
@@ -457,7 +470,7 @@ func (d *jdec) str() (string, bool) {
 		return "", false
 	}
 	buf := make([]byte, 0, probe.i-start)
-	if ascii {
+	if high < utf8.RuneSelf {
 		buf = append(buf, d.b[start:d.i]...)
 	} else {
 		buf = appendFixUTF8(buf, d.b[start:d.i])
