@@ -11,23 +11,18 @@ import (
 	"golang.org/x/text/transform"
 )
 
-// Decode turns the bytes of a page into UTF-8 text. It is the one place where
-// page bytes are decoded. The charset comes, in this order, from override
-// (a label such as "gbk"), a byte-order mark, the Content-Type header, a
-// <meta> declaration in the first 1,024 bytes (HTML only), and otherwise is
-// UTF-8, which the site serves; undeclared bytes that are not UTF-8 but read
-// cleanly as GB18030 are taken as GB18030. Invalid bytes become U+FFFD and
-// a multi-byte character cut off at the very end is dropped; Decode never
-// panics. name is the charset used; guessed is true when it was inferred
-// rather than declared.
-func Decode(data []byte, contentType, override string, isHTML bool) (text, name string, guessed bool, err error) {
-	b, name, guessed, err := decodeBytes(data, contentType, override, isHTML)
-	return string(b), name, guessed, err
-}
-
-// decodeBytes is Decode without the final copy: when data is already clean
-// UTF-8 it is returned as is, so callers must not keep the result past the
-// life of data, nor modify it.
+// decodeBytes turns the bytes of a page into UTF-8 text. It is the one place
+// where page bytes are decoded. The charset comes, in this order, from
+// override (a label such as "gbk"), a byte-order mark, the Content-Type
+// header, a <meta> declaration in the first 1,024 bytes (HTML only), and
+// otherwise is UTF-8, which the site serves; undeclared bytes that are not
+// UTF-8 but read cleanly as GB18030 are taken as GB18030. Invalid bytes
+// become U+FFFD and a multi-byte character cut off at the very end is
+// dropped; it never panics. name is the charset used; guessed is true when
+// it was inferred rather than declared.
+//
+// When data is already clean UTF-8 it is returned as is (no copy), so
+// callers must copy what they keep and must not modify it.
 func decodeBytes(data []byte, contentType, override string, isHTML bool) (text []byte, name string, guessed bool, err error) {
 	if override != "" {
 		if err := CheckCharset(override); err != nil {

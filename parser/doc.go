@@ -6,9 +6,10 @@
 // parts, and never panics. Files:
 //
 //   - parse.go: Parse, Options, Page (records plus what the page looked like)
-//   - decode.go: Decode, the one place bytes become UTF-8 text (charsets)
+//   - decode.go: the one place bytes become UTF-8 text (charsets)
 //   - flatten.go: DOM or token stream → visible lines and JSON candidates
-//   - jsonscan.go: balanced scanner finding paper objects in text
+//   - jsonscan.go: finding paper objects in text (and telling cut-off ones from prose)
+//   - jsondecode.go: one-pass decoder of paper objects, held to encoding/json by a fuzz target
 //   - paperjson.go: the site's paper object, lenient types, salvage of cut-off objects
 //   - lines.go: line kinds (noise, heading, impact, meta, citation) and their fields
 //   - segment.go: grouping lines into paper blocks; pairing detached JSON

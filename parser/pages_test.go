@@ -209,3 +209,28 @@ func TestHiddenElements(t *testing.T) {
 		t.Errorf("hidden text leaked: %s", b)
 	}
 }
+
+// The charset may come from the HTTP header or be forced; both win over the
+// guess, and a wrong forced charset never panics.
+func TestCharsetFromHeaderAndOverride(t *testing.T) {
+	data, err := readRepoFile("fixtures/edge/gb18030-undeclared.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{
+		{ContentType: "text/plain; charset=GBK"},
+		{Charset: "gb18030"},
+	} {
+		p, err := Parse(data, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Records) != 1 || p.Records[0].TitleCN != "分布式事务的乐观并发控制" || len(p.Warnings) != 0 {
+			t.Errorf("%+v: records=%+v warnings=%q", opts, p.Records, p.Warnings)
+		}
+	}
+	p, err := Parse(data, Options{Charset: "big5"})
+	if err != nil || p.Charset != "big5" {
+		t.Errorf("forced big5: charset=%q err=%v", p.Charset, err)
+	}
+}
