@@ -574,18 +574,7 @@ func collapseJSONString(raw string) string {
 	last := len(raw) - 1 // the closing quote
 	for i := 1; i < last; {
 		if c := raw[i]; c > ' ' && c < utf8.RuneSelf && c != '\\' {
-			// A run of printable ASCII, single spaces between words
-			// included, is copied at once.
-			j := i + 1
-			for j < last {
-				if c := raw[j]; c > ' ' && c < utf8.RuneSelf && c != '\\' {
-					j++
-				} else if c == ' ' && j+1 < last && raw[j+1] > ' ' && raw[j+1] < utf8.RuneSelf && raw[j+1] != '\\' {
-					j += 2
-				} else {
-					break
-				}
-			}
+			j := wordRunEnd(raw, i, last, '\\')
 			if space && len(b) > 0 {
 				b = append(b, ' ')
 			}

@@ -40,18 +40,7 @@ func collapse(s string) string {
 				i++
 				continue
 			}
-			// A run of printable ASCII, with single spaces between
-			// words, is copied at once.
-			j := i + 1
-			for j < len(s) {
-				if c := s[j]; c > ' ' && c < utf8.RuneSelf {
-					j++
-				} else if c == ' ' && j+1 < len(s) && s[j+1] > ' ' && s[j+1] < utf8.RuneSelf {
-					j += 2
-				} else {
-					break
-				}
-			}
+			j := wordRunEnd(s, i, len(s), 0)
 			if space && len(b) > 0 {
 				b = append(b, ' ')
 			}
@@ -78,6 +67,25 @@ func collapse(s string) string {
 		i += n
 	}
 	return string(b)
+}
+
+// wordRunEnd returns where the run of printable ASCII starting at s[i]
+// ends (at most at end): words and the single spaces between them, which
+// collapsing copies at once. stop, if not 0, is one more byte that ends the
+// run (a JSON literal's backslash).
+func wordRunEnd(s string, i, end int, stop byte) int {
+	word := func(c byte) bool { return c > ' ' && c < utf8.RuneSelf && c != stop }
+	j := i + 1
+	for j < end {
+		if word(s[j]) {
+			j++
+		} else if s[j] == ' ' && j+1 < end && word(s[j+1]) {
+			j += 2
+		} else {
+			break
+		}
+	}
+	return j
 }
 
 // collapseBytes is collapse for a scratch buffer: it compacts b in place
