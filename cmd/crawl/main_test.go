@@ -10,11 +10,20 @@ import (
 	"testing"
 )
 
+// repoRoot is the repository root, resolved before any test changes
+// directory.
+var repoRoot = func() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}()
+
 // crawl runs the CLI in-process from the repository root.
 func crawl(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	wd, _ := os.Getwd()
-	t.Chdir(filepath.Join(wd, "..", ".."))
+	t.Chdir(repoRoot)
 	var out, errb bytes.Buffer
 	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
@@ -127,5 +136,45 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "Usage:") || !strings.Contains(out, "Flags:") {
 			t.Errorf("crawl %v: exit %d, output %.200q", args, code, out)
 		}
+	}
+}
+
+func TestParseToSinks(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "day-{date}.jsonl")
+	code, out, errs := crawl(t, "parse", "fixtures/seeds", "--sink", "jsonl:"+a, "--sink", "jsonl:"+b)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if out != "" {
+		t.Errorf("with --sink nothing goes to stdout, got %d bytes", len(out))
+	}
+	want := golden(t, "seeds/000_92928c0d02c94ff5.txt") + golden(t, "seeds/001_04a786490eff8f10.txt")
+	got, err := os.ReadFile(a)
+	if err != nil || string(got) != want {
+		t.Errorf("jsonl sink file differs from the goldens (err %v)", err)
+	}
+	dated, _ := filepath.Glob(filepath.Join(dir, "day-????-??-??.jsonl"))
+	if len(dated) != 1 {
+		t.Fatalf("dated files: %v", dated)
+	}
+	if got, _ := os.ReadFile(dated[0]); string(got) != want {
+		t.Errorf("fan-out: the second sink's file differs")
+	}
+	// Explicit stdout sink.
+	code, out, _ = crawl(t, "parse", "fixtures/seeds/001_04a786490eff8f10.txt", "--sink", "-")
+	if code != exitOK || out != golden(t, "seeds/001_04a786490eff8f10.txt") {
+		t.Errorf("--sink - : exit %d, %d bytes", code, len(out))
+	}
+}
+
+func TestParseSinkErrors(t *testing.T) {
+	code, _, errs := crawl(t, "parse", "fixtures/seeds", "--sink", "ftp://user:pw@host/x")
+	if code != exitUsage || !strings.Contains(errs, "expected jsonl:PATH") || strings.Contains(errs, ":pw@") {
+		t.Errorf("bad sink URL: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = crawl(t, "parse", "fixtures/seeds", "--sink", "jsonl:/dev/null/x/out.jsonl")
+	if code != exitFatal || !strings.Contains(errs, "/dev/null/x") {
+		t.Errorf("unwritable sink path: exit %d, stderr %q", code, errs)
 	}
 }

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,9 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/sink"
 )
 
 type parseFlags struct {
+	sinks       []string
 	summary     bool
 	strict      bool
 	format      string
@@ -44,13 +45,15 @@ exit code is 3 when any input yielded no record or any record carries
 warnings.`,
 		Example: `  crawl parse fixtures/
   crawl parse --summary saved/literature_d501422_7.htm
-  crawl parse --format text --charset gbk capture.txt`,
+  crawl parse --format text --charset gbk capture.txt
+  crawl parse fixtures/ --sink jsonl:out/papers-{date}.jsonl`,
 		Args: argsAtLeast(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink URL (repeat to fan out): jsonl:PATH, - for stdout; default stdout")
 	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
 	fl.BoolVar(&f.strict, "strict", false, "exit 3 when any input yields no record or any record has warnings")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
@@ -88,9 +91,12 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		}
 	}
 
-	out := bufio.NewWriterSize(stdout, 64<<10)
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out, err := openSinks(ctx, f.sinks, stdout)
+	if err != nil {
+		return err
+	}
 	var st parseStats
 	var writeErr error
 
@@ -106,9 +112,9 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 					return
 				}
 				report(stderr, path, page, f.summary, &st)
-				for i := range page.Records {
-					if writeErr == nil {
-						writeErr = enc.Encode(&page.Records[i])
+				if writeErr == nil {
+					if writeErr = out.Write(ctx, page.Records); writeErr != nil {
+						cancel() // stop walking: nothing more can be delivered
 					}
 				}
 			}
@@ -126,12 +132,12 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		return nil
 	}()
 	s.Wait()
-	if err := out.Flush(); err != nil && writeErr == nil {
+	if err := out.Close(); err != nil && writeErr == nil {
 		writeErr = err
 	}
 	switch {
 	case writeErr != nil:
-		return fmt.Errorf("write output: %w", writeErr)
+		return fmt.Errorf("deliver records: %w", writeErr)
 	case walkErr != nil:
 		return walkErr
 	case st.failed > 0:
@@ -140,6 +146,31 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
 	}
 	return nil
+}
+
+// openSinks opens each --sink URL, wrapped in the default retry policy, or
+// standard output when there are none.
+func openSinks(ctx context.Context, urls []string, stdout io.Writer) (sink.Sink, error) {
+	opts := sink.Options{Stdout: stdout}
+	if len(urls) == 0 {
+		return sink.Open(ctx, "-", opts)
+	}
+	var sinks []sink.Sink
+	for _, u := range urls {
+		s, err := sink.Open(ctx, u, opts)
+		if err != nil {
+			for _, o := range sinks {
+				o.Close()
+			}
+			var ue *sink.URLError
+			if errors.As(err, &ue) {
+				return nil, usageError{fmt.Errorf("--sink: %w", err)}
+			}
+			return nil, fmt.Errorf("--sink: %w", err)
+		}
+		sinks = append(sinks, sink.Retry(s, sink.DefaultRetry))
+	}
+	return sink.NewMulti(sinks...), nil
 }
 
 // walkInputs calls submit for path, or for each page file below it in

@@ -1,0 +1,340 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// jsonlSink appends records to a file, one JSON object per line.
+//
+// Crash safety: each Write is one append of whole lines followed by fsync.
+// A torn last line (a crash inside a write) is cut off when the file is
+// opened. Token names the file and the offset after the last Write; Restore
+// truncates the file to it, so records written after the crawler's last
+// commit are not kept twice. With {date} in the path, a later day's file
+// holds only writes made after the token (dates move forward), and Restore
+// empties it. A file written by several processes at once has none of these
+// guarantees.
+type jsonlSink struct {
+	pattern string // the path, possibly with {date}
+	opts    Options
+
+	mu     sync.Mutex
+	closed bool
+	f      *os.File // open file for path
+	path   string   // the current file
+	offset int64    // its size after the last Write
+	buf    bytes.Buffer
+}
+
+const datePlaceholder = "{date}"
+
+func openJSONL(pattern string, opts Options) (*jsonlSink, error) {
+	if pattern == "" {
+		return nil, &URLError{URL: "jsonl:", Reason: "expected a file path after jsonl:"}
+	}
+	if strings.Count(pattern, datePlaceholder) > 1 {
+		return nil, &URLError{URL: "jsonl:" + pattern, Reason: "{date} may appear once"}
+	}
+	s := &jsonlSink{pattern: pattern, opts: opts}
+	// Fail at start on a path that cannot be written.
+	if err := s.ensureFile(s.pathFor()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *jsonlSink) Describe() string { return "jsonl:" + s.pattern }
+
+func (s *jsonlSink) pathFor() string {
+	return strings.Replace(s.pattern, datePlaceholder, s.opts.now().UTC().Format("2006-01-02"), 1)
+}
+
+// ensureFile opens path for appending (creating it and its directory), and
+// cuts off a torn last line.
+func (s *jsonlSink) ensureFile(path string) error {
+	if s.f != nil && s.path == path {
+		return nil
+	}
+	if s.f != nil {
+		if err := s.f.Close(); err != nil {
+			return fmt.Errorf("jsonl %s: close: %w", s.path, err)
+		}
+		s.f = nil
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("jsonl %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("jsonl %s: %w", path, err)
+	}
+	size, err := repairTornLine(f)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("jsonl %s: repair: %w", path, err)
+	}
+	s.f, s.path, s.offset = f, path, size
+	return nil
+}
+
+// repairTornLine truncates f after its last newline and returns the new
+// size. A file that does not end in a newline was cut inside a Write, which
+// therefore never returned: the partial line was never acknowledged.
+func repairTornLine(f *os.File) (int64, error) {
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil || size == 0 {
+		return size, err
+	}
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	end := size
+	for end > 0 {
+		start := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			keep := start + int64(i) + 1
+			if keep == size {
+				return size, nil
+			}
+			return keep, truncateSync(f, keep)
+		}
+		end = start
+	}
+	return 0, truncateSync(f, 0)
+}
+
+func truncateSync(f *os.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func (s *jsonlSink) Write(ctx context.Context, recs []record.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	s.buf.Reset()
+	enc := json.NewEncoder(&s.buf)
+	enc.SetEscapeHTML(false)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			return fmt.Errorf("jsonl: encode record %s: %w", recs[i].ID, err)
+		}
+	}
+	if err := s.ensureFile(s.pathFor()); err != nil {
+		return err
+	}
+	// One write at the committed end: a failed or partial earlier write
+	// is overwritten, never followed.
+	if _, err := s.f.WriteAt(s.buf.Bytes(), s.offset); err != nil {
+		return fmt.Errorf("jsonl %s: write: %w", s.path, err)
+	}
+	end := s.offset + int64(s.buf.Len())
+	if err := s.f.Truncate(end); err != nil {
+		return fmt.Errorf("jsonl %s: %w", s.path, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("jsonl %s: fsync: %w", s.path, err)
+	}
+	s.offset = end
+	return nil
+}
+
+// jsonlToken is the JSONL sink's commit token.
+type jsonlToken struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+}
+
+func (s *jsonlSink) Token() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return json.Marshal(jsonlToken{Path: s.path, Offset: s.offset})
+}
+
+func (s *jsonlSink) Restore(ctx context.Context, token []byte) error {
+	var t jsonlToken
+	if err := json.Unmarshal(token, &t); err != nil || t.Path == "" || t.Offset < 0 {
+		return fmt.Errorf("jsonl %s: restore: bad token %q", s.pattern, token)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	// Later days' files hold only output written after the token.
+	later, err := s.laterFiles(t.Path)
+	if err != nil {
+		return err
+	}
+	for _, p := range later {
+		if err := s.truncatePath(p, 0); err != nil {
+			return err
+		}
+	}
+	if err := s.truncatePath(t.Path, t.Offset); err != nil {
+		return err
+	}
+	// Reopen the current file: its size may have changed.
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	return s.ensureFile(s.pathFor())
+}
+
+// truncatePath cuts path to size; a file shorter than size was changed by
+// someone else, which is an error rather than something to paper over.
+func (s *jsonlSink) truncatePath(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) && size == 0 {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl restore %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("jsonl restore %s: %w", path, err)
+	}
+	if info.Size() < size {
+		return fmt.Errorf("jsonl restore %s: the file has %d bytes, fewer than the %d committed: it was changed outside the crawler", path, info.Size(), size)
+	}
+	if info.Size() == size {
+		return nil
+	}
+	return truncateSync(f, size)
+}
+
+// laterFiles lists the files of a {date} pattern whose date is after the
+// date of path.
+func (s *jsonlSink) laterFiles(path string) ([]string, error) {
+	i := strings.Index(s.pattern, datePlaceholder)
+	if i < 0 {
+		return nil, nil
+	}
+	prefix, suffix := s.pattern[:i], s.pattern[i+len(datePlaceholder):]
+	dateOf := func(p string) string {
+		if !strings.HasPrefix(p, prefix) || !strings.HasSuffix(p, suffix) || len(p) != len(prefix)+10+len(suffix) {
+			return ""
+		}
+		return p[len(prefix) : len(prefix)+10]
+	}
+	tokenDate := dateOf(path)
+	if tokenDate == "" {
+		return nil, fmt.Errorf("jsonl restore: token file %s does not match the path %s", path, s.pattern)
+	}
+	matches, err := filepath.Glob(escapeGlob(prefix) + "????-??-??" + escapeGlob(suffix))
+	if err != nil {
+		return nil, fmt.Errorf("jsonl restore %s: %w", s.pattern, err)
+	}
+	var later []string
+	for _, m := range matches {
+		if d := dateOf(m); d > tokenDate {
+			later = append(later, m)
+		}
+	}
+	sort.Strings(later)
+	return later, nil
+}
+
+func escapeGlob(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(s)
+}
+
+func (s *jsonlSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	if err != nil {
+		return fmt.Errorf("jsonl %s: close: %w", s.path, err)
+	}
+	return nil
+}
+
+// stdoutSink writes JSON lines to standard output. It cannot roll back, so a
+// rerun after a crash may repeat the last batch.
+type stdoutSink struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+	buf    bytes.Buffer
+}
+
+func newStdout(opts Options) *stdoutSink {
+	if opts.Stdout != nil {
+		return &stdoutSink{w: opts.Stdout}
+	}
+	return &stdoutSink{w: os.Stdout}
+}
+
+func (s *stdoutSink) Describe() string { return "stdout" }
+
+func (s *stdoutSink) Write(ctx context.Context, recs []record.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.buf.Reset()
+	enc := json.NewEncoder(&s.buf)
+	enc.SetEscapeHTML(false)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			return fmt.Errorf("stdout: encode record %s: %w", recs[i].ID, err)
+		}
+	}
+	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+		return fmt.Errorf("stdout: %w", err)
+	}
+	return nil
+}
+
+func (s *stdoutSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}

@@ -1,0 +1,301 @@
+package sink_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/sinktest"
+)
+
+func openT(t *testing.T, url string, opts sink.Options) sink.Sink {
+	t.Helper()
+	s, err := sink.Open(context.Background(), url, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	return s
+}
+
+// readJSONL reads a JSONL file strictly: every line must be a whole record.
+func readJSONL(t *testing.T, path string) []record.Record {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		t.Fatalf("%s does not end with a newline", path)
+	}
+	var out []record.Record
+	for i, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var r record.Record
+		if err := json.Unmarshal(l, &r); err != nil {
+			t.Fatalf("%s line %d is not a record: %v: %q", path, i+1, err, l)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestJSONLConformance(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Destination {
+		path := filepath.Join(t.TempDir(), "sub", "out.jsonl")
+		return sinktest.Destination{
+			Open: func(t *testing.T) sink.Sink { return openT(t, "jsonl:"+path, sink.Options{}) },
+			Read: func(t *testing.T) []record.Record { return readJSONL(t, path) },
+		}
+	}, sinktest.Features{Ordered: true, Restore: true})
+}
+
+// Two JSONL files behind one Multi behave like one sink, and both files
+// hold everything.
+func TestMultiConformance(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Destination {
+		dir := t.TempDir()
+		a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b #1?.jsonl")
+		return sinktest.Destination{
+			Open: func(t *testing.T) sink.Sink {
+				return sink.NewMulti(openT(t, "jsonl:"+a, sink.Options{}), openT(t, "jsonl:"+b, sink.Options{}))
+			},
+			Read: func(t *testing.T) []record.Record {
+				ra, rb := readJSONL(t, a), readJSONL(t, b)
+				if len(ra) != len(rb) {
+					t.Fatalf("fan-out: %d records in one file, %d in the other", len(ra), len(rb))
+				}
+				return ra
+			},
+		}
+	}, sinktest.Features{Ordered: false, Restore: true})
+}
+
+func TestJSONLRepairsTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	whole := `{"schema_version":1,"id":"1","source":{"position":1}}` + "\n"
+	if err := os.WriteFile(path, []byte(whole+whole+`{"schema_version":1,"id":"3","sou`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := openT(t, "jsonl:"+path, sink.Options{})
+	if err := s.Write(context.Background(), sinktest.Records("after", 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	got := readJSONL(t, path)
+	if len(got) != 3 || got[0].ID != "1" || got[1].ID != "1" || got[2].ID != "after-0" {
+		t.Fatalf("after repair: %d records %+v", len(got), got)
+	}
+}
+
+// With {date}, a crash after the first write of a new day leaves that write
+// in the new day's file; restoring the previous day's token empties it.
+func TestJSONLDatedFilesRestore(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	url := "jsonl:" + filepath.Join(dir, "papers-{date}.jsonl")
+	s := openT(t, url, sink.Options{Now: clock})
+	a, b := sinktest.Records("a", 3), sinktest.Records("b", 3)
+	if err := s.Write(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := s.(sink.Committer).Token()
+	now = now.Add(2 * time.Minute) // the next UTC day
+	if err := s.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s2 := openT(t, url, sink.Options{Now: clock})
+	if err := s2.(sink.Restorer).Restore(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	day1 := readJSONL(t, filepath.Join(dir, "papers-2026-12-01.jsonl"))
+	day2 := readJSONL(t, filepath.Join(dir, "papers-2026-12-02.jsonl"))
+	if len(day1) != 3 || len(day2) != 3 || day2[0].ID != "b-0" {
+		t.Fatalf("day 1 has %d records, day 2 has %d; want 3 and 3", len(day1), len(day2))
+	}
+}
+
+func TestJSONLRestoreRefusesAShorterFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	s := openT(t, "jsonl:"+path, sink.Options{})
+	defer s.Close()
+	tok, _ := json.Marshal(map[string]any{"path": path, "offset": 999})
+	err := s.(sink.Restorer).Restore(context.Background(), tok)
+	if err == nil || !strings.Contains(err.Error(), "changed outside the crawler") {
+		t.Fatalf("Restore past the end: %v", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	tests := map[string]string{
+		"jsonl:":                      "expected a file path",
+		"ftp://host/x":                "expected jsonl:PATH",
+		"jsonl:/dev/null/not-a-dir/x": "not-a-dir",
+		"jsonl:a-{date}-{date}.jsonl": "{date} may appear once",
+		"https://user:hunter2@host/x": "REDACTED",
+	}
+	for url, want := range tests {
+		_, err := sink.Open(context.Background(), url, sink.Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%q) = %v, want an error containing %q", url, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q) leaks the password: %v", url, err)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tests := map[string]string{
+		"nats://user:secret@127.0.0.1:4222/papers?stream=P": "nats://user:REDACTED@127.0.0.1:4222/papers?stream=P",
+		"nats://s3cr3ttoken@host:4222/x":                    "nats://REDACTED@host:4222/x",
+		"kafka://a:1,b:2/topic":                             "kafka://a:1,b:2/topic",
+		"jsonl:out/papers.jsonl":                            "jsonl:out/papers.jsonl",
+		"nats://u:p%zz@host/x":                              "nats://REDACTED@host/x",
+	}
+	for in, want := range tests {
+		if got := sink.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The kill -9 test: a subprocess writes batches and, after each Write,
+// stores the sink's token with the batch number (as the crawler stores them
+// in its state). It is killed with SIGKILL at several points, each time
+// rerun from its stored state. In the end every record is in the file
+// exactly once.
+const writerEnv = "LITCRAWL_JSONL_WRITER_DIR"
+
+const killBatches, killBatchSize = 150, 25
+
+func TestJSONLSurvivesKill9(t *testing.T) {
+	if os.Getenv(writerEnv) != "" {
+		t.Skip("writer subprocess")
+	}
+	dir := t.TempDir()
+	run := func(killAfter int) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestJSONLWriterProcess$")
+		cmd.Env = append(os.Environ(), writerEnv+"="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if n, ok := strings.CutPrefix(sc.Text(), "committed "); ok {
+				if b, _ := strconv.Atoi(n); killAfter > 0 && b >= killAfter {
+					// The writer is in its next Write now, or about to be.
+					if err := cmd.Process.Kill(); err != nil {
+						t.Fatal(err)
+					}
+					break
+				}
+			}
+		}
+		err = cmd.Wait()
+		if killAfter > 0 {
+			return // killed: any exit status
+		}
+		if err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+	}
+	run(20)
+	run(60)
+	run(110)
+	run(0) // to the end
+	got := readJSONL(t, filepath.Join(dir, "out.jsonl"))
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[r.ID]++
+	}
+	for b := range killBatches {
+		for i := range killBatchSize {
+			if id := fmt.Sprintf("p%03d-%d", b, i); seen[id] != 1 {
+				t.Fatalf("record %s is in the file %d times, want once", id, seen[id])
+			}
+		}
+	}
+	if len(got) != killBatches*killBatchSize {
+		t.Fatalf("%d records, want %d", len(got), killBatches*killBatchSize)
+	}
+}
+
+// TestJSONLWriterProcess is the writer of TestJSONLSurvivesKill9; it does
+// nothing in a normal test run.
+func TestJSONLWriterProcess(t *testing.T) {
+	dir := os.Getenv(writerEnv)
+	if dir == "" {
+		t.Skip("only run as the subprocess of TestJSONLSurvivesKill9")
+	}
+	statePath := filepath.Join(dir, "state.json")
+	var st struct {
+		Next  int             `json:"next"`
+		Token json.RawMessage `json:"token"`
+	}
+	s := openT(t, "jsonl:"+filepath.Join(dir, "out.jsonl"), sink.Options{})
+	if data, err := os.ReadFile(statePath); err == nil {
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.(sink.Restorer).Restore(context.Background(), st.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for b := st.Next; b < killBatches; b++ {
+		if err := s.Write(context.Background(), sinktest.Records(fmt.Sprintf("p%03d", b), killBatchSize)); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := s.(sink.Committer).Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Next, st.Token = b+1, tok
+		data, _ := json.Marshal(st)
+		tmp := statePath + ".tmp"
+		f, err := os.Create(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := os.Rename(tmp, statePath); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("committed %d\n", b)
+	}
+	s.Close()
+}

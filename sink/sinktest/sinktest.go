@@ -1,0 +1,256 @@
+// Package sinktest is the conformance suite that every sink.Sink
+// implementation runs: records come back exactly as written, concurrent
+// writers lose nothing, Close and cancellation behave, and, where the sink
+// promises it, order is kept and redelivery does not duplicate.
+package sinktest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+)
+
+// Features says what an implementation promises beyond the basics.
+type Features struct {
+	// Ordered: a single writer's records come back in write order, and a
+	// batch's records stay together and in order with concurrent writers.
+	Ordered bool
+	// Restore: the sink is a sink.Committer and sink.Restorer, and a reopen
+	// restored to a token drops what was written after it.
+	Restore bool
+	// DedupeByID: writing a batch again delivers each record once.
+	DedupeByID bool
+}
+
+// Destination is one empty place to deliver to (a file, a stream, a
+// topic). Open may be called more than once (a reopen after a crash) and
+// must reach the same place; Read returns everything delivered so far, in
+// delivery order.
+type Destination struct {
+	Open func(t *testing.T) sink.Sink
+	Read func(t *testing.T) []record.Record
+}
+
+// Run runs the suite. fresh makes a new, empty destination for each test.
+func Run(t *testing.T, fresh func(t *testing.T) Destination, f Features) {
+	t.Run("WriteReadBack", func(t *testing.T) { writeReadBack(t, fresh(t), f) })
+	t.Run("EmptyBatch", func(t *testing.T) { emptyBatch(t, fresh(t)) })
+	t.Run("ConcurrentWriters", func(t *testing.T) { concurrentWriters(t, fresh(t), f) })
+	t.Run("CloseAndWriteAfterClose", func(t *testing.T) { closeTwice(t, fresh(t)) })
+	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh(t)) })
+	if f.Restore {
+		t.Run("RestoreAfterCrash", func(t *testing.T) { restoreAfterCrash(t, fresh(t)) })
+	}
+	if f.DedupeByID {
+		t.Run("RedeliveryDeduped", func(t *testing.T) { redelivery(t, fresh(t)) })
+	}
+}
+
+// Records makes n distinct records whose ids start with prefix. Their text
+// holds what encoders get wrong: non-ASCII, markup characters, quotes.
+func Records(prefix string, n int) []record.Record {
+	out := make([]record.Record, n)
+	for i := range out {
+		cites := i % 3
+		out[i] = record.Record{
+			SchemaVersion: record.SchemaVersion,
+			ID:            fmt.Sprintf("%s-%d", prefix, i),
+			DOI:           fmt.Sprintf("10.1000/%s.%d", prefix, i),
+			Title:         fmt.Sprintf(`Paper %d of %s: <fast> & "safe"`, i, prefix),
+			TitleCN:       "论文标题",
+			Authors:       []string{"Ann Lee", "Théo Pierron"},
+			Published:     "2024-09-02",
+			Journal:       &record.Journal{ID: 501422, Name: "arXiv - CS"},
+			Citations:     &cites,
+			Source:        record.Source{Page: 1, Position: i + 1, Capture: "sinktest"},
+		}
+	}
+	return out
+}
+
+func key(r record.Record) string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+func keys(rs []record.Record) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = key(r)
+	}
+	return out
+}
+
+// sameMultiset reports whether got and want hold the same records the same
+// number of times.
+func sameMultiset(t *testing.T, got, want []record.Record) {
+	t.Helper()
+	g, w := keys(got), keys(want)
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) {
+		t.Fatalf("delivered %d records, want %d; first difference:\n%s", len(got), len(want), firstDiff(g, w))
+	}
+}
+
+func firstDiff(g, w []string) string {
+	for i := range max(len(g), len(w)) {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return " got: " + a + "\nwant: " + b
+		}
+	}
+	return "(none)"
+}
+
+func write(t *testing.T, s sink.Sink, recs []record.Record) {
+	t.Helper()
+	if err := s.Write(context.Background(), recs); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+}
+
+func closeSink(t *testing.T, s sink.Sink) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func writeReadBack(t *testing.T, d Destination, f Features) {
+	s := d.Open(t)
+	var all []record.Record
+	for b := range 5 {
+		batch := Records(fmt.Sprintf("b%d", b), 7)
+		write(t, s, batch)
+		all = append(all, batch...)
+	}
+	closeSink(t, s)
+	got := d.Read(t)
+	sameMultiset(t, got, all)
+	if f.Ordered && !slices.Equal(keys(got), keys(all)) {
+		t.Fatal("records came back out of write order")
+	}
+}
+
+func emptyBatch(t *testing.T, d Destination) {
+	s := d.Open(t)
+	write(t, s, nil)
+	write(t, s, Records("one", 1))
+	closeSink(t, s)
+	sameMultiset(t, d.Read(t), Records("one", 1))
+}
+
+func concurrentWriters(t *testing.T, d Destination, f Features) {
+	s := d.Open(t)
+	const writers, batches, size = 4, 5, 6
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*batches)
+	var all []record.Record
+	var batchList [][]record.Record
+	for w := range writers {
+		for b := range batches {
+			batch := Records(fmt.Sprintf("w%d-b%d", w, b), size)
+			all = append(all, batch...)
+			batchList = append(batchList, batch)
+		}
+	}
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				if err := s.Write(context.Background(), batchList[w*batches+b]); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent Write: %v", err)
+	}
+	closeSink(t, s)
+	got := d.Read(t)
+	sameMultiset(t, got, all)
+	if !f.Ordered {
+		return
+	}
+	// Each batch's records are contiguous and in order.
+	gk := keys(got)
+	for _, batch := range batchList {
+		bk := keys(batch)
+		i := slices.Index(gk, bk[0])
+		if i < 0 || i+len(bk) > len(gk) || !slices.Equal(gk[i:i+len(bk)], bk) {
+			t.Fatalf("batch %s was interleaved with another or reordered", batch[0].ID)
+		}
+	}
+}
+
+func closeTwice(t *testing.T, d Destination) {
+	s := d.Open(t)
+	write(t, s, Records("c", 2))
+	closeSink(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v (Close must be idempotent)", err)
+	}
+	if err := s.Write(context.Background(), Records("late", 1)); !errors.Is(err, sink.ErrClosed) {
+		t.Fatalf("Write after Close = %v, want sink.ErrClosed", err)
+	}
+	sameMultiset(t, d.Read(t), Records("c", 2))
+}
+
+func cancelled(t *testing.T, d Destination) {
+	s := d.Open(t)
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Write(ctx, Records("x", 3)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// restoreAfterCrash: batch A is committed (its token stored), batch B is
+// written but the process dies before its commit; the rerun restores the
+// token and writes B again. Each record must be there once.
+func restoreAfterCrash(t *testing.T, d Destination) {
+	s := d.Open(t)
+	a, b := Records("a", 5), Records("b", 5)
+	write(t, s, a)
+	tok, err := s.(sink.Committer).Token()
+	if err != nil {
+		t.Fatalf("Token: %v", err)
+	}
+	write(t, s, b)
+	closeSink(t, s) // the crash: B is out, its commit never happened
+
+	s2 := d.Open(t)
+	if err := s2.(sink.Restorer).Restore(context.Background(), tok); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	write(t, s2, b)
+	closeSink(t, s2)
+	got := d.Read(t)
+	sameMultiset(t, got, append(slices.Clone(a), b...))
+}
+
+func redelivery(t *testing.T, d Destination) {
+	s := d.Open(t)
+	a := Records("again", 6)
+	write(t, s, a)
+	write(t, s, a)
+	closeSink(t, s)
+	sameMultiset(t, d.Read(t), a)
+}
