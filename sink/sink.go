@@ -115,6 +115,7 @@ func (e *URLError) Error() string {
 //
 //	jsonl:PATH           append JSON lines to PATH ({date} becomes the UTC date)
 //	-, jsonl:-           JSON lines on standard output
+//	nats://HOST:PORT/SUBJECT?stream=NAME&…   NATS JetStream (tls:// for TLS)
 //
 // A bad URL fails here, naming the URL (redacted) and what is expected.
 func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
@@ -123,8 +124,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
 		return newStdout(opts), nil
 	case strings.HasPrefix(rawURL, "jsonl:"):
 		return openJSONL(strings.TrimPrefix(rawURL, "jsonl:"), opts)
+	case strings.HasPrefix(rawURL, "nats://") || strings.HasPrefix(rawURL, "tls://"):
+		return openNATS(ctx, rawURL, opts)
 	}
-	return nil, &URLError{URL: Redact(rawURL), Reason: "expected jsonl:PATH or - (stdout)"}
+	return nil, &URLError{URL: Redact(rawURL), Reason: "expected jsonl:PATH, - (stdout) or nats://HOST:PORT/SUBJECT?stream=NAME"}
 }
 
 // Redact hides the password (or token) in a URL's userinfo, for logs and
