@@ -4,6 +4,7 @@
 //     Restorer, Describer), Open by URL, errors, Redact
 //   - jsonl.go: JSON lines to a file (commit tokens, torn-line repair, {date}
 //     files) or to standard output
+//   - nats.go: NATS JetStream (msg-id dedupe, async publish with acks awaited)
 //   - multi.go: fan-out to several sinks, acknowledged when all acknowledge
 //   - retry.go: bounded retries with full-jitter backoff for retryable errors
 //
