@@ -45,3 +45,15 @@ func BenchmarkNATSWrite(b *testing.B) {
 	}
 	benchSink(b, s)
 }
+
+// BenchmarkKafkaWrite: produce to an in-process kfake cluster (one
+// partition), waiting for every acknowledgement of each page. kfake keeps
+// records in memory, so this measures the client side, not a broker's disk.
+func BenchmarkKafkaWrite(b *testing.B) {
+	brokers := startKafka(b)
+	s, err := sink.Open(context.Background(), "kafka://"+brokers+"/bench?create=true", sink.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchSink(b, s)
+}

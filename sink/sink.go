@@ -116,6 +116,7 @@ func (e *URLError) Error() string {
 //	jsonl:PATH           append JSON lines to PATH ({date} becomes the UTC date)
 //	-, jsonl:-           JSON lines on standard output
 //	nats://HOST:PORT/SUBJECT?stream=NAME&…   NATS JetStream (tls:// for TLS)
+//	kafka://HOST:PORT[,HOST:PORT]/TOPIC?…    Kafka
 //
 // A bad URL fails here, naming the URL (redacted) and what is expected.
 func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
@@ -126,8 +127,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
 		return openJSONL(strings.TrimPrefix(rawURL, "jsonl:"), opts)
 	case strings.HasPrefix(rawURL, "nats://") || strings.HasPrefix(rawURL, "tls://"):
 		return openNATS(ctx, rawURL, opts)
+	case strings.HasPrefix(rawURL, "kafka://"):
+		return openKafka(ctx, rawURL, opts)
 	}
-	return nil, &URLError{URL: Redact(rawURL), Reason: "expected jsonl:PATH, - (stdout) or nats://HOST:PORT/SUBJECT?stream=NAME"}
+	return nil, &URLError{URL: Redact(rawURL), Reason: "expected jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME or kafka://HOST:PORT/TOPIC"}
 }
 
 // Redact hides the password (or token) in a URL's userinfo, for logs and
