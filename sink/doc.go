@@ -5,6 +5,7 @@
 //   - jsonl.go: JSON lines to a file (commit tokens, torn-line repair, {date}
 //     files) or to standard output
 //   - nats.go: NATS JetStream (msg-id dedupe, async publish with acks awaited)
+//   - kafka.go: Kafka (idempotent producer, acks=all, key = record id)
 //   - multi.go: fan-out to several sinks, acknowledged when all acknowledge
 //   - retry.go: bounded retries with full-jitter backoff for retryable errors
 //

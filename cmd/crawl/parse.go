@@ -53,7 +53,7 @@ warnings.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink URL (repeat to fan out): jsonl:PATH, - for stdout; default stdout")
+	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink URL (repeat to fan out): jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC; default stdout")
 	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
 	fl.BoolVar(&f.strict, "strict", false, "exit 3 when any input yields no record or any record has warnings")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
