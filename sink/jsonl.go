@@ -40,13 +40,8 @@ type jsonlSink struct {
 
 const datePlaceholder = "{date}"
 
+// openJSONL opens the sink for a pattern that CheckURL accepted.
 func openJSONL(pattern string, opts Options) (*jsonlSink, error) {
-	if pattern == "" {
-		return nil, &URLError{URL: "jsonl:", Reason: "expected a file path after jsonl:"}
-	}
-	if strings.Count(pattern, datePlaceholder) > 1 {
-		return nil, &URLError{URL: "jsonl:" + pattern, Reason: "{date} may appear once"}
-	}
 	s := &jsonlSink{pattern: pattern, opts: opts}
 	// Fail at start on a path that cannot be written.
 	if err := s.ensureFile(s.pathFor()); err != nil {

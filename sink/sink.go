@@ -120,6 +120,9 @@ func (e *URLError) Error() string {
 //
 // A bad URL fails here, naming the URL (redacted) and what is expected.
 func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
+	if err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
 	switch {
 	case rawURL == "-" || rawURL == "jsonl:-":
 		return newStdout(opts), nil
@@ -130,7 +133,31 @@ func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
 	case strings.HasPrefix(rawURL, "kafka://"):
 		return openKafka(ctx, rawURL, opts)
 	}
-	return nil, &URLError{URL: Redact(rawURL), Reason: "expected jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME or kafka://HOST:PORT/TOPIC"}
+	panic("unreachable: CheckURL accepted " + Redact(rawURL))
+}
+
+// CheckURL checks a sink URL's form without opening anything (no file is
+// created, no broker is contacted), so configuration can be checked at start.
+func CheckURL(rawURL string) error {
+	var err error
+	switch {
+	case rawURL == "-" || rawURL == "jsonl:-":
+	case strings.HasPrefix(rawURL, "jsonl:"):
+		p := strings.TrimPrefix(rawURL, "jsonl:")
+		switch {
+		case p == "":
+			err = &URLError{URL: rawURL, Reason: "expected a file path after jsonl:"}
+		case strings.Count(p, datePlaceholder) > 1:
+			err = &URLError{URL: rawURL, Reason: "{date} may appear once"}
+		}
+	case strings.HasPrefix(rawURL, "nats://") || strings.HasPrefix(rawURL, "tls://"):
+		_, err = parseNATSURL(rawURL)
+	case strings.HasPrefix(rawURL, "kafka://"):
+		_, err = parseKafkaURL(rawURL)
+	default:
+		err = &URLError{URL: Redact(rawURL), Reason: "expected jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME or kafka://HOST:PORT/TOPIC"}
+	}
+	return err
 }
 
 // Redact hides the password (or token) in a URL's userinfo, for logs and

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/config"
 )
 
 // Exit codes; the README lists them.
@@ -85,8 +87,16 @@ inputs that yielded nothing or records with warnings (--strict),
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
 	root.AddCommand(newParseCmd())
 	return root
+}
+
+// loadConfig reads --config: the default path may be missing (defaults
+// apply), a path given explicitly must exist.
+func loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	f := cmd.Flags().Lookup("config")
+	return config.Load(f.Value.String(), !f.Changed)
 }
 
 // argsAtLeast is cobra.MinimumNArgs reporting a usage error.

@@ -178,3 +178,37 @@ func TestParseSinkErrors(t *testing.T) {
 		t.Errorf("unwritable sink path: exit %d, stderr %q", code, errs)
 	}
 }
+
+func TestParseSinksFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "from-config.jsonl")
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("sinks:\n  - jsonl:"+out+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs := crawl(t, "parse", "--config", cfg, "fixtures/seeds/001_04a786490eff8f10.txt")
+	if code != exitOK || stdout != "" {
+		t.Fatalf("exit %d, %d bytes on stdout: %s", code, len(stdout), errs)
+	}
+	if got, _ := os.ReadFile(out); string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
+		t.Error("the config's sink did not get the records")
+	}
+	// --sink replaces the configured list.
+	code, stdout, _ = crawl(t, "parse", "--config", cfg, "--sink", "-", "fixtures/seeds/001_04a786490eff8f10.txt")
+	if got, _ := os.ReadFile(out); code != exitOK || stdout == "" || string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
+		t.Error("--sink did not replace the configured sinks")
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("sinks:\n  - jsonl:ok.jsonl\n  - nats://h:1/s\n"), 0o644)
+	code, _, errs := crawl(t, "parse", "--config", bad, "fixtures/seeds")
+	if code != exitFatal || !strings.Contains(errs, "sinks[1]") || !strings.Contains(errs, "stream=NAME") {
+		t.Errorf("bad config: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = crawl(t, "parse", "--config", "no/such/config.yaml", "fixtures/seeds")
+	if code != exitFatal || !strings.Contains(errs, "no/such/config.yaml") {
+		t.Errorf("missing explicit config: exit %d, stderr %q", code, errs)
+	}
+}

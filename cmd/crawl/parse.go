@@ -49,11 +49,18 @@ warnings.`,
   crawl parse fixtures/ --sink jsonl:out/papers-{date}.jsonl`,
 		Args: argsAtLeast(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("sink") {
+				f.sinks = cfg.Sinks
+			}
 			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink URL (repeat to fan out): jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC; default stdout")
+	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink URL (repeat to fan out): jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC; replaces the config's sinks; default stdout")
 	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
 	fl.BoolVar(&f.strict, "strict", false, "exit 3 when any input yields no record or any record has warnings")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
