@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -30,8 +29,7 @@ type jsonlSink struct {
 	pattern string // the path, possibly with {date}
 	opts    Options
 
-	mu     sync.Mutex
-	closed bool
+	gate            // Write, Token and Restore hold it exclusively
 	f      *os.File // open file for path
 	path   string   // the current file
 	offset int64    // its size after the last Write
@@ -123,24 +121,16 @@ func truncateSync(f *os.File, size int64) error {
 }
 
 func (s *jsonlSink) Write(ctx context.Context, recs []record.Record) error {
-	if err := ctx.Err(); err != nil {
+	release, err := s.enter(ctx, true)
+	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
+	defer release()
 	if len(recs) == 0 {
 		return nil
 	}
-	s.buf.Reset()
-	enc := json.NewEncoder(&s.buf)
-	enc.SetEscapeHTML(false)
-	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
-			return fmt.Errorf("jsonl: encode record %s: %w", recs[i].ID, err)
-		}
+	if err := encodeLines(&s.buf, recs); err != nil {
+		return fmt.Errorf("jsonl: %w", err)
 	}
 	if err := s.ensureFile(s.pathFor()); err != nil {
 		return err
@@ -168,11 +158,11 @@ type jsonlToken struct {
 }
 
 func (s *jsonlSink) Token() ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
+	release, err := s.enter(context.Background(), true)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return json.Marshal(jsonlToken{Path: s.path, Offset: s.offset})
 }
 
@@ -181,11 +171,11 @@ func (s *jsonlSink) Restore(ctx context.Context, token []byte) error {
 	if err := json.Unmarshal(token, &t); err != nil || t.Path == "" || t.Offset < 0 {
 		return fmt.Errorf("jsonl %s: restore: bad token %q", s.pattern, token)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.enter(ctx, true)
+	if err != nil {
+		return err
 	}
+	defer release()
 	// Later days' files hold only output written after the token.
 	later, err := s.laterFiles(t.Path)
 	if err != nil {
@@ -269,30 +259,25 @@ func escapeGlob(s string) string {
 }
 
 func (s *jsonlSink) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	return s.shut(func() error {
+		if s.f == nil {
+			return nil
+		}
+		err := s.f.Close()
+		s.f = nil
+		if err != nil {
+			return fmt.Errorf("jsonl %s: close: %w", s.path, err)
+		}
 		return nil
-	}
-	s.closed = true
-	if s.f == nil {
-		return nil
-	}
-	err := s.f.Close()
-	s.f = nil
-	if err != nil {
-		return fmt.Errorf("jsonl %s: close: %w", s.path, err)
-	}
-	return nil
+	})
 }
 
 // stdoutSink writes JSON lines to standard output. It cannot roll back, so a
 // rerun after a crash may repeat the last batch.
 type stdoutSink struct {
-	mu     sync.Mutex
-	w      io.Writer
-	closed bool
-	buf    bytes.Buffer
+	gate
+	w   io.Writer
+	buf bytes.Buffer
 }
 
 func newStdout(opts Options) *stdoutSink {
@@ -305,21 +290,13 @@ func newStdout(opts Options) *stdoutSink {
 func (s *stdoutSink) Describe() string { return "stdout" }
 
 func (s *stdoutSink) Write(ctx context.Context, recs []record.Record) error {
-	if err := ctx.Err(); err != nil {
+	release, err := s.enter(ctx, true)
+	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	s.buf.Reset()
-	enc := json.NewEncoder(&s.buf)
-	enc.SetEscapeHTML(false)
-	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
-			return fmt.Errorf("stdout: encode record %s: %w", recs[i].ID, err)
-		}
+	defer release()
+	if err := encodeLines(&s.buf, recs); err != nil {
+		return fmt.Errorf("stdout: %w", err)
 	}
 	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
 		return fmt.Errorf("stdout: %w", err)
@@ -327,9 +304,4 @@ func (s *stdoutSink) Write(ctx context.Context, recs []record.Record) error {
 	return nil
 }
 
-func (s *stdoutSink) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	return nil
-}
+func (s *stdoutSink) Close() error { return s.shut(func() error { return nil }) }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -204,8 +203,7 @@ type kafkaSink struct {
 	cfg *kafkaConfig
 	cl  *kgo.Client
 
-	mu     sync.RWMutex
-	closed bool
+	gate // Writes hold it shared; Close exclusively
 }
 
 func openKafka(ctx context.Context, raw string, opts Options) (*kafkaSink, error) {
@@ -261,14 +259,11 @@ func (s *kafkaSink) ensureTopic(ctx context.Context) error {
 func (s *kafkaSink) Describe() string { return s.cfg.description }
 
 func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
-	if err := ctx.Err(); err != nil {
+	release, err := s.enter(ctx, false)
+	if err != nil {
 		return err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
+	defer release()
 	if len(recs) == 0 {
 		return nil
 	}
@@ -289,7 +284,6 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- s.cl.ProduceSync(wctx, krs...).FirstErr() }()
-	var err error
 	select {
 	case err = <-done:
 	case <-wctx.Done():
@@ -313,13 +307,9 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 }
 
 func (s *kafkaSink) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	return s.shut(func() error {
+		// Every Write waited for its acks; nothing acknowledged is buffered.
+		s.cl.Close()
 		return nil
-	}
-	s.closed = true
-	// Every Write waited for its acks; nothing acknowledged is buffered.
-	s.cl.Close()
-	return nil
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -214,8 +213,7 @@ type natsSink struct {
 	js  jetstream.JetStream
 	log func(msg string, args ...any)
 
-	mu     sync.RWMutex // Write holds it shared; Close exclusively
-	closed bool
+	gate // Writes hold it shared; Close exclusively
 }
 
 func openNATS(ctx context.Context, raw string, opts Options) (*natsSink, error) {
@@ -319,14 +317,11 @@ func retryableUnlessAPI(err error) error {
 func (s *natsSink) Describe() string { return s.cfg.description }
 
 func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
-	if err := ctx.Err(); err != nil {
+	release, err := s.enter(ctx, false)
+	if err != nil {
 		return err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
+	defer release()
 	futures := make([]jetstream.PubAckFuture, 0, len(recs))
 	for i := range recs {
 		data, err := json.Marshal(&recs[i])
@@ -355,14 +350,10 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 }
 
 func (s *natsSink) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	return s.shut(func() error {
+		// Every Write has returned with its acks (or its error), so nothing
+		// acknowledged is left in a buffer.
+		s.nc.Close()
 		return nil
-	}
-	s.closed = true
-	// Every Write has returned with its acks (or its error), so nothing
-	// acknowledged is left in a buffer.
-	s.nc.Close()
-	return nil
+	})
 }
