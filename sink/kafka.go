@@ -2,12 +2,9 @@ package sink
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -34,10 +31,7 @@ type kafkaConfig struct {
 	maxBuffered     int
 	sasl            string
 	user, pass      string
-	tls             bool
-	tlsCA           string
-	tlsCert         string
-	tlsKey          string
+	tls             tlsParams
 	description     string
 }
 
@@ -49,34 +43,33 @@ func parseKafkaURL(raw string) (*kafkaConfig, error) {
 	}
 	c := &kafkaConfig{partitions: 1, replication: -1, deliveryTimeout: 30 * time.Second,
 		compression: kgo.ZstdCompression(), maxBuffered: 10000, description: red}
-	rest := strings.TrimPrefix(raw, "kafka://")
-	rest, query, _ := strings.Cut(rest, "?")
-	hostPart, topic, _ := strings.Cut(rest, "/")
-	if at := strings.LastIndex(hostPart, "@"); at >= 0 {
-		u, err := url.Parse("kafka://" + hostPart[:at] + "@x")
-		if err != nil || u.User == nil {
-			return nil, bad("unreadable user information before @ (percent-encode special characters)")
-		}
-		c.user = u.User.Username()
-		c.pass, _ = u.User.Password()
-		hostPart = hostPart[at+1:]
+	u, problem := parseBrokerURL(raw)
+	if problem != "" {
+		return nil, bad("%s", problem)
 	}
-	for _, h := range strings.Split(hostPart, ",") {
-		if h == "" || !strings.Contains(h, ":") || strings.ContainsAny(h, " /") {
+	c.user, c.pass = u.user, u.pass
+	for _, h := range u.hosts {
+		if !strings.Contains(h, ":") {
 			return nil, bad("expected kafka://HOST:PORT[,HOST:PORT]/TOPIC, got server %q", h)
 		}
-		c.brokers = append(c.brokers, h)
 	}
-	var err error
-	if c.topic, err = url.PathUnescape(topic); err != nil || c.topic == "" || strings.ContainsAny(c.topic, "/ ") {
+	if len(u.hosts) == 0 {
+		return nil, bad("expected kafka://HOST:PORT[,HOST:PORT]/TOPIC")
+	}
+	c.brokers = u.hosts
+	c.topic = u.name
+	if c.topic == "" || strings.ContainsAny(c.topic, "/ ") {
 		return nil, bad("expected a topic after the brokers, e.g. kafka://127.0.0.1:9092/papers")
 	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return nil, bad("unreadable query: %v", err)
-	}
-	for k, v := range q {
+	var err error
+	for k, v := range u.query {
 		val := v[len(v)-1]
+		if handled, problem := c.tls.set(k, val); handled {
+			if problem != "" {
+				return nil, bad("%s", problem)
+			}
+			continue
+		}
 		switch k {
 		case "create":
 			if c.create, err = strconv.ParseBool(val); err != nil {
@@ -124,22 +117,12 @@ func parseKafkaURL(raw string) (*kafkaConfig, error) {
 			default:
 				return nil, bad("sasl=%q: expected plain, scram-sha-256 or scram-sha-512", val)
 			}
-		case "tls":
-			if c.tls, err = strconv.ParseBool(val); err != nil {
-				return nil, bad("tls=%q: expected true or false", val)
-			}
-		case "tls_ca":
-			c.tlsCA, c.tls = val, true
-		case "tls_cert":
-			c.tlsCert, c.tls = val, true
-		case "tls_key":
-			c.tlsKey, c.tls = val, true
 		default:
 			return nil, bad("unknown parameter %q (known: create, partitions, replication, delivery_timeout, compression, max_buffered, sasl, tls, tls_ca, tls_cert, tls_key)", k)
 		}
 	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, bad("tls_cert and tls_key go together")
+	if problem := c.tls.check(); problem != "" {
+		return nil, bad("%s", problem)
 	}
 	if c.user == "" && c.sasl != "" {
 		c.user, c.pass = os.Getenv("KAFKA_USER"), os.Getenv("KAFKA_PASSWORD")
@@ -172,26 +155,12 @@ func (c *kafkaConfig) clientOptions() ([]kgo.Opt, error) {
 	case "scram-sha-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.user, Pass: c.pass}.AsSha512Mechanism()))
 	}
-	if c.tls {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if c.tlsCA != "" {
-			pem, err := os.ReadFile(c.tlsCA)
-			if err != nil {
-				return nil, fmt.Errorf("tls_ca: %w", err)
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("tls_ca %s: no certificate in it", c.tlsCA)
-			}
-		}
-		if c.tlsCert != "" {
-			cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-			if err != nil {
-				return nil, fmt.Errorf("tls_cert/tls_key: %w", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
+	tlsCfg, err := c.tls.config()
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg != nil {
+		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
 	}
 	return opts, nil
 }

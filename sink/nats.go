@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -30,10 +29,7 @@ type natsConfig struct {
 	user, pass  string
 	token       string
 	creds       string
-	tls         bool
-	tlsCA       string
-	tlsCert     string
-	tlsKey      string
+	tls         tlsParams
 	description string // the URL, redacted
 }
 
@@ -55,45 +51,38 @@ func parseNATSURL(raw string) (*natsConfig, error) {
 	}
 	c := &natsConfig{create: true, dupeWindow: defaultDupeWindow, maxPending: defaultMaxPending,
 		ackTimeout: defaultAckTimeout, reconnBuf: defaultReconnBuf, description: red}
-	scheme, rest, _ := strings.Cut(raw, "://")
-	c.tls = scheme == "tls"
-	rest, query, _ := strings.Cut(rest, "?")
-	hostPart, subject, _ := strings.Cut(rest, "/")
-	if at := strings.LastIndex(hostPart, "@"); at >= 0 {
-		ui := hostPart[:at]
-		hostPart = hostPart[at+1:]
-		u, err := url.Parse("nats://" + ui + "@x")
-		if err != nil || u.User == nil {
-			return nil, bad("unreadable user information before @ (percent-encode special characters)")
-		}
-		if p, ok := u.User.Password(); ok {
-			c.user, c.pass = u.User.Username(), p
-		} else {
-			c.token = u.User.Username()
-		}
+	c.tls.on = strings.HasPrefix(raw, "tls://")
+	u, problem := parseBrokerURL(raw)
+	if problem != "" {
+		return nil, bad("%s", problem)
 	}
-	if hostPart == "" {
+	if u.hasPass {
+		c.user, c.pass = u.user, u.pass
+	} else {
+		c.token = u.user
+	}
+	if len(u.hosts) == 0 {
 		return nil, bad("expected nats://HOST:PORT/SUBJECT?stream=NAME")
 	}
-	for _, h := range strings.Split(hostPart, ",") {
-		if h == "" || strings.ContainsAny(h, " /") {
-			return nil, bad("bad server %q in the host list", h)
-		}
+	for _, h := range u.hosts {
 		if !strings.Contains(h, ":") {
 			h += ":4222"
 		}
 		c.servers = append(c.servers, "nats://"+h)
 	}
-	var err error
-	if c.subject, err = url.PathUnescape(subject); err != nil || c.subject == "" || strings.ContainsAny(c.subject, " \t") || strings.HasSuffix(c.subject, ".") {
+	c.subject = u.name
+	if c.subject == "" || strings.ContainsAny(c.subject, " \t") || strings.HasSuffix(c.subject, ".") {
 		return nil, bad("expected a subject after the host, e.g. nats://127.0.0.1:4222/papers.new?stream=PAPERS")
 	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return nil, bad("unreadable query: %v", err)
-	}
-	for k, v := range q {
+	var err error
+	for k, v := range u.query {
 		val := v[len(v)-1]
+		if handled, problem := c.tls.set(k, val); handled {
+			if problem != "" {
+				return nil, bad("%s", problem)
+			}
+			continue
+		}
 		switch k {
 		case "stream":
 			c.stream = val
@@ -119,16 +108,6 @@ func parseNATSURL(raw string) (*natsConfig, error) {
 			}
 		case "creds":
 			c.creds = val
-		case "tls":
-			if c.tls, err = strconv.ParseBool(val); err != nil {
-				return nil, bad("tls=%q: expected true or false", val)
-			}
-		case "tls_ca":
-			c.tlsCA, c.tls = val, true
-		case "tls_cert":
-			c.tlsCert, c.tls = val, true
-		case "tls_key":
-			c.tlsKey, c.tls = val, true
 		default:
 			return nil, bad("unknown parameter %q (known: stream, create, dupe_window, max_pending, ack_timeout, reconnect_buffer, creds, tls, tls_ca, tls_cert, tls_key)", k)
 		}
@@ -136,8 +115,8 @@ func parseNATSURL(raw string) (*natsConfig, error) {
 	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {
 		return nil, bad("expected ?stream=NAME (a stream name without dots, spaces or wildcards)")
 	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, bad("tls_cert and tls_key go together")
+	if problem := c.tls.check(); problem != "" {
+		return nil, bad("%s", problem)
 	}
 	return c, nil
 }
@@ -145,7 +124,7 @@ func parseNATSURL(raw string) (*natsConfig, error) {
 // connectOptions turns the config into nats.go options. Credentials from
 // the URL win; the environment (NATS_USER/NATS_PASSWORD, NATS_TOKEN,
 // NATS_CREDS) is used only when the URL gives none.
-func (c *natsConfig) connectOptions(log func(msg string, args ...any)) []nats.Option {
+func (c *natsConfig) connectOptions(log func(msg string, args ...any)) ([]nats.Option, error) {
 	opts := []nats.Option{
 		nats.Name("litcrawl"),
 		nats.MaxReconnects(-1),
@@ -178,16 +157,14 @@ func (c *natsConfig) connectOptions(log func(msg string, args ...any)) []nats.Op
 	case token != "":
 		opts = append(opts, nats.Token(token))
 	}
-	if c.tls {
-		opts = append(opts, nats.Secure())
-		if c.tlsCA != "" {
-			opts = append(opts, nats.RootCAs(c.tlsCA))
-		}
-		if c.tlsCert != "" {
-			opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
-		}
+	tlsCfg, err := c.tls.config()
+	if err != nil {
+		return nil, err
 	}
-	return opts
+	if tlsCfg != nil {
+		opts = append(opts, nats.Secure(tlsCfg))
+	}
+	return opts, nil
 }
 
 // redactErr keeps error texts that might quote a URL free of userinfo.
@@ -223,7 +200,11 @@ func openNATS(ctx context.Context, raw string, opts Options) (*natsSink, error) 
 	}
 	logger := opts.logger()
 	s := &natsSink{cfg: cfg, log: func(msg string, args ...any) { logger.Warn(msg, args...) }}
-	s.nc, err = nats.Connect(strings.Join(cfg.servers, ","), cfg.connectOptions(s.log)...)
+	nopts, err := cfg.connectOptions(s.log)
+	if err != nil {
+		return nil, &URLError{URL: cfg.description, Reason: err.Error()}
+	}
+	s.nc, err = nats.Connect(strings.Join(cfg.servers, ","), nopts...)
 	if err != nil {
 		return nil, retryable(fmt.Errorf("nats %s: connect: %s", cfg.description, redactErr(err)))
 	}
