@@ -1,0 +1,301 @@
+// Package state is the crawler's durable memory: an embedded bbolt file in
+// the state directory holding the papers already delivered (by id and by
+// DOI), the status of every listing page, the sinks' commit token and the
+// run history. Everything lives on disk, so memory does not grow with the
+// crawl.
+//
+// The commit order the crawler follows: the sinks acknowledge a page's
+// records, then CommitPage marks the page done, adds its papers and stores
+// the sinks' new token in one transaction. After a crash the token rolls the
+// sinks back to the last commit, so nothing is delivered twice.
+package state
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketPapers = []byte("papers") // paper id → run id that first delivered it
+	bucketDOIs   = []byte("dois")   // lower-cased DOI → paper id
+	bucketPages  = []byte("pages")  // journal(8) page(4) → PageStatus JSON
+	bucketMeta   = []byte("meta")   // sink_token, schema
+	bucketRuns   = []byte("runs")   // run id → Run JSON
+	keySinkToken = []byte("sink_token")
+)
+
+// FileName is the store's file in the state directory.
+const FileName = "crawl.db"
+
+// ErrLocked means another process has the store open.
+var ErrLocked = errors.New("the state store is in use by another process")
+
+// Store is an open state file. It is safe for concurrent use.
+type Store struct {
+	db *bolt.DB
+}
+
+// Open opens (creating if needed) the store in dir. If another process
+// holds it, Open fails with ErrLocked after a short wait.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("state %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketPapers, bucketDOIs, bucketPages, bucketMeta, bucketRuns} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// PageKey names one listing page.
+type PageKey struct {
+	Journal int64
+	Page    int
+}
+
+func (k PageKey) bytes() []byte {
+	b := make([]byte, 12)
+	binary.BigEndian.PutUint64(b, uint64(k.Journal))
+	binary.BigEndian.PutUint32(b[8:], uint32(k.Page))
+	return b
+}
+
+func pageKeyFrom(b []byte) PageKey {
+	return PageKey{Journal: int64(binary.BigEndian.Uint64(b)), Page: int(binary.BigEndian.Uint32(b[8:]))}
+}
+
+// Page states.
+const (
+	PageDone   = "done"
+	PageFailed = "failed"
+)
+
+// PageStatus is what the store knows of a page.
+type PageStatus struct {
+	State     string    `json:"state"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	Papers    int       `json:"papers"`     // records on the page when done
+	NewPapers int       `json:"new_papers"` // of which delivered for the first time
+	RunID     string    `json:"run_id"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Page returns a page's status; ok is false for a page never seen.
+func (s *Store) Page(k PageKey) (st PageStatus, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketPages).Get(k.bytes())
+		if v == nil {
+			return nil
+		}
+		ok = true
+		return json.Unmarshal(v, &st)
+	})
+	return st, ok, err
+}
+
+// FailedPages lists the pages whose last attempt failed.
+func (s *Store) FailedPages() ([]PageKey, error) {
+	var out []PageKey
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPages).ForEach(func(k, v []byte) error {
+			var st PageStatus
+			if err := json.Unmarshal(v, &st); err != nil {
+				return err
+			}
+			if st.State == PageFailed {
+				out = append(out, pageKeyFrom(k))
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Known tells whether a paper was delivered before, by id or by DOI, and by
+// which run. A paper seen once without its JSON (id "doi:…") and later with
+// it is the same paper.
+func (s *Store) Known(id, doi string) (known bool, runID string, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		known, runID = knownTx(tx, id, doi)
+		return nil
+	})
+	return known, runID, err
+}
+
+func knownTx(tx *bolt.Tx, id, doi string) (bool, string) {
+	papers := tx.Bucket(bucketPapers)
+	if v := papers.Get([]byte(id)); v != nil {
+		return true, string(v)
+	}
+	if doi = doiKey(doi); doi != "" {
+		if pid := tx.Bucket(bucketDOIs).Get([]byte(doi)); pid != nil {
+			return true, string(papers.Get(pid))
+		}
+		// A paper known by "doi:<doi>" alone.
+		if v := papers.Get([]byte("doi:" + doi)); v != nil {
+			return true, string(v)
+		}
+	}
+	return false, ""
+}
+
+func doiKey(doi string) string { return strings.ToLower(strings.TrimSpace(doi)) }
+
+// Paper identifies a delivered paper.
+type Paper struct {
+	ID, DOI string
+}
+
+// Commit is everything recorded when a page's records were acknowledged
+// by every sink.
+type Commit struct {
+	Page      PageKey
+	Papers    []Paper // the papers delivered from the page
+	OnPage    int     // records on the page (delivered or already known)
+	SinkToken []byte  // the sinks' token after this page; nil keeps the old one
+	RunID     string
+	At        time.Time
+}
+
+// CommitPage marks the page done, records its papers as known and stores
+// the sink token, in one transaction: either all of it is durable, or none.
+// It returns how many of the papers were new.
+func (s *Store) CommitPage(c Commit) (newPapers int, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		papers, dois := tx.Bucket(bucketPapers), tx.Bucket(bucketDOIs)
+		for _, p := range c.Papers {
+			if known, _ := knownTx(tx, p.ID, p.DOI); !known {
+				newPapers++
+			}
+			if papers.Get([]byte(p.ID)) == nil {
+				if err := papers.Put([]byte(p.ID), []byte(c.RunID)); err != nil {
+					return err
+				}
+			}
+			if d := doiKey(p.DOI); d != "" && dois.Get([]byte(d)) == nil {
+				if err := dois.Put([]byte(d), []byte(p.ID)); err != nil {
+					return err
+				}
+			}
+		}
+		st := PageStatus{State: PageDone, Papers: c.OnPage, NewPapers: newPapers, RunID: c.RunID, UpdatedAt: c.At.UTC()}
+		if prev := tx.Bucket(bucketPages).Get(c.Page.bytes()); prev != nil {
+			var old PageStatus
+			if json.Unmarshal(prev, &old) == nil {
+				st.Attempts = old.Attempts
+			}
+		}
+		st.Attempts++
+		v, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketPages).Put(c.Page.bytes(), v); err != nil {
+			return err
+		}
+		if c.SinkToken != nil {
+			return tx.Bucket(bucketMeta).Put(keySinkToken, c.SinkToken)
+		}
+		return nil
+	})
+	return newPapers, err
+}
+
+// FailPage records a failed attempt at a page; a later run retries it.
+func (s *Store) FailPage(k PageKey, runID string, cause error, at time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPages)
+		var st PageStatus
+		if prev := b.Get(k.bytes()); prev != nil {
+			if err := json.Unmarshal(prev, &st); err != nil {
+				return err
+			}
+		}
+		st.State, st.Attempts, st.RunID, st.UpdatedAt = PageFailed, st.Attempts+1, runID, at.UTC()
+		if cause != nil {
+			st.LastError = cause.Error()
+		}
+		v, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		return b.Put(k.bytes(), v)
+	})
+}
+
+// SinkToken is the token stored by the last CommitPage, or nil.
+func (s *Store) SinkToken() ([]byte, error) {
+	var tok []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keySinkToken); v != nil {
+			tok = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	return tok, err
+}
+
+// Run is one entry of the run history.
+type Run struct {
+	ID       string          `json:"id"`
+	Kind     string          `json:"kind"` // backfill, nightly
+	Started  time.Time       `json:"started"`
+	Finished time.Time       `json:"finished,omitzero"`
+	Summary  json.RawMessage `json:"summary,omitempty"`
+}
+
+// PutRun records or updates a run.
+func (s *Store) PutRun(r Run) error {
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).Put([]byte(r.ID), v)
+	})
+}
+
+// Runs lists the run history in id order (ids sort by start time).
+func (s *Store) Runs() ([]Run, error) {
+	var out []Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+			var r Run
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,121 @@
+package state_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/state"
+)
+
+var t0 = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+
+func open(t *testing.T, dir string) *state.Store {
+	t.Helper()
+	s, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A commit is durable across reopen: the page is done, its papers known by
+// id and by DOI (whatever the case), the sink token stored.
+func TestCommitSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	page := state.PageKey{Journal: 501422, Page: 7}
+	n, err := s.CommitPage(state.Commit{Page: page, OnPage: 3, RunID: "run-1", At: t0,
+		SinkToken: []byte(`{"0":{"path":"out.jsonl","offset":42}}`),
+		Papers:    []state.Paper{{ID: "142210977", DOI: "arxiv-2409.01075"}, {ID: "doi:10.1000/x.1", DOI: "10.1000/X.1"}}})
+	if err != nil || n != 2 {
+		t.Fatalf("CommitPage: new=%d err=%v", n, err)
+	}
+	s.Close()
+
+	s = open(t, dir)
+	defer s.Close()
+	st, ok, err := s.Page(page)
+	if err != nil || !ok || st.State != state.PageDone || st.Papers != 3 || st.NewPapers != 2 || st.RunID != "run-1" || st.Attempts != 1 {
+		t.Errorf("page status = %+v ok=%v err=%v", st, ok, err)
+	}
+	for _, q := range []struct{ id, doi string }{
+		{"142210977", ""},
+		{"other-id", "ARXIV-2409.01075"}, // same DOI, other case, other id
+		{"160000009", "10.1000/x.1"},     // seen before only as doi:…, now with its JSON id
+	} {
+		known, run, err := s.Known(q.id, q.doi)
+		if err != nil || !known || run != "run-1" {
+			t.Errorf("Known(%q, %q) = %v %q %v", q.id, q.doi, known, run, err)
+		}
+	}
+	if known, _, _ := s.Known("nope", "10.9/none"); known {
+		t.Error("an unknown paper is known")
+	}
+	tok, err := s.SinkToken()
+	if err != nil || string(tok) != `{"0":{"path":"out.jsonl","offset":42}}` {
+		t.Errorf("sink token = %s %v", tok, err)
+	}
+}
+
+// Papers delivered again are not new, and keep the run that first
+// delivered them (nightly mode asks "known before this run?").
+func TestKnownKeepsFirstRun(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	p := []state.Paper{{ID: "1", DOI: "10.1/a"}}
+	s.CommitPage(state.Commit{Page: state.PageKey{Journal: 1, Page: 1}, Papers: p, RunID: "r1", At: t0})
+	n, _ := s.CommitPage(state.Commit{Page: state.PageKey{Journal: 1, Page: 2}, Papers: p, RunID: "r2", At: t0})
+	if n != 0 {
+		t.Errorf("a known paper counted as new")
+	}
+	if _, run, _ := s.Known("1", ""); run != "r1" {
+		t.Errorf("first run = %q, want r1", run)
+	}
+	if tok, _ := s.SinkToken(); tok != nil {
+		t.Errorf("commits without a token stored one: %s", tok)
+	}
+}
+
+func TestFailedPages(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	a, b := state.PageKey{Journal: 7, Page: 3}, state.PageKey{Journal: 7, Page: 4}
+	s.FailPage(a, "r1", errors.New("503 Service Unavailable"), t0)
+	s.FailPage(a, "r1", errors.New("timeout"), t0)
+	s.FailPage(b, "r1", errors.New("reset"), t0)
+	s.CommitPage(state.Commit{Page: b, RunID: "r1", At: t0})
+	failed, err := s.FailedPages()
+	if err != nil || !slices.Equal(failed, []state.PageKey{a}) {
+		t.Fatalf("failed pages = %v %v", failed, err)
+	}
+	st, _, _ := s.Page(a)
+	if st.Attempts != 2 || st.LastError != "timeout" {
+		t.Errorf("status = %+v", st)
+	}
+	if st, _, _ := s.Page(b); st.State != state.PageDone || st.Attempts != 2 {
+		t.Errorf("a failed page committed later: %+v", st)
+	}
+}
+
+func TestRuns(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	s.PutRun(state.Run{ID: "20261202T030000Z-1", Kind: "nightly", Started: t0})
+	s.PutRun(state.Run{ID: "20261201T030000Z-1", Kind: "backfill", Started: t0.Add(-24 * time.Hour), Finished: t0, Summary: []byte(`{"pages":3}`)})
+	runs, err := s.Runs()
+	if err != nil || len(runs) != 2 || runs[0].Kind != "backfill" || string(runs[0].Summary) != `{"pages":3}` {
+		t.Fatalf("runs = %+v %v", runs, err)
+	}
+}
+
+// A second process (here: a second open) is refused with a clear error.
+func TestLocked(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	defer s.Close()
+	if _, err := state.Open(dir); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+}
