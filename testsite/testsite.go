@@ -1,0 +1,228 @@
+// Package testsite is a stand-in for the listing site: an http.Handler that
+// serves pages under the site's URL scheme (/literature_d{journal}.htm for
+// page 1, /literature_d{journal}_{page}.htm after it, /robots.txt) and
+// injects faults on demand, so crawler tests (and, later, `crawl serve`)
+// can reproduce what the real site does on a bad night.
+//
+// Faults are scripted per path: each request to a path takes the next
+// queued fault, and serves the page normally when none is left. Nothing
+// here sleeps: a "slow" response blocks until the client gives up.
+package testsite
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+)
+
+// FaultKind is what a request meets instead of the page.
+type FaultKind int
+
+const (
+	Status       FaultKind = iota // an HTTP status (Fault.Status), e.g. 500, 503, 404
+	TooMany                       // 429 with Retry-After: Fault.RetryAfter
+	Reset                         // the connection is closed without a response
+	Truncate                      // half of the page, then the connection is cut
+	Hang                          // nothing until the client gives up
+	SoftBlock                     // 200 with a verification page instead of the listing
+	RedirectAway                  // 302 to another host (Fault.Location)
+)
+
+// Fault is one injected misbehaviour.
+type Fault struct {
+	Kind       FaultKind
+	Status     int    // for Status
+	RetryAfter string // for TooMany: seconds or an HTTP date
+	Location   string // for RedirectAway
+}
+
+// SoftBlockPage is what a soft-blocked request gets: no listing heading, no
+// footer, no paper.
+const SoftBlockPage = `<!DOCTYPE html><html><head><meta charset="utf-8"><title>安全验证</title></head>
+<body><div class="box"><h2>请完成安全验证</h2><p>访问过于频繁，请稍后再试。</p></div></body></html>`
+
+type page struct {
+	body        []byte
+	contentType string
+}
+
+// Site serves listing pages and injected faults. It is safe for concurrent
+// use; pages and faults may be changed while it serves (a nightly test adds
+// papers between and during runs).
+type Site struct {
+	mu     sync.Mutex
+	pages  map[string]page    // by path
+	faults map[string][]Fault // by path, in order
+	hits   map[string]int     // requests by path
+	robots string             // "" means 404
+}
+
+// New returns an empty site.
+func New() *Site {
+	return &Site{pages: map[string]page{}, faults: map[string][]Fault{}, hits: map[string]int{}}
+}
+
+// PagePath is the path of a listing page: page 1 has no page suffix.
+func PagePath(journal int64, pageNo int) string {
+	if pageNo <= 1 {
+		return fmt.Sprintf("/literature_d%d.htm", journal)
+	}
+	return fmt.Sprintf("/literature_d%d_%d.htm", journal, pageNo)
+}
+
+// SetPage serves body at the page's path; contentType "" is
+// "text/html; charset=utf-8".
+func (s *Site) SetPage(journal int64, pageNo int, body []byte, contentType string) {
+	if contentType == "" {
+		contentType = "text/html; charset=utf-8"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages[PagePath(journal, pageNo)] = page{body: body, contentType: contentType}
+}
+
+// RemovePage stops serving a page (it then answers 404).
+func (s *Site) RemovePage(journal int64, pageNo int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pages, PagePath(journal, pageNo))
+}
+
+var reListing = regexp.MustCompile(`^literature_d(\d+)(?:_(\d+))?\.html?$`)
+
+// LoadDir serves every file below dir named like a listing page
+// (literature_d{journal}[_{page}].htm); it returns how many it loaded.
+func (s *Site) LoadDir(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		m := reListing.FindStringSubmatch(d.Name())
+		if m == nil {
+			return nil
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		journal, _ := strconv.ParseInt(m[1], 10, 64)
+		pageNo := 1
+		if m[2] != "" {
+			pageNo, _ = strconv.Atoi(m[2])
+		}
+		s.SetPage(journal, pageNo, body, "text/html")
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// SetRobots serves text as /robots.txt ("" answers 404).
+func (s *Site) SetRobots(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.robots = text
+}
+
+// Inject queues faults for the next requests to path.
+func (s *Site) Inject(path string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[path] = append(s.faults[path], faults...)
+}
+
+// Hits is how many requests path has had.
+func (s *Site) Hits(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits[r.URL.Path]++
+	var fault *Fault
+	if q := s.faults[r.URL.Path]; len(q) > 0 {
+		fault = &q[0]
+		s.faults[r.URL.Path] = q[1:]
+	}
+	pg, ok := s.pages[r.URL.Path]
+	robots := s.robots
+	s.mu.Unlock()
+
+	if fault != nil {
+		serveFault(w, r, *fault, pg)
+		return
+	}
+	if r.URL.Path == "/robots.txt" {
+		if robots == "" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, robots)
+		return
+	}
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", pg.contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(pg.body)))
+	w.Write(pg.body)
+}
+
+func serveFault(w http.ResponseWriter, r *http.Request, f Fault, pg page) {
+	switch f.Kind {
+	case Status:
+		http.Error(w, http.StatusText(f.Status), f.Status)
+	case TooMany:
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	case Reset:
+		if conn, _, err := hijack(w); err == nil {
+			conn.Close()
+		}
+	case Truncate:
+		conn, buf, err := hijack(w)
+		if err != nil {
+			return
+		}
+		body := pg.body
+		if len(body) == 0 {
+			body = []byte(SoftBlockPage)
+		}
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n\r\n", len(body))
+		buf.Write(body[:len(body)/2])
+		buf.Flush()
+		conn.Close()
+	case Hang:
+		<-r.Context().Done()
+	case SoftBlock:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, SoftBlockPage)
+	case RedirectAway:
+		loc := f.Location
+		if loc == "" {
+			loc = "https://elsewhere.example/literature_d1.htm"
+		}
+		http.Redirect(w, r, loc, http.StatusFound)
+	}
+}
+
+func hijack(w http.ResponseWriter) (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("cannot hijack")
+	}
+	return h.Hijack()
+}

@@ -1,0 +1,130 @@
+package testsite_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+func serve(t *testing.T) (*testsite.Site, *httptest.Server) {
+	t.Helper()
+	site := testsite.New()
+	n, err := site.LoadDir("../fixtures/html")
+	if err != nil || n != 5 {
+		t.Fatalf("loaded %d pages: %v", n, err)
+	}
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	return site, srv
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, []byte, error) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp, body, err
+}
+
+// Fixture pages are served under the site's scheme and parse as listings.
+func TestServesPagesUnderTheSiteScheme(t *testing.T) {
+	_, srv := serve(t)
+	for _, p := range []string{"/literature_d501422.htm", "/literature_d501422_2.htm", "/literature_d3342_3.htm"} {
+		resp, body, err := get(t, srv.Client(), srv.URL+p)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", p, resp, err)
+		}
+		page, _ := parser.Parse(body, parser.Options{URL: "https://m.booksci.cn" + p})
+		if len(page.Records) == 0 || page.PageNo == 0 {
+			t.Errorf("%s: %d records, page %d", p, len(page.Records), page.PageNo)
+		}
+	}
+	if resp, _, _ := get(t, srv.Client(), srv.URL+"/literature_d501422_99.htm"); resp.StatusCode != 404 {
+		t.Errorf("a page past the end: %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestFaultsInOrderThenThePage(t *testing.T) {
+	site, srv := serve(t)
+	p := testsite.PagePath(501422, 2)
+	site.Inject(p,
+		testsite.Fault{Kind: testsite.Status, Status: 503},
+		testsite.Fault{Kind: testsite.TooMany, RetryAfter: "7"},
+		testsite.Fault{Kind: testsite.SoftBlock},
+		testsite.Fault{Kind: testsite.RedirectAway, Location: "https://other.example/x"},
+	)
+	c := srv.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, _, _ := get(t, c, srv.URL+p)
+	if resp.StatusCode != 503 {
+		t.Errorf("1st: %d", resp.StatusCode)
+	}
+	resp, _, _ = get(t, c, srv.URL+p)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" {
+		t.Errorf("2nd: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	resp, body, _ := get(t, c, srv.URL+p)
+	if page, _ := parser.Parse(body, parser.Options{}); resp.StatusCode != 200 || page.IsListing() {
+		t.Errorf("3rd (soft block): %d, listing=%v", resp.StatusCode, page.IsListing())
+	}
+	resp, _, _ = get(t, c, srv.URL+p)
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != "https://other.example/x" {
+		t.Errorf("4th: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body, _ = get(t, c, srv.URL+p)
+	if page, _ := parser.Parse(body, parser.Options{}); resp.StatusCode != 200 || len(page.Records) != 10 {
+		t.Errorf("5th: %d with %d records", resp.StatusCode, len(page.Records))
+	}
+	if site.Hits(p) != 5 {
+		t.Errorf("hits = %d", site.Hits(p))
+	}
+}
+
+func TestConnectionFaults(t *testing.T) {
+	site, srv := serve(t)
+	p := testsite.PagePath(501422, 1)
+	site.Inject(p, testsite.Fault{Kind: testsite.Reset}, testsite.Fault{Kind: testsite.Truncate})
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if _, _, err := get(t, c, srv.URL+p); err == nil {
+		t.Error("reset: no error")
+	}
+	if _, _, err := get(t, c, srv.URL+p); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated body: %v, want unexpected EOF", err)
+	}
+}
+
+// A hanging response ends when the client gives up; nothing sleeps.
+func TestHangEndsWithTheClient(t *testing.T) {
+	site, srv := serve(t)
+	p := testsite.PagePath(501422, 1)
+	site.Inject(p, testsite.Fault{Kind: testsite.Hang})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+p, nil)
+	if _, err := srv.Client().Do(req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hang: %v", err)
+	}
+}
+
+func TestRobots(t *testing.T) {
+	site, srv := serve(t)
+	if resp, _, _ := get(t, srv.Client(), srv.URL+"/robots.txt"); resp.StatusCode != 404 {
+		t.Errorf("no robots.txt: %d", resp.StatusCode)
+	}
+	site.SetRobots("User-agent: *\nDisallow: /literature_d3342\nCrawl-delay: 2\n")
+	_, body, _ := get(t, srv.Client(), srv.URL+"/robots.txt")
+	if !strings.Contains(string(body), "Crawl-delay: 2") {
+		t.Errorf("robots.txt = %q", body)
+	}
+}
