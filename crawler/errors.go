@@ -1,0 +1,99 @@
+package crawler
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Sentinel errors callers branch on.
+var (
+	// ErrSoftBlock: a 200 page that is not a listing page (a captcha or
+	// verification interstitial). Retryable, and it slows the host down.
+	ErrSoftBlock = errors.New("soft block: the page is not a listing page")
+	// ErrTruncated: the body ended early (connection cut, or shorter than
+	// its Content-Length). Retryable; never committed.
+	ErrTruncated = errors.New("truncated response body")
+	// ErrBodyTooLarge: the body exceeded the configured cap. Permanent.
+	ErrBodyTooLarge = errors.New("response body exceeds the size cap")
+	// ErrOffsite: a request (or a redirect) to a host outside the allowed
+	// hosts. Permanent.
+	ErrOffsite = errors.New("host is not an allowed host")
+	// ErrRobotsDisallowed: robots.txt disallows the URL. Permanent.
+	ErrRobotsDisallowed = errors.New("disallowed by robots.txt")
+	// ErrCircuitOpen: the host is cooling down after repeated failures.
+	ErrCircuitOpen = errors.New("host circuit breaker is open")
+)
+
+// FetchError is a failed fetch of one URL: the HTTP status when there was a
+// response (0 otherwise), the server's Retry-After when it sent one, and
+// the cause.
+type FetchError struct {
+	URL        string
+	Status     int
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *FetchError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("fetch %s: HTTP %d: %v", e.URL, e.Status, e.Err)
+	}
+	return fmt.Sprintf("fetch %s: %v", e.URL, e.Err)
+}
+
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// Retryable reports whether trying again may succeed: network errors and
+// timeouts, 408, 425, 429 and 5xx, truncated bodies and soft blocks. Other
+// 4xx, oversized bodies, off-site URLs and robots.txt refusals are
+// permanent.
+func (e *FetchError) Retryable() bool {
+	switch {
+	case errors.Is(e.Err, ErrBodyTooLarge), errors.Is(e.Err, ErrOffsite), errors.Is(e.Err, ErrRobotsDisallowed):
+		return false
+	case errors.Is(e.Err, ErrSoftBlock), errors.Is(e.Err, ErrTruncated), errors.Is(e.Err, ErrCircuitOpen):
+		return true
+	case e.Status == 0:
+		return true
+	}
+	return retryableStatus(e.Status)
+}
+
+func retryableStatus(code int) bool {
+	switch {
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		return true
+	case code >= 500 && code <= 599:
+		return true
+	}
+	return false
+}
+
+// IsRetryable reports whether err is a retryable fetch error.
+func IsRetryable(err error) bool {
+	var fe *FetchError
+	return errors.As(err, &fe) && fe.Retryable()
+}
+
+// ParseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
+// ok is false when the value is absent or unreadable; a date in the past is
+// a zero delay.
+func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
