@@ -1,0 +1,364 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+// Config is how the crawler fetches.
+type Config struct {
+	// BaseURL is the site, e.g. https://m.booksci.cn.
+	BaseURL string
+	// FirstPage and PageN are path templates with {journal} and {page}.
+	FirstPage, PageN string
+	// AllowedHosts are the only hosts fetched (default: BaseURL's host).
+	AllowedHosts []string
+	// Concurrency is the requests in flight per host.
+	Concurrency int
+	// Delay and Jitter space the requests to one host.
+	Delay, Jitter time.Duration
+	// Timeout bounds one fetch.
+	Timeout time.Duration
+	// MaxBodyBytes caps a response.
+	MaxBodyBytes int64
+	// Retry bounds the retries of one page.
+	Retry RetryPolicy
+	// BreakerThreshold consecutive failures open a host's circuit for
+	// BreakerCooldown.
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
+	// SlowdownMax caps the extra delay soft blocks add.
+	SlowdownMax time.Duration
+	// UserAgent is sent with every request, and is the robots.txt agent.
+	UserAgent string
+	// Robots: honour robots.txt (and its Crawl-delay).
+	Robots bool
+	// Transport is the base transport (nil: http.DefaultTransport); the
+	// crawler's rules wrap it.
+	Transport http.RoundTripper
+}
+
+// Crawler fetches listing pages, parses them, delivers their records and
+// commits them. It is safe for one crawl at a time.
+type Crawler struct {
+	cfg     Config
+	store   *state.Store
+	out     sink.Sink
+	log     *slog.Logger
+	fetcher *fetcher
+	robots  *robots
+	breaker *Breaker
+
+	mu       sync.Mutex
+	limiters map[string]*hostLimiter
+
+	deliverMu sync.Mutex // delivery and commit are one step per page
+}
+
+// New makes a crawler writing to out and remembering in store. If out can
+// roll back and the store holds a token, out is restored to it first, so a
+// crash between a delivery and its commit leaves nothing twice.
+func New(ctx context.Context, cfg Config, store *state.Store, out sink.Sink, log *slog.Logger) (*Crawler, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base, err := url.Parse(cfg.BaseURL)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, fmt.Errorf("base URL %q: expected an absolute URL such as https://m.booksci.cn", cfg.BaseURL)
+	}
+	if len(cfg.AllowedHosts) == 0 {
+		cfg.AllowedHosts = []string{base.Hostname()}
+	}
+	rt := NewTransport(cfg.Transport, TransportConfig{AllowedHosts: cfg.AllowedHosts, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent})
+	c := &Crawler{cfg: cfg, store: store, out: out, log: log, fetcher: newFetcher(rt, cfg.Timeout),
+		breaker: &Breaker{Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown}, limiters: map[string]*hostLimiter{}}
+	agent := cfg.UserAgent
+	if agent == "" {
+		agent = "litcrawl"
+	}
+	c.robots = &robots{agent: agent, fetch: c.fetcher.fetch, retry: cfg.Retry}
+	if r, ok := out.(sink.Restorer); ok {
+		tok, err := store.SinkToken()
+		if err != nil {
+			return nil, err
+		}
+		if tok != nil {
+			if err := r.Restore(ctx, tok); err != nil {
+				return nil, fmt.Errorf("restore the sinks to the last commit: %w", err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// PageURL is the URL of a listing page.
+func (c *Crawler) PageURL(journal int64, page int) string {
+	tmpl := c.cfg.PageN
+	if page <= 1 {
+		tmpl = c.cfg.FirstPage
+	}
+	p := strings.NewReplacer("{journal}", strconv.FormatInt(journal, 10), "{page}", strconv.Itoa(page)).Replace(tmpl)
+	return strings.TrimRight(c.cfg.BaseURL, "/") + p
+}
+
+func (c *Crawler) limiter(host string) *hostLimiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.limiters[host]
+	if l == nil {
+		l = newHostLimiter(c.cfg.Concurrency, c.cfg.Delay, c.cfg.Jitter)
+		c.limiters[host] = l
+	}
+	return l
+}
+
+// maxFailedInRow stops an open-ended walk that only meets failures (a site
+// that answers every page number with an error would otherwise be walked
+// forever).
+const maxFailedInRow = 10
+
+// errEndOfListing: the page is past the journal's last page.
+var errEndOfListing = errors.New("past the end of the listing")
+
+// fetchPage makes one try at a page: robots.txt, the host's circuit, its
+// politeness, the fetch, and the checks on what came back.
+func (c *Crawler) fetchPage(ctx context.Context, u *url.URL, pageNo int, runID string) (*parser.Page, error) {
+	host := u.Hostname()
+	lim := c.limiter(host)
+	if c.cfg.Robots {
+		allowed, crawlDelay, err := c.robots.check(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		if !allowed {
+			return nil, &FetchError{URL: u.String(), Err: ErrRobotsDisallowed}
+		}
+		lim.atLeast(crawlDelay)
+	}
+	if ok, wait := c.breaker.Allow(host, time.Now()); !ok {
+		return nil, &FetchError{URL: u.String(), RetryAfter: wait, Err: ErrCircuitOpen}
+	}
+	release, err := lim.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.fetcher.fetch(ctx, u.String())
+	release()
+	if err == nil {
+		err = judge(f, time.Now())
+	}
+	if err != nil {
+		var fe *FetchError
+		if errors.As(err, &fe) && (fe.Status == http.StatusNotFound || fe.Status == http.StatusGone) && pageNo > 1 {
+			c.breaker.Success(host) // the site answered: the listing just ends here
+			return nil, errEndOfListing
+		}
+		if ctx.Err() == nil && IsRetryable(err) {
+			c.breaker.Failure(host, time.Now())
+		}
+		return nil, err
+	}
+	page, err := parser.Parse(f.Body, parser.Options{URL: u.String(), ContentType: f.ContentType, FetchedAt: f.FetchedAt, RunID: runID})
+	if err != nil {
+		return nil, &FetchError{URL: u.String(), Status: f.Status, Err: err}
+	}
+	if !page.IsListing() {
+		lim.slowDown(c.cfg.SlowdownMax)
+		c.breaker.Failure(host, time.Now())
+		return nil, &FetchError{URL: u.String(), Status: f.Status, Err: ErrSoftBlock}
+	}
+	c.breaker.Success(host)
+	lim.recover()
+	if pageNo > 1 && len(page.Records) == 0 {
+		return page, errEndOfListing
+	}
+	return page, nil
+}
+
+// pageResult is what happened to one page.
+type pageResult int
+
+const (
+	resultDone pageResult = iota
+	resultSkipped
+	resultEnded
+	resultFailed
+)
+
+// crawlPage fetches (with retries), delivers and commits one page.
+func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o runOptions, sum *Summary) (pageResult, error) {
+	key := state.PageKey{Journal: journal, Page: pageNo}
+	if o.resume {
+		st, ok, err := c.store.Page(key)
+		if err != nil {
+			return resultFailed, err
+		}
+		if ok && st.State == state.PageDone {
+			return resultSkipped, nil
+		}
+	}
+	u, _ := url.Parse(c.PageURL(journal, pageNo))
+	var page *parser.Page
+	err := c.cfg.Retry.Retry(ctx, func(ctx context.Context, attempt int) error {
+		var err error
+		page, err = c.fetchPage(ctx, u, pageNo, o.runID)
+		if err != nil && IsRetryable(err) {
+			sum.countRetry(err)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errEndOfListing):
+		return resultEnded, nil
+	case ctx.Err() != nil:
+		return resultFailed, ctx.Err()
+	case err != nil:
+		c.log.Warn("page failed", "url", u.String(), "error", err)
+		if ferr := c.store.FailPage(key, o.runID, err, time.Now()); ferr != nil {
+			return resultFailed, ferr
+		}
+		sum.addFailure(key, err)
+		return resultFailed, nil
+	}
+	return resultDone, c.deliver(ctx, key, page, o, sum)
+}
+
+// deliver sends a page's new records to the sinks, then commits the page,
+// its papers and the sinks' token in one state transaction. Pages are
+// delivered one at a time, so each token covers exactly the pages
+// committed with it.
+func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.Page, o runOptions, sum *Summary) error {
+	c.deliverMu.Lock()
+	defer c.deliverMu.Unlock()
+	var fresh []record.Record
+	papers := make([]state.Paper, 0, len(page.Records))
+	seen := map[string]bool{}
+	for _, r := range page.Records {
+		if seen[r.ID] {
+			continue // the same paper twice on one page
+		}
+		seen[r.ID] = true
+		known, _, err := c.store.Known(r.ID, r.DOI)
+		if err != nil {
+			return err
+		}
+		if !known || o.redeliver {
+			fresh = append(fresh, r)
+		}
+		papers = append(papers, state.Paper{ID: r.ID, DOI: r.DOI})
+	}
+	if len(fresh) > 0 {
+		if err := c.out.Write(ctx, fresh); err != nil {
+			return fmt.Errorf("deliver %s: %w", c.PageURL(key.Journal, key.Page), err)
+		}
+	}
+	var tok []byte
+	if cm, ok := c.out.(sink.Committer); ok {
+		t, err := cm.Token()
+		if err != nil {
+			return err
+		}
+		tok = t
+	}
+	newPapers, err := c.store.CommitPage(state.Commit{Page: key, Papers: papers, OnPage: len(page.Records), SinkToken: tok, RunID: o.runID, At: time.Now()})
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", c.PageURL(key.Journal, key.Page), err)
+	}
+	sum.addDone(len(fresh), len(page.Records)-newPapers)
+	return nil
+}
+
+type runOptions struct {
+	runID     string
+	resume    bool
+	redeliver bool
+}
+
+// BackfillOptions choose the pages of a backfill.
+type BackfillOptions struct {
+	Journals []int64
+	// From and To are the page range; To 0 means until the listing ends.
+	From, To int
+	// NoResume refetches pages committed by earlier runs (their papers are
+	// still delivered only if not known, unless Redeliver).
+	NoResume  bool
+	Redeliver bool
+	RunID     string
+}
+
+// Backfill fetches the pages From..To of each journal. It returns the
+// run's summary; the error is non-nil only for what stops a run (the state
+// store, a sink, cancellation); failed pages are in the summary.
+func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, error) {
+	if o.From < 1 || (o.To != 0 && o.To < o.From) {
+		return nil, fmt.Errorf("pages %d-%d: expected 1 <= A <= B", o.From, o.To)
+	}
+	sum := newSummary()
+	ro := runOptions{runID: o.RunID, resume: !o.NoResume, redeliver: o.Redeliver}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// The pool bounds the pages in flight; Go blocks when it is full, so
+	// an open-ended walk never runs more than the pool's size past the end.
+	p := pool.New().WithMaxGoroutines(max(c.cfg.Concurrency, 1))
+	for _, journal := range o.Journals {
+		var end atomic.Int64         // first page found past the end (0: none yet)
+		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
+		for pageNo := o.From; o.To == 0 || pageNo <= o.To; pageNo++ {
+			if e := end.Load(); e != 0 && int64(pageNo) > e || ctx.Err() != nil {
+				break
+			}
+			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
+				c.log.Warn("giving up on the journal's open-ended walk after failed pages in a row", "journal", journal, "failed", maxFailedInRow)
+				break
+			}
+			p.Go(func() {
+				if e := end.Load(); e != 0 && int64(pageNo) > e {
+					return
+				}
+				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum)
+				if err != nil {
+					cancel(err)
+					return
+				}
+				if res == resultFailed {
+					failedInRow.Add(1)
+				} else {
+					failedInRow.Store(0)
+				}
+				switch res {
+				case resultEnded:
+					for {
+						e := end.Load()
+						if e != 0 && e <= int64(pageNo) || end.CompareAndSwap(e, int64(pageNo)) {
+							break
+						}
+					}
+					sum.add(&sum.Ended)
+				case resultSkipped:
+					sum.add(&sum.Skipped)
+				}
+			})
+		}
+	}
+	p.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}

@@ -1,0 +1,194 @@
+package crawler_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/state"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+func fixture(t *testing.T, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "fixtures", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newSite serves journal 501422 pages 1-4 from the fixture markups (the
+// same papers recur across them, as on the live site when papers shift).
+func newSite(t *testing.T) (*testsite.Site, *httptest.Server) {
+	t.Helper()
+	site := testsite.New()
+	site.SetPage(501422, 1, fixture(t, "html/li-classes/literature_d501422.htm"), "")
+	site.SetPage(501422, 2, fixture(t, "html/flat-p/literature_d501422_2.htm"), "")
+	site.SetPage(501422, 3, fixture(t, "html/script-json/literature_d501422_4.htm"), "")
+	site.SetPage(501422, 4, fixture(t, "html/table-br/literature_d501422_5.htm"), "")
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	return site, srv
+}
+
+func config(srv *httptest.Server) crawler.Config {
+	return crawler.Config{
+		BaseURL: srv.URL, FirstPage: "/literature_d{journal}.htm", PageN: "/literature_d{journal}_{page}.htm",
+		Concurrency: 2, Timeout: 5 * time.Second, MaxBodyBytes: 4 << 20,
+		Retry:            crawler.RetryPolicy{MaxAttempts: 6, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, MaxRetryAfter: time.Second},
+		BreakerThreshold: 20, BreakerCooldown: 10 * time.Millisecond, SlowdownMax: 5 * time.Millisecond,
+		UserAgent: "litcrawl-test", Robots: true, Transport: srv.Client().Transport,
+	}
+}
+
+type run struct {
+	store *state.Store
+	out   sink.Sink
+	c     *crawler.Crawler
+}
+
+func start(t *testing.T, cfg crawler.Config, stateDir, jsonl string) *run {
+	t.Helper()
+	st, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sink.Open(context.Background(), "jsonl:"+jsonl, sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := crawler.New(context.Background(), cfg, st, out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &run{store: st, out: out, c: c}
+}
+
+func (r *run) close() { r.out.Close(); r.store.Close() }
+
+func readIDs(t *testing.T, path string) map[string]int {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	ids := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if l == "" {
+			continue
+		}
+		var r record.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("bad line %q: %v", l, err)
+		}
+		ids[r.ID]++
+	}
+	return ids
+}
+
+// A backfill of a flaky site ends with every paper exactly once.
+func TestBackfillFlakySiteEveryPaperOnce(t *testing.T) {
+	site, srv := newSite(t)
+	// Two resets: net/http itself retries a GET once when a reused
+	// connection is reset; the second one reaches the crawler.
+	site.Inject(testsite.PagePath(501422, 1), testsite.Fault{Kind: testsite.Reset}, testsite.Fault{Kind: testsite.Reset})
+	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.Status, Status: 503}, testsite.Fault{Kind: testsite.Status, Status: 502},
+		testsite.Fault{Kind: testsite.TooMany, RetryAfter: "0"})
+	site.Inject(testsite.PagePath(501422, 3), testsite.Fault{Kind: testsite.Truncate})
+	site.Inject(testsite.PagePath(501422, 4), testsite.Fault{Kind: testsite.SoftBlock}, testsite.Fault{Kind: testsite.SoftBlock})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	r := start(t, config(srv), filepath.Join(dir, "state"), out)
+	sum, err := r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, RunID: "run-1"})
+	r.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done.Load() != 4 || sum.Failed.Load() != 0 || sum.Ended.Load() < 1 {
+		t.Fatalf("summary: %s", sum)
+	}
+	retries := sum.Retries()
+	for _, c := range []string{"network", "http-5xx", "http-429", "truncated", "soft-block"} {
+		if retries[c] == 0 {
+			t.Errorf("no retry counted for %s: %v", c, retries)
+		}
+	}
+	ids := readIDs(t, out)
+	if len(ids) != 20 {
+		t.Errorf("%d distinct papers, want 20", len(ids))
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("paper %s delivered %d times", id, n)
+		}
+	}
+	if sum.PapersNew.Load() != 20 || sum.PapersKnown.Load() != 13 {
+		t.Errorf("papers new/known = %d/%d, want 20/13", sum.PapersNew.Load(), sum.PapersKnown.Load())
+	}
+
+	// A second run skips the committed pages and delivers nothing.
+	hits := site.Hits(testsite.PagePath(501422, 2))
+	r = start(t, config(srv), filepath.Join(dir, "state"), out)
+	sum, err = r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, To: 4, RunID: "run-2"})
+	r.close()
+	if err != nil || sum.Skipped.Load() != 4 || sum.Done.Load() != 0 || site.Hits(testsite.PagePath(501422, 2)) != hits {
+		t.Fatalf("resume: %s (err %v)", sum, err)
+	}
+	if n := len(readIDs(t, out)); n != 20 {
+		t.Errorf("after resume %d papers", n)
+	}
+}
+
+// Permanent failures are recorded and retried by the next run; a 404 past
+// page 1 ends the listing; the charset from the HTTP header is decoded once.
+func TestBackfillFailuresEndsAndCharset(t *testing.T) {
+	site, srv := newSite(t)
+	gbk := fixture(t, "edge/gbk.htm")
+	site.SetPage(7788, 1, gbk, "text/html; charset=GBK")
+	site.SetRobots("User-agent: *\nDisallow: /literature_d501422_3\n")
+	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.RedirectAway, Location: "https://elsewhere.example/x"})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	r := start(t, config(srv), filepath.Join(dir, "state"), out)
+	sum, err := r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422, 7788}, From: 1, To: 6, RunID: "run-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, _ := r.store.FailedPages()
+	r.close()
+	if sum.Failed.Load() != 2 || len(failed) != 2 {
+		t.Fatalf("want pages 2 (redirected away) and 3 (robots) failed: %s; %v", sum, sum.Failures())
+	}
+	for _, f := range sum.Failures() {
+		if !strings.Contains(f.Error, "allowed host") && !strings.Contains(f.Error, "robots.txt") {
+			t.Errorf("failure %+v", f)
+		}
+	}
+	if site.Hits(testsite.PagePath(501422, 3)) != 0 {
+		t.Error("a page robots.txt disallows was fetched")
+	}
+	// 7788 has one page: page 2 is a 404, so pages 3-6 are not fetched.
+	if site.Hits(testsite.PagePath(7788, 4)) != 0 && site.Hits(testsite.PagePath(7788, 6)) != 0 {
+		t.Error("the walk went on past the end of the listing")
+	}
+	data, _ := os.ReadFile(out)
+	if !strings.Contains(string(data), `"title_cn":"基于学习流行度的边缘缓存"`) {
+		t.Errorf("the GBK page (charset in the header) was not decoded right:\n%.300s", data)
+	}
+
+	// The next run retries the failed pages (the redirect is gone now).
+	site.SetRobots("")
+	r = start(t, config(srv), filepath.Join(dir, "state"), out)
+	sum, err = r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, To: 4, RunID: "run-2"})
+	failed, _ = r.store.FailedPages()
+	r.close()
+	if err != nil || sum.Done.Load() != 2 || len(failed) != 0 {
+		t.Fatalf("rerun: %s, still failed %v (err %v)", sum, failed, err)
+	}
+}

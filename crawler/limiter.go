@@ -1,0 +1,74 @@
+package crawler
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// hostLimiter is the politeness of one host: at most concurrency requests
+// at once, and at least delay (plus up to jitter, plus any slowdown) between
+// the starts of two requests. Every wait is cancellable, unlike colly's
+// LimitRule.
+type hostLimiter struct {
+	sem chan struct{}
+
+	mu       sync.Mutex
+	next     time.Time     // earliest start of the next request
+	delay    time.Duration // the configured delay, or robots.txt's Crawl-delay if longer
+	jitter   time.Duration
+	slowdown time.Duration // added after soft blocks; halves on success
+}
+
+func newHostLimiter(concurrency int, delay, jitter time.Duration) *hostLimiter {
+	return &hostLimiter{sem: make(chan struct{}, max(concurrency, 1)), delay: delay, jitter: jitter}
+}
+
+// acquire waits for a slot and for the host's next start time; release
+// frees the slot.
+func (h *hostLimiter) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case h.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	h.mu.Lock()
+	now := time.Now()
+	start := h.next
+	if start.Before(now) {
+		start = now
+	}
+	gap := h.delay + h.slowdown
+	if h.jitter > 0 {
+		gap += rand.N(h.jitter)
+	}
+	h.next = start.Add(gap)
+	h.mu.Unlock()
+	if err := sleep(ctx, start.Sub(now)); err != nil {
+		<-h.sem
+		return nil, err
+	}
+	return func() { <-h.sem }, nil
+}
+
+// atLeast raises the delay (robots.txt's Crawl-delay).
+func (h *hostLimiter) atLeast(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.delay = max(h.delay, d)
+}
+
+// slowDown doubles the extra delay after a soft block (capped); success
+// halves it.
+func (h *hostLimiter) slowDown(limit time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.slowdown = min(max(2*h.slowdown, time.Second), limit)
+}
+
+func (h *hostLimiter) recover() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.slowdown /= 2
+}

@@ -1,0 +1,114 @@
+package crawler
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/litcrawl/litcrawl/state"
+)
+
+// Summary counts what a run did. It is safe for concurrent use while the
+// run goes on; read it when the run has returned.
+type Summary struct {
+	Started time.Time
+
+	Done, Skipped, Ended, Failed atomic.Int64 // pages
+	PapersNew, PapersKnown       atomic.Int64
+
+	mu       sync.Mutex
+	retries  map[string]int
+	failures []PageFailure
+}
+
+// PageFailure is a page that failed permanently in this run.
+type PageFailure struct {
+	Journal int64  `json:"journal"`
+	Page    int    `json:"page"`
+	Error   string `json:"error"`
+}
+
+func newSummary() *Summary { return &Summary{Started: time.Now(), retries: map[string]int{}} }
+
+func (s *Summary) add(n *atomic.Int64) { n.Add(1) }
+
+func (s *Summary) addDone(delivered, known int) {
+	s.Done.Add(1)
+	s.PapersNew.Add(int64(delivered))
+	s.PapersKnown.Add(int64(known))
+}
+
+func (s *Summary) addFailure(k state.PageKey, err error) {
+	s.Failed.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, PageFailure{Journal: k.Journal, Page: k.Page, Error: err.Error()})
+}
+
+// countRetry counts a failed try by its cause.
+func (s *Summary) countRetry(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retries[cause(err)]++
+}
+
+// cause names a retryable error's kind for the summary and metrics.
+func cause(err error) string {
+	var fe *FetchError
+	switch {
+	case errors.Is(err, ErrSoftBlock):
+		return "soft-block"
+	case errors.Is(err, ErrTruncated):
+		return "truncated"
+	case errors.Is(err, ErrCircuitOpen):
+		return "circuit-open"
+	case errors.As(err, &fe) && fe.Status == http.StatusTooManyRequests:
+		return "http-429"
+	case errors.As(err, &fe) && fe.Status >= 500:
+		return "http-5xx"
+	case errors.As(err, &fe) && fe.Status != 0:
+		return fmt.Sprintf("http-%d", fe.Status)
+	}
+	return "network"
+}
+
+// Retries are the failed tries by cause.
+func (s *Summary) Retries() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.retries))
+	for k, v := range s.retries {
+		out[k] = v
+	}
+	return out
+}
+
+// Failures are the pages that failed in this run.
+func (s *Summary) Failures() []PageFailure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]PageFailure(nil), s.failures...)
+}
+
+// String is the one-paragraph summary printed at the end of a run.
+func (s *Summary) String() string {
+	d := time.Since(s.Started)
+	var rs []string
+	for k, v := range s.Retries() {
+		rs = append(rs, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(rs)
+	retries := "none"
+	if len(rs) > 0 {
+		retries = strings.Join(rs, " ")
+	}
+	pps := float64(s.Done.Load()) / max(d.Seconds(), 1e-9)
+	return fmt.Sprintf("pages: %d ok, %d failed, %d skipped (done before), %d past the end; papers: %d new, %d known; retries: %s; %v (%.1f pages/s)",
+		s.Done.Load(), s.Failed.Load(), s.Skipped.Load(), s.Ended.Load(), s.PapersNew.Load(), s.PapersKnown.Load(),
+		retries, d.Round(time.Millisecond), pps)
+}
