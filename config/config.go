@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -21,10 +24,58 @@ const DefaultPath = "config.yaml"
 
 // Config is the whole file.
 type Config struct {
+	// Site is where the listings are.
+	Site Site `yaml:"site"`
+	// Journals are the journal ids crawled when --journal is not given.
+	Journals []int64 `yaml:"journals"`
+	// Fetch is how politely and patiently pages are fetched.
+	Fetch Fetch `yaml:"fetch"`
+	// StateDir holds the crawl state (known papers, page status, tokens).
+	StateDir string `yaml:"state_dir"`
 	// Sinks are the sink URLs records go to (see the README's sink table);
 	// empty means standard output. --sink flags replace the list.
 	Sinks []string `yaml:"sinks"`
 }
+
+// Site describes the listing site.
+type Site struct {
+	BaseURL      string   `yaml:"base_url"`
+	FirstPage    string   `yaml:"first_page"`    // path template with {journal}
+	PageN        string   `yaml:"page_n"`        // path template with {journal} and {page}
+	AllowedHosts []string `yaml:"allowed_hosts"` // the only hosts fetched
+}
+
+// Fetch is the politeness and resilience of fetching.
+type Fetch struct {
+	Concurrency      int      `yaml:"concurrency"` // per host
+	Delay            Duration `yaml:"delay"`
+	Jitter           Duration `yaml:"jitter"`
+	Timeout          Duration `yaml:"timeout"`
+	MaxBodyBytes     int64    `yaml:"max_body_bytes"`
+	Attempts         int      `yaml:"attempts"` // tries per page in all
+	BackoffBase      Duration `yaml:"backoff_base"`
+	BackoffMax       Duration `yaml:"backoff_max"`
+	MaxRetryAfter    Duration `yaml:"max_retry_after"`
+	UserAgent        string   `yaml:"user_agent"`
+	Robots           bool     `yaml:"robots"`
+	BreakerThreshold int      `yaml:"breaker_threshold"`
+	BreakerCooldown  Duration `yaml:"breaker_cooldown"`
+}
+
+// Duration is a time.Duration written as Go writes it: "1.5s", "2m".
+type Duration time.Duration
+
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (expected e.g. 500ms, 1.5s, 2m)", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Default is the configuration with no file.
 func Default() *Config {
@@ -33,10 +84,76 @@ func Default() *Config {
 	return c
 }
 
-func (c *Config) setDefaults() {}
+// The defaults target the real site politely: one request at a time per
+// host, at least a second apart.
+func (c *Config) setDefaults() {
+	c.Site = Site{
+		BaseURL:      "https://m.booksci.cn",
+		FirstPage:    "/literature_d{journal}.htm",
+		PageN:        "/literature_d{journal}_{page}.htm",
+		AllowedHosts: []string{"m.booksci.cn", "booksci.cn"},
+	}
+	c.Fetch = Fetch{
+		Concurrency: 1, Delay: Duration(time.Second), Jitter: Duration(500 * time.Millisecond),
+		Timeout: Duration(30 * time.Second), MaxBodyBytes: 8 << 20, Attempts: 5,
+		BackoffBase: Duration(time.Second), BackoffMax: Duration(time.Minute), MaxRetryAfter: Duration(10 * time.Minute),
+		UserAgent: "litcrawl/0.1 (+https://github.com/litcrawl/litcrawl)", Robots: true,
+		BreakerThreshold: 5, BreakerCooldown: Duration(2 * time.Minute),
+	}
+	c.StateDir = "state"
+}
 
 // Validate checks every value and names the first bad one by its key.
 func (c *Config) Validate() error {
+	bad := func(key string, v any, want string) error {
+		return fmt.Errorf("%s: %v: expected %s", key, v, want)
+	}
+	u, err := url.Parse(c.Site.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("site.base_url", fmt.Sprintf("%q", c.Site.BaseURL), "an http(s) URL such as https://m.booksci.cn")
+	}
+	if !strings.HasPrefix(c.Site.FirstPage, "/") || !strings.Contains(c.Site.FirstPage, "{journal}") {
+		return bad("site.first_page", fmt.Sprintf("%q", c.Site.FirstPage), "a path with {journal}, e.g. /literature_d{journal}.htm")
+	}
+	if !strings.HasPrefix(c.Site.PageN, "/") || !strings.Contains(c.Site.PageN, "{journal}") || !strings.Contains(c.Site.PageN, "{page}") {
+		return bad("site.page_n", fmt.Sprintf("%q", c.Site.PageN), "a path with {journal} and {page}, e.g. /literature_d{journal}_{page}.htm")
+	}
+	if len(c.Site.AllowedHosts) == 0 {
+		return bad("site.allowed_hosts", "[]", "at least the host of site.base_url")
+	}
+	for i, j := range c.Journals {
+		if j <= 0 {
+			return bad(fmt.Sprintf("journals[%d]", i), j, "a positive journal id")
+		}
+	}
+	f := c.Fetch
+	switch {
+	case f.Concurrency < 1 || f.Concurrency > 64:
+		return bad("fetch.concurrency", f.Concurrency, "1 to 64 requests per host")
+	case f.Delay < 0:
+		return bad("fetch.delay", f.Delay.D(), "a duration of 0 or more")
+	case f.Jitter < 0:
+		return bad("fetch.jitter", f.Jitter.D(), "a duration of 0 or more")
+	case f.Timeout <= 0:
+		return bad("fetch.timeout", f.Timeout.D(), "a positive duration")
+	case f.MaxBodyBytes < 1024:
+		return bad("fetch.max_body_bytes", f.MaxBodyBytes, "at least 1024 bytes")
+	case f.Attempts < 1:
+		return bad("fetch.attempts", f.Attempts, "1 or more tries per page")
+	case f.BackoffBase <= 0 || f.BackoffMax < f.BackoffBase:
+		return bad("fetch.backoff_base/backoff_max", fmt.Sprintf("%v/%v", f.BackoffBase.D(), f.BackoffMax.D()), "0 < backoff_base <= backoff_max")
+	case f.MaxRetryAfter < 0:
+		return bad("fetch.max_retry_after", f.MaxRetryAfter.D(), "a duration of 0 or more")
+	case f.BreakerThreshold < 1:
+		return bad("fetch.breaker_threshold", f.BreakerThreshold, "1 or more failures")
+	case f.BreakerCooldown <= 0:
+		return bad("fetch.breaker_cooldown", f.BreakerCooldown.D(), "a positive duration")
+	case strings.TrimSpace(f.UserAgent) == "":
+		return bad("fetch.user_agent", `""`, "a user agent naming the crawler")
+	}
+	if c.StateDir == "" {
+		return bad("state_dir", `""`, "a directory")
+	}
 	for i, u := range c.Sinks {
 		if err := sink.CheckURL(u); err != nil {
 			return fmt.Errorf("sinks[%d]: %w", i, err)

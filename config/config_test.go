@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/litcrawl/litcrawl/config"
 )
@@ -65,5 +66,35 @@ func TestMissingFile(t *testing.T) {
 func TestShippedConfig(t *testing.T) {
 	if _, err := config.Load("../config.yaml", false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestFetchAndSiteKeys(t *testing.T) {
+	c, err := config.Load(write(t, "fetch:\n  delay: 1.5s\n  concurrency: 3\njournals: [7, 9]\nsite:\n  base_url: http://127.0.0.1:8089\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Fetch.Delay.D() != 1500*time.Millisecond || c.Fetch.Concurrency != 3 || !slices.Equal(c.Journals, []int64{7, 9}) ||
+		c.Site.BaseURL != "http://127.0.0.1:8089" || c.Site.FirstPage != "/literature_d{journal}.htm" || c.Fetch.Attempts != 5 {
+		t.Errorf("loaded %+v", c)
+	}
+	d := config.Default()
+	if d.Fetch.Concurrency != 1 || d.Fetch.Delay.D() < time.Second || !d.Fetch.Robots {
+		t.Errorf("the defaults must be polite: %+v", d.Fetch)
+	}
+	bad := map[string]string{
+		"fetch:\n  delay: soon\n":                       `"soon" is not a duration`,
+		"fetch:\n  concurrency: 0\n":                    "fetch.concurrency: 0: expected 1 to 64",
+		"fetch:\n  timeout: 0s\n":                       "fetch.timeout",
+		"fetch:\n  backoff_base: 2m\n  backoff_max: 1m": "backoff_base <= backoff_max",
+		"site:\n  base_url: m.booksci.cn\n":             "site.base_url",
+		"site:\n  page_n: /x_{page}.htm\n":              "site.page_n",
+		"journals: [-1]\n":                              "journals[0]: -1",
+		"fetch:\n  robotz: false\n":                     "field robotz not found",
+	}
+	for text, want := range bad {
+		if _, err := config.Load(write(t, text), false); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want it to mention %q", text, err, want)
+		}
 	}
 }

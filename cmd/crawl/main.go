@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,6 +24,7 @@ const (
 	exitUsage       = 2
 	exitIncomplete  = 3
 	exitInterrupted = 130
+	exitTerminated  = 143
 )
 
 // usageError marks a mistake in the command line (exit 2).
@@ -40,11 +42,32 @@ type exitCodeError struct {
 func (e exitCodeError) Error() string { return e.err.Error() }
 func (e exitCodeError) Unwrap() error { return e.err }
 
+// signalled is the cause of a run stopped by a signal.
+type signalled struct{ sig os.Signal }
+
+func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// The first SIGINT/SIGTERM stops the run: no new page is started, what
+	// was delivered is committed. A second one exits at once; the state
+	// stays consistent (every commit is one transaction).
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel(signalled{s})
+		s = <-sigs
+		os.Exit(signalExitCode(s))
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func signalExitCode(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return exitTerminated
+	}
+	return exitInterrupted
 }
 
 // run executes the command line args and returns the process exit code.
@@ -67,7 +90,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.Is(err, context.Canceled):
+	case ctx.Err() != nil:
+		var sig signalled
+		if errors.As(context.Cause(ctx), &sig) {
+			return signalExitCode(sig.sig)
+		}
 		return exitInterrupted
 	}
 	return exitFatal
@@ -80,15 +107,17 @@ func newRootCmd() *cobra.Command {
 		Long: `crawl fetches the "latest literature" listing pages of scholarly journals,
 splits each page into paper records and delivers them as JSON lines.
 
-Exit codes: 0 success, 1 fatal error, 2 usage error, 3 finished with
-inputs that yielded nothing or records with warnings (--strict),
-130 interrupted.`,
+Exit codes: 0 success, 1 fatal error (configuration, state, sink),
+2 usage error, 3 finished but some pages failed (crawls) or some inputs
+yielded nothing (parse --strict), 130 interrupted (SIGINT), 143
+terminated (SIGTERM).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
-	root.AddCommand(newParseCmd())
+	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
+	root.AddCommand(newParseCmd(), newBackfillCmd())
 	return root
 }
 
@@ -107,4 +136,17 @@ func argsAtLeast(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// newLogger makes the slog logger --log-format asks for.
+func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
+	f, _ := cmd.Flags().GetString("log-format")
+	w := cmd.ErrOrStderr()
+	switch f {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format %q: expected text or json", f)}
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+func fixtureSite(t *testing.T) (*testsite.Site, *httptest.Server) {
+	t.Helper()
+	site := testsite.New()
+	for page, rel := range map[int]string{1: "html/li-classes/literature_d501422.htm", 2: "html/flat-p/literature_d501422_2.htm",
+		3: "html/script-json/literature_d501422_4.htm", 4: "html/table-br/literature_d501422_5.htm"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "fixtures", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		site.SetPage(501422, page, b, "")
+	}
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	return site, srv
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	return strings.Count(string(b), "\n")
+}
+
+func TestBackfillCommand(t *testing.T) {
+	_, srv := fixtureSite(t)
+	dir := t.TempDir()
+	out, rep := filepath.Join(dir, "papers.jsonl"), filepath.Join(dir, "report.json")
+	args := []string{"backfill", "--journal", "501422", "--pages", "1-", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:" + out, "--report", rep}
+	code, stdout, errs := crawl(t, args...)
+	if code != exitOK || stdout != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if n := countLines(t, out); n != 20 {
+		t.Errorf("%d papers delivered, want 20", n)
+	}
+	if !strings.Contains(errs, "pages: 4 ok, 0 failed") || !strings.Contains(errs, "papers: 20 new, 13 known") {
+		t.Errorf("summary: %s", errs)
+	}
+	var r struct {
+		Pages  map[string]int `json:"pages"`
+		Papers map[string]int `json:"papers"`
+	}
+	if b, err := os.ReadFile(rep); err != nil || json.Unmarshal(b, &r) != nil || r.Pages["done"] != 4 || r.Papers["new"] != 20 {
+		t.Errorf("report: %+v (%v)", r, err)
+	}
+	// Rerun: every page was done before.
+	code, _, errs = crawl(t, args...)
+	if code != exitOK || !strings.Contains(errs, "4 skipped") || countLines(t, out) != 20 {
+		t.Errorf("resume: exit %d: %s", code, errs)
+	}
+}
+
+func TestBackfillFailedPagesExit3(t *testing.T) {
+	site, srv := fixtureSite(t)
+	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.Status, Status: 403})
+	dir := t.TempDir()
+	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"))
+	if code != exitIncomplete || !strings.Contains(errs, "failed: journal 501422 page 2") || !strings.Contains(errs, "HTTP 403") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+func TestBackfillUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backfill", "--journal", "1"}, "--pages is required"},
+		{[]string{"backfill", "--journal", "1", "--pages", "5-3"}, `--pages "5-3"`},
+		{[]string{"backfill", "--journal", "1", "--pages", "x"}, `--pages "x"`},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--base-url", "ftp://h"}, "--base-url"},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--log-format", "xml"}, "--log-format"},
+		{[]string{"backfill", "--journal", "-4", "--pages", "1"}, "--journal -4"},
+		{[]string{"backfill", "extra", "--pages", "1"}, "takes no arguments"},
+	} {
+		code, _, errs := crawl(t, tt.args...)
+		if code != exitUsage || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
+		}
+	}
+}
