@@ -281,6 +281,7 @@ func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.P
 		return fmt.Errorf("commit %s: %w", c.PageURL(key.Journal, key.Page), err)
 	}
 	sum.addDone(len(fresh), len(page.Records)-newPapers)
+	c.log.Info("page committed", "journal", key.Journal, "page", key.Page, "records", len(page.Records), "delivered", len(fresh))
 	return nil
 }
 

@@ -128,3 +128,20 @@ func TestRobots(t *testing.T) {
 		t.Errorf("robots.txt = %q", body)
 	}
 }
+
+// A synthesized page parses into exactly its papers, with unique ids.
+func TestSynth(t *testing.T) {
+	body := testsite.Synth(77, 3, 20)
+	page, err := parser.Parse(body, parser.Options{URL: "https://m.booksci.cn/literature_d77_3.htm"})
+	if err != nil || len(page.Records) != 20 || !page.HeadingSeen || !page.FooterSeen {
+		t.Fatalf("records=%d err=%v", len(page.Records), err)
+	}
+	for i, r := range page.Records {
+		if r.ID != testsite.SynthID(77, 3, i) || len(r.Warnings) != 0 || r.Citations == nil || *r.Citations != i {
+			t.Errorf("record %d: %+v", i, r)
+		}
+	}
+	if len(body) < 40<<10 {
+		t.Errorf("a 20-paper page is %d bytes; live pages are about 60 KB", len(body))
+	}
+}

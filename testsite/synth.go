@@ -1,0 +1,55 @@
+package testsite
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"strings"
+)
+
+// SynthID is the paper id Synth gives paper i of a page, unique across
+// journals and pages.
+func SynthID(journal int64, page, i int) string {
+	return fmt.Sprintf("%d%05d%02d", journal, page, i)
+}
+
+// Synth makes a listing page in the mobile layout with n papers whose ids,
+// DOIs and titles are unique to (journal, page, i): a heading, the paper
+// blocks with their embedded JSON, a pager and the footer. With realistic
+// abstracts a 20-paper page is about 60 KB.
+func Synth(journal int64, page, n int) []byte {
+	var b strings.Builder
+	jn := fmt.Sprintf("Synthetic Journal %d", journal)
+	fmt.Fprintf(&b, `<!DOCTYPE html><html><head><meta charset="utf-8"><title>%s最新文献_第%d页</title></head><body>
+<h1>%s最新文献_第%d页</h1><div>筛选</div><div>英文 中文</div><ul class="list">
+`, jn, page, jn, page)
+	abstract := strings.Repeat("Distributed systems trade consistency for availability under partitions; we measure it. ", 20)
+	for i := range n {
+		id := SynthID(journal, page, i)
+		doi := fmt.Sprintf("10.9999/synth.%s", id)
+		title := fmt.Sprintf("Synthetic Paper %s on Scalable Crawling", id)
+		obj, _ := json.Marshal(map[string]any{
+			"title": title, "authors": "Ann Lee, Bo Chen", "doi": doi, "DOIUrl": "https://doi.org/" + doi, "url": nil,
+			"abstract": abstract, "PeriodicalId": journal, "journal": map[string]any{"name": jn, "volume": "1", "pages": ""},
+			"PeriodicalIF": 1.5, "publicationDate": "2024-09-02", "paperid": id,
+		})
+		fmt.Fprintf(&b, `<li><div class="title">%s 合成论文%s</div>
+<div class="meta">%s Pub Date : 2024-09-02 DOI: %s</div>
+<div class="authors">Ann Lee, Bo Chen</div>
+<div class="json" style="display:none">%s</div>
+<div class="cite">引用次数: %d</div></li>
+`, html.EscapeString(title), id, html.EscapeString(jn), doi, html.EscapeString(string(obj)), i)
+	}
+	fmt.Fprintf(&b, `</ul><div class="pager">上一页 %d %d 下一页</div>
+<p>京公网安备 11010802042870号</p><p>京ICP备2023020795号-1</p></body></html>
+`, page, page+1)
+	return []byte(b.String())
+}
+
+// SynthJournal serves pages 1..pages of journal with n synthetic papers
+// each.
+func (s *Site) SynthJournal(journal int64, pages, n int) {
+	for p := 1; p <= pages; p++ {
+		s.SetPage(journal, p, Synth(journal, p, n), "")
+	}
+}
