@@ -14,9 +14,21 @@
 //   - transport.go: the http.RoundTripper chain every fetch goes through:
 //     allowed hosts only (redirects included), User-Agent, body cap that
 //     fails loudly
+//   - fetch.go: colly as the request executor, and judging a response
+//     (status, Retry-After, truncated documents)
+//   - limiter.go: per-host politeness (concurrency, delay + jitter,
+//     slow-down after soft blocks, Crawl-delay), cancellable
+//   - robots.go: robots.txt per host (temoto/robotstxt), fetched with
+//     retries through the transport
+//   - crawl.go: Config, New (restores the sinks to the stored token), the
+//     backfill loop, delivery and commit
+//   - summary.go: what a run did
 //
-// The crawl loop (backfill, nightly) is built on these with colly in the
-// next steps of issue 4; colly's own robots handling, body cap, charset
-// conversion, visited marking and uncancellable delays are not used, for
-// the reasons the issue lists.
+// Where colly serves and where it does not: colly executes the requests
+// (one per call, synchronously, in the crawler's bounded pool). Its
+// robots.txt handling (one fetch, no retry, no size cap, no Crawl-delay, a
+// 5xx read as "disallow all"), its MaxBodySize (silent truncation), its
+// charset conversion, its visited marking (a failed URL would not be
+// fetched again) and its LimitRule delays (not cancellable) are switched
+// off or bypassed: the crawler does each itself.
 package crawler
