@@ -30,6 +30,8 @@ type Config struct {
 	Journals []int64 `yaml:"journals"`
 	// Fetch is how politely and patiently pages are fetched.
 	Fetch Fetch `yaml:"fetch"`
+	// Nightly is how far a nightly walk goes.
+	Nightly Nightly `yaml:"nightly"`
 	// StateDir holds the crawl state (known papers, page status, tokens).
 	StateDir string `yaml:"state_dir"`
 	// Sinks are the sink URLs records go to (see the README's sink table);
@@ -60,6 +62,15 @@ type Fetch struct {
 	Robots           bool     `yaml:"robots"`
 	BreakerThreshold int      `yaml:"breaker_threshold"`
 	BreakerCooldown  Duration `yaml:"breaker_cooldown"`
+}
+
+// Nightly bounds the nightly walk of each journal.
+type Nightly struct {
+	// StopAfterKnownPages: stop after this many consecutive pages whose
+	// papers were all known before the run began.
+	StopAfterKnownPages int `yaml:"stop_after_known_pages"`
+	// MaxPages: never walk further than this.
+	MaxPages int `yaml:"max_pages"`
 }
 
 // Duration is a time.Duration written as Go writes it: "1.5s", "2m".
@@ -100,6 +111,7 @@ func (c *Config) setDefaults() {
 		UserAgent: "litcrawl/0.1 (+https://github.com/litcrawl/litcrawl)", Robots: true,
 		BreakerThreshold: 5, BreakerCooldown: Duration(2 * time.Minute),
 	}
+	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50}
 	c.StateDir = "state"
 }
 
@@ -150,6 +162,12 @@ func (c *Config) Validate() error {
 		return bad("fetch.breaker_cooldown", f.BreakerCooldown.D(), "a positive duration")
 	case strings.TrimSpace(f.UserAgent) == "":
 		return bad("fetch.user_agent", `""`, "a user agent naming the crawler")
+	}
+	if c.Nightly.StopAfterKnownPages < 1 {
+		return bad("nightly.stop_after_known_pages", c.Nightly.StopAfterKnownPages, "1 or more pages")
+	}
+	if c.Nightly.MaxPages < 1 {
+		return bad("nightly.max_pages", c.Nightly.MaxPages, "1 or more pages")
 	}
 	if c.StateDir == "" {
 		return bad("state_dir", `""`, "a directory")

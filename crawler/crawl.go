@@ -201,8 +201,9 @@ const (
 	resultFailed
 )
 
-// crawlPage fetches (with retries), delivers and commits one page.
-func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o runOptions, sum *Summary) (pageResult, error) {
+// crawlPage fetches (with retries), delivers and commits one page. For a
+// done page, *out (when not nil) tells how it went.
+func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o runOptions, sum *Summary, out *delivered) (pageResult, error) {
 	key := state.PageKey{Journal: journal, Page: pageNo}
 	if o.resume {
 		st, ok, err := c.store.Page(key)
@@ -236,16 +237,27 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 		sum.addFailure(key, err)
 		return resultFailed, nil
 	}
-	return resultDone, c.deliver(ctx, key, page, o, sum)
+	d, err := c.deliver(ctx, key, page, o, sum)
+	if out != nil {
+		*out = d
+	}
+	return resultDone, err
+}
+
+// delivered is what delivering a page found.
+type delivered struct {
+	records     int // records on the page
+	knownBefore int // of which known before this run began
 }
 
 // deliver sends a page's new records to the sinks, then commits the page,
 // its papers and the sinks' token in one state transaction. Pages are
 // delivered one at a time, so each token covers exactly the pages
 // committed with it.
-func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.Page, o runOptions, sum *Summary) error {
+func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.Page, o runOptions, sum *Summary) (delivered, error) {
 	c.deliverMu.Lock()
 	defer c.deliverMu.Unlock()
+	d := delivered{records: len(page.Records)}
 	var fresh []record.Record
 	papers := make([]state.Paper, 0, len(page.Records))
 	seen := map[string]bool{}
@@ -254,9 +266,12 @@ func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.P
 			continue // the same paper twice on one page
 		}
 		seen[r.ID] = true
-		known, _, err := c.store.Known(r.ID, r.DOI)
+		known, byRun, err := c.store.Known(r.ID, r.DOI)
 		if err != nil {
-			return err
+			return d, err
+		}
+		if known && byRun != o.runID {
+			d.knownBefore++
 		}
 		if !known || o.redeliver {
 			fresh = append(fresh, r)
@@ -265,24 +280,24 @@ func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.P
 	}
 	if len(fresh) > 0 {
 		if err := c.out.Write(ctx, fresh); err != nil {
-			return fmt.Errorf("deliver %s: %w", c.PageURL(key.Journal, key.Page), err)
+			return d, fmt.Errorf("deliver %s: %w", c.PageURL(key.Journal, key.Page), err)
 		}
 	}
 	var tok []byte
 	if cm, ok := c.out.(sink.Committer); ok {
 		t, err := cm.Token()
 		if err != nil {
-			return err
+			return d, err
 		}
 		tok = t
 	}
 	newPapers, err := c.store.CommitPage(state.Commit{Page: key, Papers: papers, OnPage: len(page.Records), SinkToken: tok, RunID: o.runID, At: time.Now()})
 	if err != nil {
-		return fmt.Errorf("commit %s: %w", c.PageURL(key.Journal, key.Page), err)
+		return d, fmt.Errorf("commit %s: %w", c.PageURL(key.Journal, key.Page), err)
 	}
 	sum.addDone(len(fresh), len(page.Records)-newPapers)
 	c.log.Info("page committed", "journal", key.Journal, "page", key.Page, "records", len(page.Records), "delivered", len(fresh))
-	return nil
+	return d, nil
 }
 
 type runOptions struct {
@@ -332,7 +347,7 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 				if e := end.Load(); e != 0 && int64(pageNo) > e {
 					return
 				}
-				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum)
+				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum, nil)
 				if err != nil {
 					cancel(err)
 					return
@@ -356,6 +371,67 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 				}
 			})
 		}
+	}
+	p.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// NightlyOptions choose how far a nightly walk goes.
+type NightlyOptions struct {
+	Journals []int64
+	// StopAfterKnownPages: the walk of a journal stops after this many
+	// consecutive pages holding only papers known before this run began.
+	StopAfterKnownPages int
+	// MaxPages bounds the walk of a journal.
+	MaxPages int
+	RunID    string
+}
+
+// Nightly walks each journal from page 1 and delivers only papers never
+// delivered before. Papers delivered earlier in the same run do not count
+// as known, so papers pushed down by new ones while the walk goes on
+// cannot stop it early; they are not delivered twice either. A page that
+// fails stops its journal's walk (and counts as failed); the next run walks
+// again from page 1. Journals are walked concurrently, each page by page.
+func (c *Crawler) Nightly(ctx context.Context, o NightlyOptions) (*Summary, error) {
+	if o.StopAfterKnownPages < 1 || o.MaxPages < 1 {
+		return nil, fmt.Errorf("nightly: stop_after_known_pages %d and max_pages %d must be at least 1", o.StopAfterKnownPages, o.MaxPages)
+	}
+	sum := newSummary()
+	ro := runOptions{runID: o.RunID}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	p := pool.New().WithMaxGoroutines(max(c.cfg.Concurrency, 1))
+	for _, journal := range o.Journals {
+		p.Go(func() {
+			knownRun := 0
+			for pageNo := 1; pageNo <= o.MaxPages && ctx.Err() == nil; pageNo++ {
+				var d delivered
+				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum, &d)
+				if err != nil {
+					cancel(err)
+					return
+				}
+				if res != resultDone {
+					if res == resultEnded {
+						sum.add(&sum.Ended)
+					}
+					return // past the end, or failed
+				}
+				if d.records > 0 && d.knownBefore == d.records {
+					knownRun++
+				} else {
+					knownRun = 0
+				}
+				if knownRun >= o.StopAfterKnownPages {
+					c.log.Info("nightly walk reached known papers", "journal", journal, "page", pageNo)
+					return
+				}
+			}
+		})
 	}
 	p.Wait()
 	if err := context.Cause(ctx); err != nil {

@@ -3,6 +3,7 @@ package crawler_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -191,5 +192,79 @@ func TestBackfillFailuresEndsAndCharset(t *testing.T) {
 	r.close()
 	if err != nil || sum.Done.Load() != 2 || len(failed) != 0 {
 		t.Fatalf("rerun: %s, still failed %v (err %v)", sum, failed, err)
+	}
+}
+
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%03d", prefix, i)
+	}
+	return out
+}
+
+// Nightly runs over a site that gains papers at page 1 between runs and
+// during one: the walk stops at known papers, is not stopped early by
+// papers pushed down during the run, and over all nights every paper is
+// delivered exactly once.
+func TestNightlyShiftingListing(t *testing.T) {
+	site := testsite.New()
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	const j = 4242
+	listing := ids("9000", 200) // 10 pages of 20
+	site.SetListing(j, listing, 20)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	night := func(runID string) *crawler.Summary {
+		t.Helper()
+		r := start(t, config(srv), filepath.Join(dir, "state"), out)
+		defer r.close()
+		sum, err := r.c.Nightly(context.Background(), crawler.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: 50, RunID: runID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+
+	// Night 1: everything is new; the walk goes to the end of the listing.
+	if s := night("n1"); s.PapersNew.Load() != 200 || s.Ended.Load() != 1 {
+		t.Fatalf("night 1: %s", s)
+	}
+	// Night 2: 15 new papers at the top; page 2 is all known: stop there.
+	listing = append(ids("9100", 15), listing...)
+	site.SetListing(j, listing, 20)
+	hits3 := site.Hits(testsite.PagePath(j, 3))
+	if s := night("n2"); s.PapersNew.Load() != 15 || s.Done.Load() != 2 {
+		t.Fatalf("night 2: %s", s)
+	}
+	if site.Hits(testsite.PagePath(j, 3)) != hits3 {
+		t.Error("night 2 walked past the first all-known page")
+	}
+	// Night 3: 10 new papers; while page 1 is being read, 20 more arrive
+	// and push page 1's papers down to page 2. Page 2 then holds papers
+	// delivered in this very run: they must not stop the walk, nor be
+	// delivered again.
+	listing = append(ids("9200", 10), listing...)
+	site.SetListing(j, listing, 20)
+	site.AfterServe(testsite.PagePath(j, 1), func() {
+		listing = append(ids("9300", 20), listing...)
+		site.SetListing(j, listing, 20)
+	})
+	if s := night("n3"); s.PapersNew.Load() != 10 || s.Done.Load() != 3 {
+		t.Fatalf("night 3: %s (want 10 new, and pages 1-3: page 2 is not known-before)", s)
+	}
+	// Night 4: the 20 papers that arrived during night 3.
+	if s := night("n4"); s.PapersNew.Load() != 20 {
+		t.Fatalf("night 4: %s", s)
+	}
+	got := readIDs(t, out)
+	if len(got) != len(listing) {
+		t.Errorf("%d distinct papers delivered, the listing has %d", len(got), len(listing))
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("paper %s delivered %d times", id, n)
+		}
 	}
 }

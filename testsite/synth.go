@@ -18,14 +18,23 @@ func SynthID(journal int64, page, i int) string {
 // blocks with their embedded JSON, a pager and the footer. With realistic
 // abstracts a 20-paper page is about 60 KB.
 func Synth(journal int64, page, n int) []byte {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = SynthID(journal, page, i)
+	}
+	return SynthPage(journal, page, ids)
+}
+
+// SynthPage makes a listing page holding the papers with the given ids, in
+// that order.
+func SynthPage(journal int64, page int, ids []string) []byte {
 	var b strings.Builder
 	jn := fmt.Sprintf("Synthetic Journal %d", journal)
 	fmt.Fprintf(&b, `<!DOCTYPE html><html><head><meta charset="utf-8"><title>%s最新文献_第%d页</title></head><body>
 <h1>%s最新文献_第%d页</h1><div>筛选</div><div>英文 中文</div><ul class="list">
 `, jn, page, jn, page)
 	abstract := strings.Repeat("Distributed systems trade consistency for availability under partitions; we measure it. ", 20)
-	for i := range n {
-		id := SynthID(journal, page, i)
+	for i, id := range ids {
 		doi := fmt.Sprintf("10.9999/synth.%s", id)
 		title := fmt.Sprintf("Synthetic Paper %s on Scalable Crawling", id)
 		obj, _ := json.Marshal(map[string]any{
@@ -51,5 +60,24 @@ func Synth(journal int64, page, n int) []byte {
 func (s *Site) SynthJournal(journal int64, pages, n int) {
 	for p := 1; p <= pages; p++ {
 		s.SetPage(journal, p, Synth(journal, p, n), "")
+	}
+}
+
+// SetListing serves a journal whose papers, newest first, are ids, perPage
+// to a page; pages past the last one answer 404. Calling it again shifts
+// the papers as new ones arrive at the top, as the live site does.
+func (s *Site) SetListing(journal int64, ids []string, perPage int) {
+	pages := (len(ids) + perPage - 1) / perPage
+	for p := 1; p <= pages; p++ {
+		s.SetPage(journal, p, SynthPage(journal, p, ids[(p-1)*perPage:min(p*perPage, len(ids))]), "")
+	}
+	for p := pages + 1; ; p++ {
+		s.mu.Lock()
+		_, ok := s.pages[PagePath(journal, p)]
+		s.mu.Unlock()
+		if !ok {
+			break
+		}
+		s.RemovePage(journal, p)
 	}
 }

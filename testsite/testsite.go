@@ -60,12 +60,13 @@ type Site struct {
 	pages  map[string]page    // by path
 	faults map[string][]Fault // by path, in order
 	hits   map[string]int     // requests by path
+	after  map[string]func()  // run once after a path is served
 	robots string             // "" means 404
 }
 
 // New returns an empty site.
 func New() *Site {
-	return &Site{pages: map[string]page{}, faults: map[string][]Fault{}, hits: map[string]int{}}
+	return &Site{pages: map[string]page{}, faults: map[string][]Fault{}, hits: map[string]int{}, after: map[string]func(){}}
 }
 
 // PagePath is the path of a listing page: page 1 has no page suffix.
@@ -138,6 +139,14 @@ func (s *Site) Inject(path string, faults ...Fault) {
 	s.faults[path] = append(s.faults[path], faults...)
 }
 
+// AfterServe runs f once, after the next time path is served normally (a
+// test changes the site in the middle of a crawl with it).
+func (s *Site) AfterServe(path string, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.after[path] = f
+}
+
 // Hits is how many requests path has had.
 func (s *Site) Hits(path string) int {
 	s.mu.Lock()
@@ -177,6 +186,13 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", pg.contentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(pg.body)))
 	w.Write(pg.body)
+	s.mu.Lock()
+	f := s.after[r.URL.Path]
+	delete(s.after, r.URL.Path)
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 func serveFault(w http.ResponseWriter, r *http.Request, f Fault, pg page) {

@@ -123,7 +123,7 @@ interrupted.`,
 			if err != nil {
 				return err
 			}
-			return runCrawl(cmd, &f, func(c *crawler.Crawler, journals []int64, runID string) (*crawler.Summary, error) {
+			return runCrawl(cmd, &f, func(c *crawler.Crawler, _ *config.Config, journals []int64, runID string) (*crawler.Summary, error) {
 				return c.Backfill(cmd.Context(), crawler.BackfillOptions{Journals: journals, From: from, To: to,
 					NoResume: noResume, Redeliver: redeliver, RunID: runID})
 			})
@@ -138,7 +138,7 @@ interrupted.`,
 
 // runCrawl sets up config, logger, state and sinks, runs the crawl and
 // reports; it is shared by the crawl commands.
-func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(*crawler.Crawler, []int64, string) (*crawler.Summary, error)) error {
+func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(*crawler.Crawler, *config.Config, []int64, string) (*crawler.Summary, error)) error {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(*crawler.Crawler, []
 	}
 	started := time.Now()
 	st.PutRun(state.Run{ID: runID, Kind: cmd.Name(), Started: started})
-	sum, crawlErr := crawl(c, journals, runID)
+	sum, crawlErr := crawl(c, cfg, journals, runID)
 	if err := out.Close(); err != nil && crawlErr == nil {
 		crawlErr = fmt.Errorf("close sinks: %w", err)
 	}
@@ -230,4 +230,38 @@ func runReport(runID, kind string, s *crawler.Summary, err error) []byte {
 	}
 	b, _ := json.Marshal(r)
 	return b
+}
+
+func newNightlyCmd() *cobra.Command {
+	var f crawlFlags
+	cmd := &cobra.Command{
+		Use:   "nightly",
+		Short: "Walk each journal from page 1 and deliver only new papers",
+		Long: `nightly walks each configured journal (or --journal) from page 1 until
+nightly.stop_after_known_pages consecutive pages hold only papers known
+before this run began, or nightly.max_pages, and delivers only papers
+never delivered before. Papers delivered earlier in the same run do not
+count as known, so papers pushed down by new ones during the walk cannot
+stop it early, and are not delivered twice. A page that fails stops its
+journal's walk; the next run walks again from page 1.
+
+Exit codes: 0 every walk finished, 3 some pages failed, 1 fatal, 2 usage,
+130/143 interrupted.`,
+		Example: `  crawl nightly --sink jsonl:out/papers-{date}.jsonl
+  crawl nightly --journal 501422 --base-url http://127.0.0.1:8089 --delay 0`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("nightly takes no arguments, got %q", args)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCrawl(cmd, &f, func(c *crawler.Crawler, cfg *config.Config, journals []int64, runID string) (*crawler.Summary, error) {
+				return c.Nightly(cmd.Context(), crawler.NightlyOptions{Journals: journals, RunID: runID,
+					StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages})
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
 }

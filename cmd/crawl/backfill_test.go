@@ -93,3 +93,23 @@ func TestBackfillUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestNightlyCommand(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(77, 5, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	args := []string{"nightly", "--journal", "77", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:" + out}
+	code, _, errs := crawl(t, args...)
+	if code != exitOK || countLines(t, out) != 100 {
+		t.Fatalf("first night: exit %d, %d papers: %s", code, countLines(t, out), errs)
+	}
+	// Nothing new: page 1 is all known, the walk stops there.
+	code, _, errs = crawl(t, args...)
+	if code != exitOK || !strings.Contains(errs, "pages: 1 ok") || !strings.Contains(errs, "papers: 0 new, 20 known") {
+		t.Errorf("second night: exit %d: %s", code, errs)
+	}
+}
