@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -85,8 +87,13 @@ func parsePages(s string) (from, to int, err error) {
 	return from, to, nil
 }
 
+// newRunID names a run: its start time (ids sort by it) and 8 random hex
+// digits, so two runs never share an id, even in the same second (a
+// nightly run must not take the previous run's papers for its own).
 func newRunID(now time.Time) string {
-	return now.UTC().Format("20060102T150405Z") + "-" + strconv.Itoa(os.Getpid())
+	var b [4]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
 func newBackfillCmd() *cobra.Command {
