@@ -34,6 +34,9 @@ type Config struct {
 	Nightly Nightly `yaml:"nightly"`
 	// StateDir holds the crawl state (known papers, page status, tokens).
 	StateDir string `yaml:"state_dir"`
+	// ShutdownTimeout is how long the pages in flight may take to finish
+	// after the first SIGINT/SIGTERM.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// Sinks are the sink URLs records go to (see the README's sink table);
 	// empty means standard output. --sink flags replace the list.
 	Sinks []string `yaml:"sinks"`
@@ -113,6 +116,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50}
 	c.StateDir = "state"
+	c.ShutdownTimeout = Duration(30 * time.Second)
 }
 
 // Validate checks every value and names the first bad one by its key.
@@ -171,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StateDir == "" {
 		return bad("state_dir", `""`, "a directory")
+	}
+	if c.ShutdownTimeout < 0 {
+		return bad("shutdown_timeout", c.ShutdownTimeout.D(), "a duration of 0 or more")
 	}
 	for i, u := range c.Sinks {
 		if err := sink.CheckURL(u); err != nil {

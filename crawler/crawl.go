@@ -316,6 +316,19 @@ type BackfillOptions struct {
 	NoResume  bool
 	Redeliver bool
 	RunID     string
+	// Stop, when closed, stops starting pages; the pages in flight finish
+	// (ctx bounds them). nil never stops.
+	Stop <-chan struct{}
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // Backfill fetches the pages From..To of each journal. It returns the
@@ -336,7 +349,7 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 		var end atomic.Int64         // first page found past the end (0: none yet)
 		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
 		for pageNo := o.From; o.To == 0 || pageNo <= o.To; pageNo++ {
-			if e := end.Load(); e != 0 && int64(pageNo) > e || ctx.Err() != nil {
+			if e := end.Load(); e != 0 && int64(pageNo) > e || ctx.Err() != nil || stopped(o.Stop) {
 				break
 			}
 			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
@@ -344,7 +357,7 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 				break
 			}
 			p.Go(func() {
-				if e := end.Load(); e != 0 && int64(pageNo) > e {
+				if e := end.Load(); e != 0 && int64(pageNo) > e || stopped(o.Stop) {
 					return
 				}
 				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum, nil)
@@ -388,6 +401,8 @@ type NightlyOptions struct {
 	// MaxPages bounds the walk of a journal.
 	MaxPages int
 	RunID    string
+	// Stop, when closed, stops starting pages (see BackfillOptions.Stop).
+	Stop <-chan struct{}
 }
 
 // Nightly walks each journal from page 1 and delivers only papers never
@@ -408,7 +423,7 @@ func (c *Crawler) Nightly(ctx context.Context, o NightlyOptions) (*Summary, erro
 	for _, journal := range o.Journals {
 		p.Go(func() {
 			knownRun := 0
-			for pageNo := 1; pageNo <= o.MaxPages && ctx.Err() == nil; pageNo++ {
+			for pageNo := 1; pageNo <= o.MaxPages && ctx.Err() == nil && !stopped(o.Stop); pageNo++ {
 				var d delivered
 				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum, &d)
 				if err != nil {

@@ -32,6 +32,7 @@ const (
 	Hang                          // nothing until the client gives up
 	SoftBlock                     // 200 with a verification page instead of the listing
 	RedirectAway                  // 302 to another host (Fault.Location)
+	Gate                          // tell Fault.Arrived, wait for Fault.Open, then serve the page
 )
 
 // Fault is one injected misbehaviour.
@@ -40,6 +41,10 @@ type Fault struct {
 	Status     int    // for Status
 	RetryAfter string // for TooMany: seconds or an HTTP date
 	Location   string // for RedirectAway
+	// For Gate: Arrived is closed when the request arrives; the page is
+	// served once Open is closed (or the client gives up).
+	Arrived chan struct{}
+	Open    <-chan struct{}
 }
 
 // SoftBlockPage is what a soft-blocked request gets: no listing heading, no
@@ -166,6 +171,15 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	robots := s.robots
 	s.mu.Unlock()
 
+	if fault != nil && fault.Kind == Gate {
+		close(fault.Arrived)
+		select {
+		case <-fault.Open:
+		case <-r.Context().Done():
+			return
+		}
+		fault = nil
+	}
 	if fault != nil {
 		serveFault(w, r, *fault, pg)
 		return

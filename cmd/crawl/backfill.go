@@ -132,7 +132,7 @@ interrupted.`,
 			}
 			return runCrawl(cmd, &f, func(c *crawler.Crawler, _ *config.Config, journals []int64, runID string) (*crawler.Summary, error) {
 				return c.Backfill(cmd.Context(), crawler.BackfillOptions{Journals: journals, From: from, To: to,
-					NoResume: noResume, Redeliver: redeliver, RunID: runID})
+					NoResume: noResume, Redeliver: redeliver, RunID: runID, Stop: stopChan(cmd.Context())})
 			})
 		},
 	}
@@ -178,7 +178,10 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(*crawler.Crawler, *c
 	if f.stateDir != "" {
 		stateDir = f.stateDir
 	}
-	ctx := cmd.Context()
+	// After a signal, the pages in flight get shutdown_timeout to finish.
+	ctx, cancel := stopOnSignal(cmd.Context(), cfg.ShutdownTimeout.D())
+	defer cancel()
+	cmd.SetContext(ctx)
 	st, err := state.Open(stateDir)
 	if err != nil {
 		return err
@@ -264,7 +267,7 @@ Exit codes: 0 every walk finished, 3 some pages failed, 1 fatal, 2 usage,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCrawl(cmd, &f, func(c *crawler.Crawler, cfg *config.Config, journals []int64, runID string) (*crawler.Summary, error) {
-				return c.Nightly(cmd.Context(), crawler.NightlyOptions{Journals: journals, RunID: runID,
+				return c.Nightly(cmd.Context(), crawler.NightlyOptions{Journals: journals, RunID: runID, Stop: stopChan(cmd.Context()),
 					StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages})
 			})
 		},

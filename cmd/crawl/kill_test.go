@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -10,21 +11,42 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // buildBinary builds cmd/crawl once per test run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crawl")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "crawl-bin"); binErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "crawl"), ".")
+		cmd.Stderr = os.Stderr
+		binErr = cmd.Run()
+	})
+	if binErr != nil {
+		t.Fatalf("go build: %v", binErr)
 	}
-	return bin
+	return filepath.Join(binDir, "crawl")
 }
 
 // papersIn reads a JSONL file into id → title, failing on a torn or
@@ -116,5 +138,53 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 	slices.Sort(missing)
 	if len(missing) > 0 {
 		t.Fatalf("%d papers differ or are missing, e.g. %s", len(missing), fmt.Sprint(missing[:min(5, len(missing))]))
+	}
+}
+
+// The first SIGINT stops starting pages; the page in flight finishes, is
+// delivered and committed; the run exits 130; a rerun does the rest.
+func TestBackfillGracefulShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	site := testsite.New()
+	site.SynthJournal(9002, 10, 20)
+	arrived, open := make(chan struct{}), make(chan struct{})
+	site.Inject(testsite.PagePath(9002, 3), testsite.Fault{Kind: testsite.Gate, Arrived: arrived, Open: open})
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	args := []string{"backfill", "--journal", "9002", "--pages", "1-", "--base-url", srv.URL, "--delay", "0",
+		"--concurrency", "1", "--config", filepath.Join(repoRoot, "config.yaml"),
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:" + filepath.Join(dir, "papers.jsonl")}
+	cmd := exec.Command(bin, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived // page 3 is in flight
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	close(open)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "page=3") || site.Hits(testsite.PagePath(9002, 4)) != 0 {
+		t.Fatalf("the page in flight must be committed and no new page started:\n%s", stderr.String())
+	}
+	if n := len(papersIn(t, filepath.Join(dir, "papers.jsonl"))); n != 60 {
+		t.Fatalf("%d papers after the stop, want 60 (pages 1-3)", n)
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rerun: %v\n%s", err, out)
+	}
+	if n := len(papersIn(t, filepath.Join(dir, "papers.jsonl"))); n != 200 {
+		t.Fatalf("%d papers after the rerun, want 200", n)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -47,21 +49,39 @@ type signalled struct{ sig os.Signal }
 
 func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
 
+// stopKey carries the "stop starting work" channel in the command's
+// context: the first signal closes it; the context itself is cancelled
+// only when the shutdown timeout runs out.
+type stopKey struct{}
+
+// stopChan is the command's stop channel (nil: never stops).
+func stopChan(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(stopKey{}).(chan struct{})
+	return ch
+}
+
 func main() {
-	// The first SIGINT/SIGTERM stops the run: no new page is started, what
-	// was delivered is committed. A second one exits at once; the state
-	// stays consistent (every commit is one transaction).
-	ctx, cancel := context.WithCancelCause(context.Background())
+	// The first SIGINT/SIGTERM stops starting pages; the pages in flight
+	// finish within shutdownTimeout, are delivered and committed, and the
+	// sinks are closed. A second signal exits at once; the state stays
+	// consistent (every commit is one transaction).
+	stop := make(chan struct{})
+	ctx := context.WithValue(context.Background(), stopKey{}, stop)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		cancel(signalled{s})
+		fmt.Fprintf(os.Stderr, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once\n", s)
+		gotSignal.Store(&signalled{s})
+		close(stop)
 		s = <-sigs
 		os.Exit(signalExitCode(s))
 	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// gotSignal is the first signal received, if any.
+var gotSignal atomic.Pointer[signalled]
 
 func signalExitCode(s os.Signal) int {
 	if s == syscall.SIGTERM {
@@ -78,6 +98,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if sig := gotSignal.Load(); sig != nil {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+		}
+		return signalExitCode(sig.sig)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -90,11 +116,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	case errors.As(err, &ce):
 		return ce.code
-	case ctx.Err() != nil:
-		var sig signalled
-		if errors.As(context.Cause(ctx), &sig) {
-			return signalExitCode(sig.sig)
-		}
+	case errors.Is(err, context.Canceled):
 		return exitInterrupted
 	}
 	return exitFatal
@@ -149,4 +171,29 @@ func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, usageError{fmt.Errorf("--log-format %q: expected text or json", f)}
+}
+
+// stopOnSignal returns a context that is cancelled d after the command's
+// stop channel closes (d 0: at once), and a function to release it.
+func stopOnSignal(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := stopChan(ctx)
+	if stop == nil {
+		return ctx, cancel
+	}
+	go func() {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

@@ -98,7 +98,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		}
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := stopOnSignal(ctx, 0) // a signal stops parsing at once
 	defer cancel()
 	out, err := openSinks(ctx, f.sinks, stdout)
 	if err != nil {
