@@ -319,6 +319,9 @@ type BackfillOptions struct {
 	// Stop, when closed, stops starting pages; the pages in flight finish
 	// (ctx bounds them). nil never stops.
 	Stop <-chan struct{}
+	// Progress, when set, is the summary the run counts into, so that a
+	// caller can show progress while it runs.
+	Progress *Summary
 }
 
 // stopped reports whether stop is closed.
@@ -338,7 +341,10 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 	if o.From < 1 || (o.To != 0 && o.To < o.From) {
 		return nil, fmt.Errorf("pages %d-%d: expected 1 <= A <= B", o.From, o.To)
 	}
-	sum := newSummary()
+	sum := o.Progress
+	if sum == nil {
+		sum = NewSummary()
+	}
 	ro := runOptions{runID: o.RunID, resume: !o.NoResume, redeliver: o.Redeliver}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -403,6 +409,8 @@ type NightlyOptions struct {
 	RunID    string
 	// Stop, when closed, stops starting pages (see BackfillOptions.Stop).
 	Stop <-chan struct{}
+	// Progress: see BackfillOptions.Progress.
+	Progress *Summary
 }
 
 // Nightly walks each journal from page 1 and delivers only papers never
@@ -415,7 +423,10 @@ func (c *Crawler) Nightly(ctx context.Context, o NightlyOptions) (*Summary, erro
 	if o.StopAfterKnownPages < 1 || o.MaxPages < 1 {
 		return nil, fmt.Errorf("nightly: stop_after_known_pages %d and max_pages %d must be at least 1", o.StopAfterKnownPages, o.MaxPages)
 	}
-	sum := newSummary()
+	sum := o.Progress
+	if sum == nil {
+		sum = NewSummary()
+	}
 	ro := runOptions{runID: o.RunID}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -33,7 +33,22 @@ type PageFailure struct {
 	Error   string `json:"error"`
 }
 
-func newSummary() *Summary { return &Summary{Started: time.Now(), retries: map[string]int{}} }
+// NewSummary starts the count of a run now.
+func NewSummary() *Summary { return &Summary{Started: time.Now(), retries: map[string]int{}} }
+
+// PagesSeen is the pages finished in any way so far.
+func (s *Summary) PagesSeen() int64 {
+	return s.Done.Load() + s.Failed.Load() + s.Skipped.Load() + s.Ended.Load()
+}
+
+// RetriesTotal is the failed tries so far.
+func (s *Summary) RetriesTotal() int {
+	n := 0
+	for _, v := range s.Retries() {
+		n += v
+	}
+	return n
+}
 
 func (s *Summary) add(n *atomic.Int64) { n.Add(1) }
 

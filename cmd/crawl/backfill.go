@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
@@ -130,9 +132,16 @@ interrupted.`,
 			if err != nil {
 				return err
 			}
-			return runCrawl(cmd, &f, func(c *crawler.Crawler, _ *config.Config, journals []int64, runID string) (*crawler.Summary, error) {
-				return c.Backfill(cmd.Context(), crawler.BackfillOptions{Journals: journals, From: from, To: to,
-					NoResume: noResume, Redeliver: redeliver, RunID: runID, Stop: stopChan(cmd.Context())})
+			return runCrawl(cmd, &f, func(c *crawler.Crawler, _ *config.Config, journals []int64, runID string, p *crawler.Summary) (*crawler.Summary, error) {
+				total := int64(-1)
+				if to != 0 {
+					total = int64(len(journals) * (to - from + 1))
+				}
+				stop := startProgress(cmd.ErrOrStderr(), total, p, slogFrom(cmd))
+				defer stop()
+				sum, err := c.Backfill(cmd.Context(), crawler.BackfillOptions{Journals: journals, From: from, To: to,
+					NoResume: noResume, Redeliver: redeliver, RunID: runID, Stop: stopChan(cmd.Context()), Progress: p})
+				return sum, err
 			})
 		},
 	}
@@ -145,7 +154,7 @@ interrupted.`,
 
 // runCrawl sets up config, logger, state and sinks, runs the crawl and
 // reports; it is shared by the crawl commands.
-func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(*crawler.Crawler, *config.Config, []int64, string) (*crawler.Summary, error)) error {
+func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, cfg *config.Config, journals []int64, runID string, progress *crawler.Summary) (*crawler.Summary, error)) error {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return err
@@ -154,6 +163,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(*crawler.Crawler, *c
 	if err != nil {
 		return err
 	}
+	cmd.SetContext(context.WithValue(cmd.Context(), loggerKey{}, log))
 	ccfg, err := f.crawlerConfig(cmd, cfg)
 	if err != nil {
 		return err
@@ -199,7 +209,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(*crawler.Crawler, *c
 	}
 	started := time.Now()
 	st.PutRun(state.Run{ID: runID, Kind: cmd.Name(), Started: started})
-	sum, crawlErr := crawl(c, cfg, journals, runID)
+	sum, crawlErr := crawl(c, cfg, journals, runID, crawler.NewSummary())
 	if err := out.Close(); err != nil && crawlErr == nil {
 		crawlErr = fmt.Errorf("close sinks: %w", err)
 	}
@@ -266,12 +276,25 @@ Exit codes: 0 every walk finished, 3 some pages failed, 1 fatal, 2 usage,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCrawl(cmd, &f, func(c *crawler.Crawler, cfg *config.Config, journals []int64, runID string) (*crawler.Summary, error) {
-				return c.Nightly(cmd.Context(), crawler.NightlyOptions{Journals: journals, RunID: runID, Stop: stopChan(cmd.Context()),
-					StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages})
+			return runCrawl(cmd, &f, func(c *crawler.Crawler, cfg *config.Config, journals []int64, runID string, p *crawler.Summary) (*crawler.Summary, error) {
+				stop := startProgress(cmd.ErrOrStderr(), -1, p, slogFrom(cmd))
+				defer stop()
+				sum, err := c.Nightly(cmd.Context(), crawler.NightlyOptions{Journals: journals, RunID: runID, Stop: stopChan(cmd.Context()),
+					StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages, Progress: p})
+				return sum, err
 			})
 		},
 	}
 	f.register(cmd)
 	return cmd
+}
+
+type loggerKey struct{}
+
+// slogFrom is the logger runCrawl put in the command's context.
+func slogFrom(cmd *cobra.Command) *slog.Logger {
+	if l, ok := cmd.Context().Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/litcrawl/litcrawl/config"
 )
@@ -166,7 +167,13 @@ func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
 	w := cmd.ErrOrStderr()
 	switch f {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		// On a terminal the progress bar shows progress: only warnings
+		// and errors are logged, so they do not break the bar.
+		opts := &slog.HandlerOptions{}
+		if file, ok := w.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+			opts.Level = slog.LevelWarn
+		}
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}

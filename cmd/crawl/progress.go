@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/litcrawl/litcrawl/crawler"
+)
+
+// progressLogEvery is how often progress is logged when stderr is not a
+// terminal.
+const progressLogEvery = 10 * time.Second
+
+// startProgress shows a run's progress while it goes on: on a terminal a
+// progress bar (pages done of total, papers, retries, ETA; a spinner when
+// the total is unknown), otherwise a log line every 10 seconds. total < 0
+// means unknown. The returned function stops it.
+func startProgress(w io.Writer, total int64, sum *crawler.Summary, log *slog.Logger) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar := progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(w), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(total > 0),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish(),
+			progressbar.OptionSpinnerType(14), progressbar.OptionSetDescription("pages"))
+		go func() {
+			defer close(finished)
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				bar.Describe(progressLine(sum))
+				bar.Set64(sum.PagesSeen())
+				select {
+				case <-done:
+					bar.Finish()
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	} else {
+		go func() {
+			defer close(finished)
+			t := time.NewTicker(progressLogEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					log.Info("progress", "pages", sum.PagesSeen(), "of", total, "failed", sum.Failed.Load(),
+						"papers_new", sum.PapersNew.Load(), "retries", sum.RetriesTotal())
+				}
+			}
+		}()
+	}
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// progressLine is the bar's description.
+func progressLine(s *crawler.Summary) string {
+	return fmt.Sprintf("pages (%d new papers, %d retries, %d failed)", s.PapersNew.Load(), s.RetriesTotal(), s.Failed.Load())
+}
