@@ -133,6 +133,14 @@ func TestBackfillFlakySiteEveryPaperOnce(t *testing.T) {
 	if sum.PapersNew.Load() != 20 || sum.PapersKnown.Load() != 13 {
 		t.Errorf("papers new/known = %d/%d, want 20/13", sum.PapersNew.Load(), sum.PapersKnown.Load())
 	}
+	// Records say where and when they were fetched, and by which run.
+	data, _ := os.ReadFile(out)
+	var first record.Record
+	json.Unmarshal([]byte(strings.SplitN(string(data), "\n", 2)[0]), &first)
+	if first.Source.RunID != "run-1" || first.Source.FetchedAt == "" || !strings.HasPrefix(first.Source.URL, srv.URL+"/literature_d501422") ||
+		first.Source.Page == 0 || first.Journal == nil || first.Journal.ID != 501422 {
+		t.Errorf("source of a fetched record: %+v journal %+v", first.Source, first.Journal)
+	}
 
 	// A second run skips the committed pages and delivers nothing.
 	hits := site.Hits(testsite.PagePath(501422, 2))
