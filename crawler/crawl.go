@@ -238,6 +238,7 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 		return resultFailed, nil
 	}
 	d, err := c.deliver(ctx, key, page, o, sum)
+	d.last = page.LastPage == pageNo
 	if out != nil {
 		*out = d
 	}
@@ -246,8 +247,9 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 
 // delivered is what delivering a page found.
 type delivered struct {
-	records     int // records on the page
-	knownBefore int // of which known before this run began
+	records     int  // records on the page
+	knownBefore int  // of which known before this run began
+	last        bool // the page's pager says it is the last page
 }
 
 // deliver sends a page's new records to the sinks, then commits the page,
@@ -355,7 +357,7 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 		var end atomic.Int64         // first page found past the end (0: none yet)
 		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
 		for pageNo := o.From; o.To == 0 || pageNo <= o.To; pageNo++ {
-			if e := end.Load(); e != 0 && int64(pageNo) > e || ctx.Err() != nil || stopped(o.Stop) {
+			if e := end.Load(); e != 0 && int64(pageNo) >= e || ctx.Err() != nil || stopped(o.Stop) {
 				break
 			}
 			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
@@ -363,10 +365,11 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 				break
 			}
 			p.Go(func() {
-				if e := end.Load(); e != 0 && int64(pageNo) > e || stopped(o.Stop) {
+				if e := end.Load(); e != 0 && int64(pageNo) >= e || stopped(o.Stop) {
 					return
 				}
-				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum, nil)
+				var d delivered
+				res, err := c.crawlPage(ctx, journal, pageNo, ro, sum, &d)
 				if err != nil {
 					cancel(err)
 					return
@@ -376,14 +379,23 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 				} else {
 					failedInRow.Store(0)
 				}
+				// The end: this page (a 404, an empty listing), or the page
+				// after a last page its pager names.
+				pastEnd := int64(0)
+				switch {
+				case res == resultEnded:
+					pastEnd = int64(pageNo)
+				case res == resultDone && d.last:
+					pastEnd = int64(pageNo) + 1
+				}
+				for pastEnd != 0 {
+					e := end.Load()
+					if e != 0 && e <= pastEnd || end.CompareAndSwap(e, pastEnd) {
+						break
+					}
+				}
 				switch res {
 				case resultEnded:
-					for {
-						e := end.Load()
-						if e != 0 && e <= int64(pageNo) || end.CompareAndSwap(e, int64(pageNo)) {
-							break
-						}
-					}
 					sum.add(&sum.Ended)
 				case resultSkipped:
 					sum.add(&sum.Skipped)
@@ -455,6 +467,9 @@ func (c *Crawler) Nightly(ctx context.Context, o NightlyOptions) (*Summary, erro
 				if knownRun >= o.StopAfterKnownPages {
 					c.log.Info("nightly walk reached known papers", "journal", journal, "page", pageNo)
 					return
+				}
+				if d.last {
+					return // the pager says this is the last page
 				}
 			}
 		})

@@ -348,3 +348,28 @@ func dateGroup(s string, i int) (digits string, end int, ok bool) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// lastPageFromPager returns current when the pager lines say it is the last
+// page: no "next" link, and no page number above it. A pager that shows only
+// a window of pages always has a "next" link short of the end, so this
+// never ends a walk early.
+func lastPageFromPager(lines []string, current int) int {
+	if len(lines) == 0 || current < 1 {
+		return 0
+	}
+	highest := 0
+	for _, l := range lines {
+		if strings.Contains(l, "下一页") || strings.Contains(l, "Next") || strings.Contains(l, "»") {
+			return 0
+		}
+		for _, f := range strings.Fields(l) {
+			if n, err := strconv.Atoi(f); err == nil && n > highest {
+				highest = n
+			}
+		}
+	}
+	if highest == current {
+		return current
+	}
+	return 0
+}

@@ -71,11 +71,16 @@ type Page struct {
 	// little to make a record (no title, DOI or id).
 	BlocksFound   int
 	BlocksDropped int
+	// LastPage is this page's number when its pager shows it is the last
+	// page (no "next" link, and no higher page number); 0 otherwise.
+	LastPage int
 	// Format and Charset say how the bytes were read.
 	Format  Format
 	Charset string
 	// Warnings about the page as a whole (see the PageWarn* constants).
 	Warnings []string
+
+	pager []string // the pager lines seen
 }
 
 // Page-level warning codes.
@@ -159,6 +164,7 @@ func Parse(data []byte, opts Options) (*Page, error) {
 	}
 
 	lines := classifyLines(raw, page)
+	page.LastPage = lastPageFromPager(page.pager, page.PageNo)
 	segs := segmentLines(lines)
 	segs = reconcile(segs)
 	assemble(segs, page, opts)
@@ -228,6 +234,8 @@ func appendText(out []line, text string, page *Page) []line {
 	case kindNoise:
 		if isFooter(text) {
 			page.FooterSeen = true
+		} else if isPagerLine(text) {
+			page.pager = append(page.pager, text)
 		}
 		return out
 	case kindHeading:

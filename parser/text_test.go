@@ -168,3 +168,23 @@ func TestISODate(t *testing.T) {
 		}
 	}
 }
+
+func TestLastPageFromPager(t *testing.T) {
+	tests := []struct {
+		lines   []string
+		current int
+		want    int
+	}{
+		{[]string{"上一页 7 8 9"}, 9, 9},
+		{[]string{"首页 上一页 8 9"}, 9, 9},
+		{[]string{"上一页 7 8 9 下一页"}, 9, 0}, // a next link: more pages
+		{[]string{"1 2 3 4 5"}, 3, 0},     // a higher number
+		{[]string{"上一页 7 8 9"}, 0, 0},     // the current page is unknown
+		{nil, 9, 0},
+	}
+	for _, tt := range tests {
+		if got := lastPageFromPager(tt.lines, tt.current); got != tt.want {
+			t.Errorf("lastPageFromPager(%q, %d) = %d, want %d", tt.lines, tt.current, got, tt.want)
+		}
+	}
+}

@@ -26,8 +26,13 @@ func Synth(journal int64, page, n int) []byte {
 }
 
 // SynthPage makes a listing page holding the papers with the given ids, in
-// that order.
+// that order; its pager has a "next" link.
 func SynthPage(journal int64, page int, ids []string) []byte {
+	return synthPage(journal, page, ids, false)
+}
+
+// synthPage makes a page; the last page's pager has no "next" link.
+func synthPage(journal int64, page int, ids []string, last bool) []byte {
 	var b strings.Builder
 	jn := fmt.Sprintf("Synthetic Journal %d", journal)
 	fmt.Fprintf(&b, `<!DOCTYPE html><html><head><meta charset="utf-8"><title>%s最新文献_第%d页</title></head><body>
@@ -49,17 +54,27 @@ func SynthPage(journal int64, page int, ids []string) []byte {
 <div class="cite">引用次数: %d</div></li>
 `, html.EscapeString(title), id, html.EscapeString(jn), doi, html.EscapeString(string(obj)), i)
 	}
-	fmt.Fprintf(&b, `</ul><div class="pager">上一页 %d %d 下一页</div>
+	if last {
+		fmt.Fprintf(&b, `</ul><div class="pager">上一页 %d</div>`, page)
+	} else {
+		fmt.Fprintf(&b, `</ul><div class="pager">上一页 %d %d 下一页</div>`, page, page+1)
+	}
+	b.WriteString(`
 <p>京公网安备 11010802042870号</p><p>京ICP备2023020795号-1</p></body></html>
-`, page, page+1)
+`)
 	return []byte(b.String())
 }
 
 // SynthJournal serves pages 1..pages of journal with n synthetic papers
 // each.
+// The last page's pager has no "next" link.
 func (s *Site) SynthJournal(journal int64, pages, n int) {
 	for p := 1; p <= pages; p++ {
-		s.SetPage(journal, p, Synth(journal, p, n), "")
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = SynthID(journal, p, i)
+		}
+		s.SetPage(journal, p, synthPage(journal, p, ids, p == pages), "")
 	}
 }
 
@@ -69,7 +84,7 @@ func (s *Site) SynthJournal(journal int64, pages, n int) {
 func (s *Site) SetListing(journal int64, ids []string, perPage int) {
 	pages := (len(ids) + perPage - 1) / perPage
 	for p := 1; p <= pages; p++ {
-		s.SetPage(journal, p, SynthPage(journal, p, ids[(p-1)*perPage:min(p*perPage, len(ids))]), "")
+		s.SetPage(journal, p, synthPage(journal, p, ids[(p-1)*perPage:min(p*perPage, len(ids))], p == pages), "")
 	}
 	for p := pages + 1; ; p++ {
 		s.mu.Lock()
