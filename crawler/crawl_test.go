@@ -277,3 +277,25 @@ func TestNightlyShiftingListing(t *testing.T) {
 		}
 	}
 }
+
+// Failures in a row open the host's circuit: the crawl waits out the
+// cooldown, probes, and carries on when the host is back.
+func TestBreakerOpensAndRecovers(t *testing.T) {
+	site, srv := newSite(t)
+	p := testsite.PagePath(501422, 1)
+	site.Inject(p, testsite.Fault{Kind: testsite.Status, Status: 503}, testsite.Fault{Kind: testsite.Status, Status: 503},
+		testsite.Fault{Kind: testsite.Status, Status: 503})
+	cfg := config(srv)
+	cfg.BreakerThreshold, cfg.BreakerCooldown = 2, 20*time.Millisecond
+	cfg.Retry.MaxAttempts = 8
+	dir := t.TempDir()
+	r := start(t, cfg, filepath.Join(dir, "state"), filepath.Join(dir, "p.jsonl"))
+	defer r.close()
+	sum, err := r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, To: 1, RunID: "r"})
+	if err != nil || sum.Done.Load() != 1 {
+		t.Fatalf("%s (err %v)", sum, err)
+	}
+	if got := sum.Retries(); got["circuit-open"] == 0 || got["http-5xx"] != 3 {
+		t.Errorf("retries %v: want 3 http-5xx and at least one circuit-open wait", got)
+	}
+}
