@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // FaultKind is what a request meets instead of the page.
@@ -33,6 +34,7 @@ const (
 	SoftBlock                     // 200 with a verification page instead of the listing
 	RedirectAway                  // 302 to another host (Fault.Location)
 	Gate                          // tell Fault.Arrived, wait for Fault.Open, then serve the page
+	slow                          // wait Fault.delay, then serve the page (profiles only)
 )
 
 // Fault is one injected misbehaviour.
@@ -45,6 +47,8 @@ type Fault struct {
 	// served once Open is closed (or the client gives up).
 	Arrived chan struct{}
 	Open    <-chan struct{}
+
+	delay time.Duration // for slow
 }
 
 // SoftBlockPage is what a soft-blocked request gets: no listing heading, no
@@ -67,6 +71,16 @@ type Site struct {
 	hits   map[string]int     // requests by path
 	after  map[string]func()  // run once after a path is served
 	robots string             // "" means 404
+
+	profile Profile // random faults for pages without scripted ones
+	seed    int64
+}
+
+// SetProfile turns on a fault profile, deterministic for seed.
+func (s *Site) SetProfile(p Profile, seed int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.profile, s.seed = p, seed
 }
 
 // New returns an empty site.
@@ -169,8 +183,21 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	pg, ok := s.pages[r.URL.Path]
 	robots := s.robots
+	if fault == nil && ok {
+		if f, hit := s.profile.decide(s.seed, r.URL.Path, s.hits[r.URL.Path]); hit {
+			fault = &f
+		}
+	}
 	s.mu.Unlock()
 
+	if fault != nil && fault.Kind == slow {
+		select {
+		case <-time.After(fault.delay):
+		case <-r.Context().Done():
+			return
+		}
+		fault = nil
+	}
 	if fault != nil && fault.Kind == Gate {
 		close(fault.Arrived)
 		select {

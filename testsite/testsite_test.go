@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,52 @@ func TestSynth(t *testing.T) {
 	}
 	if len(body) < 40<<10 {
 		t.Errorf("a 20-paper page is %d bytes; live pages are about 60 KB", len(body))
+	}
+}
+
+// A fault profile is deterministic for a seed, differs between seeds, and
+// injects roughly its rates.
+func TestProfilesDeterministicPerSeed(t *testing.T) {
+	run := func(seed int64) []int {
+		site := testsite.New()
+		site.SynthJournal(5, 40, 2)
+		p := testsite.Profiles["hostile"]
+		p.SlowBy = time.Millisecond // the slow path, without the wait
+		site.SetProfile(p, seed)
+		srv := httptest.NewServer(site)
+		defer srv.Close()
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		var codes []int
+		for p := 1; p <= 40; p++ {
+			resp, body, err := get(t, c, srv.URL+testsite.PagePath(5, p))
+			switch {
+			case err != nil:
+				codes = append(codes, -1)
+			case resp.StatusCode == 200 && !strings.Contains(string(body), "最新文献"):
+				codes = append(codes, -2) // soft block
+			default:
+				codes = append(codes, resp.StatusCode)
+			}
+		}
+		return codes
+	}
+	a, b, other := run(7), run(7), run(8)
+	if !slices.Equal(a, b) {
+		t.Fatalf("same seed, different faults:\n%v\n%v", a, b)
+	}
+	if slices.Equal(a, other) {
+		t.Error("another seed gave the same faults")
+	}
+	faults := 0
+	for _, c := range a {
+		if c != 200 {
+			faults++
+		}
+	}
+	if faults < 8 || faults > 36 { // hostile: ~55% of requests
+		t.Errorf("%d faults in 40 requests under the hostile profile", faults)
+	}
+	if _, err := testsite.ProfileNamed("chaos"); err == nil || !strings.Contains(err.Error(), "none, flaky or hostile") {
+		t.Errorf("unknown profile: %v", err)
 	}
 }
