@@ -1,8 +1,9 @@
 package testsite
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"time"
 )
 
@@ -41,9 +42,11 @@ func ProfileNamed(name string) (Profile, error) {
 
 // decide picks the fault (or none) for the n-th request to path.
 func (p Profile) decide(seed int64, path string, n int) (Fault, bool) {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d|%s|%d", seed, path, n)
-	x := float64(h.Sum64()>>11) / float64(1<<53) // uniform in [0, 1)
+	// SHA-256 mixes every input bit into every output bit (FNV does not:
+	// its high bits hardly move when only n changes, so a page would meet
+	// the same fault on every try).
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d|%s|%d", seed, path, n))
+	x := float64(binary.BigEndian.Uint64(sum[:8])>>11) / float64(1<<53) // uniform in [0, 1)
 	for _, c := range []struct {
 		rate  float64
 		fault Fault

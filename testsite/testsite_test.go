@@ -193,3 +193,28 @@ func TestProfilesDeterministicPerSeed(t *testing.T) {
 		t.Errorf("unknown profile: %v", err)
 	}
 }
+
+// Under a profile, the tries of one page meet independent faults: a page
+// that failed is not doomed to fail again.
+func TestProfileRetriesAreIndependent(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(5, 1, 1)
+	site.SetProfile(testsite.Profile{Name: "half", Status5xx: 0.5}, 3)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	ok, failed := 0, 0
+	for range 200 {
+		resp, _, err := get(t, srv.Client(), srv.URL+testsite.PagePath(5, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == 200 {
+			ok++
+		} else {
+			failed++
+		}
+	}
+	if ok < 60 || failed < 60 {
+		t.Errorf("200 tries of one page at a 50%% fault rate: %d ok, %d failed", ok, failed)
+	}
+}

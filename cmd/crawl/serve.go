@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/state"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+// synthSpec is a --synth value: JOURNAL:PAGES[:PAPERS].
+type synthSpec struct {
+	journal       int64
+	pages, papers int
+}
+
+func parseSynth(s string) (synthSpec, error) {
+	parts := strings.Split(s, ":")
+	bad := usageError{fmt.Errorf("--synth %q: expected JOURNAL:PAGES or JOURNAL:PAGES:PAPERS, e.g. 1001:20", s)}
+	if len(parts) < 2 || len(parts) > 3 {
+		return synthSpec{}, bad
+	}
+	sp := synthSpec{papers: 20}
+	var err error
+	if sp.journal, err = strconv.ParseInt(parts[0], 10, 64); err != nil || sp.journal < 1 {
+		return sp, bad
+	}
+	if sp.pages, err = strconv.Atoi(parts[1]); err != nil || sp.pages < 1 || sp.pages > 100000 {
+		return sp, bad
+	}
+	if len(parts) == 3 {
+		if sp.papers, err = strconv.Atoi(parts[2]); err != nil || sp.papers < 1 || sp.papers > 200 {
+			return sp, bad
+		}
+	}
+	return sp, nil
+}
+
+// loopback refuses to serve the test site anywhere but on this machine.
+func loopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError{fmt.Errorf("--addr %q: expected HOST:PORT, e.g. 127.0.0.1:8089", addr)}
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return usageError{fmt.Errorf("--addr %q: the test site serves on loopback only (127.0.0.1, ::1, localhost)", addr)}
+	}
+	return nil
+}
+
+// buildSite makes a test site from --dir, --synth, --faults and --seed.
+func buildSite(dir string, synth []string, faults string, seed int64) (*testsite.Site, int, error) {
+	site := testsite.New()
+	pages := 0
+	if dir != "" {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return nil, 0, fmt.Errorf("--dir %s: not a directory", dir)
+		}
+		n, err := site.LoadDir(dir)
+		if err != nil {
+			return nil, 0, fmt.Errorf("--dir %s: %w", dir, err)
+		}
+		pages += n
+	}
+	for _, s := range synth {
+		sp, err := parseSynth(s)
+		if err != nil {
+			return nil, 0, err
+		}
+		site.SynthJournal(sp.journal, sp.pages, sp.papers)
+		pages += sp.pages
+	}
+	p, err := testsite.ProfileNamed(faults)
+	if err != nil {
+		return nil, 0, usageError{fmt.Errorf("--faults: %w", err)}
+	}
+	site.SetProfile(p, seed)
+	return site, pages, nil
+}
+
+func newServeCmd() *cobra.Command {
+	var dir, addr, faults string
+	var seed int64
+	var synth []string
+	cmd := &cobra.Command{
+		Use:   "serve [--dir DIR] [--synth J:PAGES[:PAPERS]] [--addr 127.0.0.1:8089] [--faults PROFILE]",
+		Short: "Serve fixture or synthetic listing pages on loopback, with injected faults",
+		Long: `serve runs the test site: the listing pages of --dir (files named
+literature_d{journal}[_{page}].htm) and of synthetic journals (--synth,
+unique papers, about 60 KB a page) under the site's URL scheme, on a
+loopback address only. --faults injects faults at random: none, flaky
+(5xx, 429 with Retry-After, resets, truncated and slow responses, soft
+blocks at a few percent each) or hostile (high rates); the same --seed
+gives the same faults. It serves until interrupted.`,
+		Example: `  crawl serve --dir fixtures/html --faults flaky --seed 7
+  crawl serve --synth 1001:2000 --addr 127.0.0.1:8089
+  crawl backfill --journal 1001 --pages 1- --base-url http://127.0.0.1:8089 --delay 0`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("serve takes no arguments, got %q", args)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loopback(addr); err != nil {
+				return err
+			}
+			if dir == "" && len(synth) == 0 {
+				return usageError{errors.New("nothing to serve: give --dir DIR and/or --synth J:PAGES")}
+			}
+			site, pages, err := buildSite(dir, synth, faults, seed)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintf(cmd.ErrOrStderr(), "serving %d pages on http://%s (faults: %s, seed %d); interrupt to stop\n", pages, ln.Addr(), faults, seed)
+			ctx, cancel := stopOnSignal(cmd.Context(), 0)
+			defer cancel()
+			go func() {
+				<-ctx.Done()
+				sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+				defer c()
+				srv.Shutdown(sctx)
+			}()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve: %w", err)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "dir", "", "serve the listing pages found below this directory")
+	fl.StringArrayVar(&synth, "synth", nil, "serve a synthetic journal: JOURNAL:PAGES[:PAPERS per page, default 20] (repeatable)")
+	fl.StringVar(&addr, "addr", "127.0.0.1:8089", "loopback address to listen on")
+	fl.StringVar(&faults, "faults", "none", "fault profile: none, flaky or hostile")
+	fl.Int64Var(&seed, "seed", 1, "seed of the fault profile (the same seed gives the same faults)")
+	return cmd
+}
+
+// demoJournals are the synthetic journals of crawl demo: 3 journals of 6
+// pages of 20 papers.
+var demoJournals = []int64{1001, 1002, 1003}
+
+const demoPages = 6
+
+func newDemoCmd() *cobra.Command {
+	var outDir, faults string
+	var seed int64
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole pipeline offline against a built-in flaky test site",
+		Long: `demo starts the test site in-process on a free loopback port with the
+flaky fault profile, backfills three synthetic journals (360 papers)
+into OUT/demo.jsonl with the crawl state in OUT/demo-state, and prints
+the summary. Each demo starts afresh: it removes the previous demo's
+output and state. No network is needed.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("demo takes no arguments, got %q", args)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var synth []string
+			for _, j := range demoJournals {
+				synth = append(synth, fmt.Sprintf("%d:%d", j, demoPages))
+			}
+			site, _, err := buildSite("", synth, faults, seed)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
+			go srv.Serve(ln)
+			defer srv.Close()
+			base := "http://" + ln.Addr().String()
+
+			out, stateDir := filepath.Join(outDir, "demo.jsonl"), filepath.Join(outDir, "demo-state")
+			if err := os.RemoveAll(stateDir); err != nil {
+				return err
+			}
+			if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "demo: test site on %s (faults: %s, seed %d); backfilling journals %v into %s\n", base, faults, seed, demoJournals, out)
+			st, err := state.Open(stateDir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := sink.Open(cmd.Context(), "jsonl:"+out, sink.Options{})
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(cmd)
+			if err != nil {
+				return err
+			}
+			cfg := crawler.Config{BaseURL: base, FirstPage: "/literature_d{journal}.htm", PageN: "/literature_d{journal}_{page}.htm",
+				Concurrency: 4, Timeout: 5 * time.Second, MaxBodyBytes: 8 << 20,
+				Retry:            crawler.RetryPolicy{MaxAttempts: 8, BackoffBase: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond, MaxRetryAfter: time.Second},
+				BreakerThreshold: 10, BreakerCooldown: 200 * time.Millisecond, SlowdownMax: 200 * time.Millisecond,
+				UserAgent: "litcrawl-demo", Robots: true}
+			ctx, cancel := stopOnSignal(cmd.Context(), 5*time.Second)
+			defer cancel()
+			c, err := crawler.New(ctx, cfg, st, s, log)
+			if err != nil {
+				s.Close()
+				return err
+			}
+			progress := crawler.NewSummary()
+			stop := startProgress(cmd.ErrOrStderr(), int64(len(demoJournals)*demoPages), progress, log)
+			sum, err := c.Backfill(ctx, crawler.BackfillOptions{Journals: demoJournals, From: 1, RunID: newRunID(time.Now()),
+				Stop: stopChan(ctx), Progress: progress})
+			stop()
+			if cerr := s.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "demo: %s\n", sum)
+			for _, pf := range sum.Failures() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "  failed: journal %d page %d: %s\n", pf.Journal, pf.Page, pf.Error)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "demo: %d papers in %s (state in %s)\n", sum.PapersNew.Load(), out, stateDir)
+			if sum.Failed.Load() > 0 {
+				return exitCodeError{exitIncomplete, fmt.Errorf("%d pages failed", sum.Failed.Load())}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&outDir, "out", "out", "directory for demo.jsonl and demo-state")
+	cmd.Flags().StringVar(&faults, "faults", "flaky", "fault profile of the test site: none, flaky or hostile")
+	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the fault profile")
+	return cmd
+}

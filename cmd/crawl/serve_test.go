@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/parser"
+)
+
+// crawl demo runs the whole pipeline offline: 360 papers, each once.
+func TestDemo(t *testing.T) {
+	out := t.TempDir()
+	code, _, errs := crawl(t, "demo", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	ids := papersIn(t, filepath.Join(out, "demo.jsonl")) // fails on a repeated paper
+	if len(ids) != 360 || !strings.Contains(errs, "360 papers in") {
+		t.Fatalf("%d papers: %s", len(ids), errs)
+	}
+	// A second demo starts afresh.
+	if code, _, errs = crawl(t, "demo", "--out", out, "--faults", "none"); code != exitOK || len(papersIn(t, filepath.Join(out, "demo.jsonl"))) != 360 {
+		t.Fatalf("second demo: exit %d: %s", code, errs)
+	}
+}
+
+// crawl serve (the built binary) serves synthetic pages on loopback and
+// stops on SIGINT.
+func TestServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "serve", "--synth", "42:3", "--addr", "127.0.0.1:0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(line)
+	if base == "" {
+		t.Fatalf("no address in %q", line)
+	}
+	resp, err := http.Get(base + "/literature_d42_2.htm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if page, _ := parser.Parse(body, parser.Options{}); len(page.Records) != 20 {
+		t.Errorf("served page has %d records", len(page.Records))
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() != exitInterrupted {
+			t.Errorf("serve exit: %v", err)
+		}
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--synth", "1:2", "--addr", "0.0.0.0:8089"}, "loopback only"},
+		{[]string{"serve", "--synth", "1:2", "--addr", "192.168.1.5:80"}, "loopback only"},
+		{[]string{"serve"}, "nothing to serve"},
+		{[]string{"serve", "--synth", "x:2"}, "JOURNAL:PAGES"},
+		{[]string{"serve", "--synth", "1:2", "--faults", "chaos"}, "none, flaky or hostile"},
+		{[]string{"demo", "--faults", "chaos"}, "none, flaky or hostile"},
+	} {
+		code, _, errs := crawl(t, tt.args...)
+		if code != exitUsage || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
+		}
+	}
+}
