@@ -48,9 +48,13 @@ func (e *FetchError) Unwrap() error { return e.Err }
 
 // Retryable reports whether trying again may succeed: network errors and
 // timeouts, 408, 425, 429 and 5xx, truncated bodies and soft blocks. Other
-// 4xx, oversized bodies, off-site URLs and robots.txt refusals are
-// permanent.
+// 4xx, oversized bodies, off-site URLs, robots.txt refusals and errors
+// that say they are permanent (a Permanent() bool method) are permanent.
 func (e *FetchError) Retryable() bool {
+	var p interface{ Permanent() bool }
+	if errors.As(e.Err, &p) && p.Permanent() {
+		return false // e.g. a URL missing from an offline archive
+	}
 	switch {
 	case errors.Is(e.Err, ErrBodyTooLarge), errors.Is(e.Err, ErrOffsite), errors.Is(e.Err, ErrRobotsDisallowed):
 		return false

@@ -41,3 +41,8 @@ func urlFacts(s string) (journal int64, page int, ok bool) {
 	}
 	return journal, page, true
 }
+
+// ListingURL reads the journal id and page number from a listing URL or
+// file name (literature_d{journal}[_{page}].htm); ok is false for anything
+// else.
+func ListingURL(s string) (journal int64, page int, ok bool) { return urlFacts(s) }

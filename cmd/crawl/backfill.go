@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/state"
@@ -28,6 +30,8 @@ type crawlFlags struct {
 	concurrency int
 	delay       time.Duration
 	report      string
+	archive     string
+	offline     string
 }
 
 func (f *crawlFlags) register(cmd *cobra.Command) {
@@ -39,6 +43,8 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight per host (default: fetch.concurrency)")
 	fl.DurationVar(&f.delay, "delay", -1, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
 	fl.StringVar(&f.report, "report", "", "write the run summary as JSON to this file")
+	fl.StringVar(&f.archive, "archive", "", "record every fetch as WARC files in this directory")
+	fl.StringVar(&f.offline, "offline", "", "fetch nothing: answer every request from the WARC files of this directory")
 }
 
 // crawlerConfig merges the configuration and the flags.
@@ -202,6 +208,26 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 		return err
 	}
 	runID := newRunID(time.Now())
+	switch {
+	case f.archive != "" && f.offline != "":
+		out.Close()
+		return usageError{errors.New("--archive and --offline: give one (an offline run fetches nothing to record)")}
+	case f.offline != "":
+		a, err := archive.Load(f.offline)
+		if err != nil {
+			out.Close()
+			return fmt.Errorf("--offline: %w", err)
+		}
+		ccfg.Transport = a
+	case f.archive != "":
+		rec, err := archive.NewRecorder(nil, archive.RecorderOptions{Dir: f.archive, RunID: runID, MaxBody: ccfg.MaxBodyBytes})
+		if err != nil {
+			out.Close()
+			return fmt.Errorf("--archive: %w", err)
+		}
+		defer rec.Close()
+		ccfg.Transport = rec
+	}
 	c, err := crawler.New(ctx, ccfg, st, out, log)
 	if err != nil {
 		out.Close()
