@@ -161,10 +161,12 @@ type Response struct {
 	Body   []byte
 }
 
-// Files lists the WARC files of a directory in name (time) order.
+// Files lists the WARC files of a directory in name (time) order,
+// including those of a writer that was killed: the writer names a file
+// "….warc.gz.open" until it closes it.
 func Files(dir string) ([]string, error) {
 	var out []string
-	for _, pat := range []string{"*.warc", "*.warc.gz"} {
+	for _, pat := range []string{"*.warc", "*.warc.gz", "*.warc.open", "*.warc.gz.open"} {
 		m, err := filepath.Glob(filepath.Join(dir, pat))
 		if err != nil {
 			return nil, err

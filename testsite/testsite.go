@@ -59,6 +59,8 @@ const SoftBlockPage = `<!DOCTYPE html><html><head><meta charset="utf-8"><title>å
 type page struct {
 	body        []byte
 	contentType string
+	status      int         // 0: 200
+	header      http.Header // extra headers (archived responses)
 }
 
 // Site serves listing pages and injected faults. It is safe for concurrent
@@ -105,6 +107,13 @@ func (s *Site) SetPage(journal int64, pageNo int, body []byte, contentType strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pages[PagePath(journal, pageNo)] = page{body: body, contentType: contentType}
+}
+
+// SetResponse serves an archived response (status, headers, body) at path.
+func (s *Site) SetResponse(path string, status int, header http.Header, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages[path] = page{body: body, contentType: header.Get("Content-Type"), status: status, header: header}
 }
 
 // RemovePage stops serving a page (it then answers 404).
@@ -224,8 +233,16 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	for k, vs := range pg.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
 	w.Header().Set("Content-Type", pg.contentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(pg.body)))
+	if pg.status != 0 {
+		w.WriteHeader(pg.status)
+	}
 	w.Write(pg.body)
 	s.mu.Lock()
 	f := s.after[r.URL.Path]

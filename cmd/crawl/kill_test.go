@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -88,7 +89,8 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, "backfill", "--journal", "9001", "--pages", "1-", "--base-url", srv.URL,
 			"--delay", "0", "--concurrency", "3", "--config", filepath.Join(repoRoot, "config.yaml"),
-			"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "papers.jsonl"))
+			"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "papers.jsonl"),
+			"--archive", filepath.Join(dir, "warc"))
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -138,6 +140,18 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 	slices.Sort(missing)
 	if len(missing) > 0 {
 		t.Fatalf("%d papers differ or are missing, e.g. %s", len(missing), fmt.Sprint(missing[:min(5, len(missing))]))
+	}
+	// The archives written by the killed runs read back: every complete
+	// record, at least one response per page.
+	pagesSeen := map[string]bool{}
+	err := archive.Responses(filepath.Join(killed, "warc"), func(r archive.Response) error {
+		if r.Status == 200 && strings.Contains(r.URL, "literature_d9001") {
+			pagesSeen[r.URL] = true
+		}
+		return nil
+	})
+	if err != nil || len(pagesSeen) < 30 {
+		t.Fatalf("archive after kills: %d pages readable, err %v", len(pagesSeen), err)
 	}
 }
 

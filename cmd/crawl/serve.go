@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/state"
@@ -64,9 +66,30 @@ func loopback(addr string) error {
 }
 
 // buildSite makes a test site from --dir, --synth, --faults and --seed.
-func buildSite(dir string, synth []string, faults string, seed int64) (*testsite.Site, int, error) {
+func buildSite(dir, warcDir string, synth []string, faults string, seed int64) (*testsite.Site, int, error) {
 	site := testsite.New()
 	pages := 0
+	if warcDir != "" {
+		// The last archived response of each path (robots.txt included).
+		err := archive.Responses(warcDir, func(r archive.Response) error {
+			u, err := url.Parse(r.URL)
+			if err != nil {
+				return nil
+			}
+			h := r.Header.Clone()
+			h.Del("Content-Length")
+			if u.Path == "/robots.txt" && r.Status == 200 {
+				site.SetRobots(string(r.Body))
+				return nil
+			}
+			site.SetResponse(u.Path, r.Status, h, r.Body)
+			pages++
+			return nil
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("--archive: %w", err)
+		}
+	}
 	if dir != "" {
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			return nil, 0, fmt.Errorf("--dir %s: not a directory", dir)
@@ -94,14 +117,15 @@ func buildSite(dir string, synth []string, faults string, seed int64) (*testsite
 }
 
 func newServeCmd() *cobra.Command {
-	var dir, addr, faults string
+	var dir, warcDir, addr, faults string
 	var seed int64
 	var synth []string
 	cmd := &cobra.Command{
-		Use:   "serve [--dir DIR] [--synth J:PAGES[:PAPERS]] [--addr 127.0.0.1:8089] [--faults PROFILE]",
+		Use:   "serve [--dir DIR] [--archive DIR] [--synth J:PAGES[:PAPERS]] [--addr 127.0.0.1:8089] [--faults PROFILE]",
 		Short: "Serve fixture or synthetic listing pages on loopback, with injected faults",
 		Long: `serve runs the test site: the listing pages of --dir (files named
-literature_d{journal}[_{page}].htm) and of synthetic journals (--synth,
+literature_d{journal}[_{page}].htm), the responses of a WARC archive
+(--archive, as --archive on a crawl wrote them), and synthetic journals (--synth,
 unique papers, about 60 KB a page) under the site's URL scheme, on a
 loopback address only. --faults injects faults at random: none, flaky
 (5xx, 429 with Retry-After, resets, truncated and slow responses, soft
@@ -120,10 +144,10 @@ gives the same faults. It serves until interrupted.`,
 			if err := loopback(addr); err != nil {
 				return err
 			}
-			if dir == "" && len(synth) == 0 {
-				return usageError{errors.New("nothing to serve: give --dir DIR and/or --synth J:PAGES")}
+			if dir == "" && warcDir == "" && len(synth) == 0 {
+				return usageError{errors.New("nothing to serve: give --dir DIR, --archive DIR and/or --synth J:PAGES")}
 			}
-			site, pages, err := buildSite(dir, synth, faults, seed)
+			site, pages, err := buildSite(dir, warcDir, synth, faults, seed)
 			if err != nil {
 				return err
 			}
@@ -149,6 +173,7 @@ gives the same faults. It serves until interrupted.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "dir", "", "serve the listing pages found below this directory")
+	fl.StringVar(&warcDir, "archive", "", "serve the responses archived in this directory of WARC files (the last one of each path)")
 	fl.StringArrayVar(&synth, "synth", nil, "serve a synthetic journal: JOURNAL:PAGES[:PAPERS per page, default 20] (repeatable)")
 	fl.StringVar(&addr, "addr", "127.0.0.1:8089", "loopback address to listen on")
 	fl.StringVar(&faults, "faults", "none", "fault profile: none, flaky or hostile")
@@ -184,7 +209,7 @@ output and state. No network is needed.`,
 			for _, j := range demoJournals {
 				synth = append(synth, fmt.Sprintf("%d:%d", j, demoPages))
 			}
-			site, _, err := buildSite("", synth, faults, seed)
+			site, _, err := buildSite("", "", synth, faults, seed)
 			if err != nil {
 				return err
 			}

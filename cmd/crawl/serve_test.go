@@ -87,4 +87,8 @@ func TestServeUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
 		}
 	}
+	// A missing archive is like a missing path: fatal, and named.
+	if code, _, errs := crawl(t, "serve", "--archive", "/no/such/dir"); code != exitFatal || !strings.Contains(errs, "/no/such/dir") {
+		t.Errorf("missing archive: exit %d, stderr %q", code, errs)
+	}
 }
