@@ -52,6 +52,16 @@ type Config struct {
 	// Transport is the base transport (nil: http.DefaultTransport); the
 	// crawler's rules wrap it.
 	Transport http.RoundTripper
+	// Pacer, when set, is asked before every request to a host, on top of
+	// the local limiter: a fleet of workers shares one politeness budget
+	// through it.
+	Pacer Pacer
+}
+
+// Pacer spaces the requests to a host across processes. Wait blocks until
+// a request to host may start, or ctx ends.
+type Pacer interface {
+	Wait(ctx context.Context, host string) error
 }
 
 // Crawler fetches listing pages, parses them, delivers their records and
@@ -93,7 +103,7 @@ func New(ctx context.Context, cfg Config, store *state.Store, out sink.Sink, log
 		agent = "litcrawl"
 	}
 	c.robots = &robots{agent: agent, fetch: c.fetcher.fetch, retry: cfg.Retry}
-	if r, ok := out.(sink.Restorer); ok {
+	if r, ok := out.(sink.Restorer); ok && store != nil {
 		tok, err := store.SinkToken()
 		if err != nil {
 			return nil, err
@@ -133,8 +143,11 @@ func (c *Crawler) limiter(host string) *hostLimiter {
 // forever).
 const maxFailedInRow = 10
 
-// errEndOfListing: the page is past the journal's last page.
-var errEndOfListing = errors.New("past the end of the listing")
+// ErrEndOfListing: the page is past the journal's last page.
+var ErrEndOfListing = errors.New("past the end of the listing")
+
+// errEndOfListing is the package's own name for it.
+var errEndOfListing = ErrEndOfListing
 
 // fetchPage makes one try at a page: robots.txt, the host's circuit, its
 // politeness, the fetch, and the checks on what came back.
@@ -157,6 +170,12 @@ func (c *Crawler) fetchPage(ctx context.Context, u *url.URL, pageNo int, runID s
 	release, err := lim.acquire(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.cfg.Pacer != nil {
+		if err := c.cfg.Pacer.Wait(ctx, host); err != nil {
+			release()
+			return nil, err
+		}
 	}
 	f, err := c.fetcher.fetch(ctx, u.String())
 	release()
@@ -189,6 +208,24 @@ func (c *Crawler) fetchPage(ctx context.Context, u *url.URL, pageNo int, runID s
 		return page, errEndOfListing
 	}
 	return page, nil
+}
+
+// FetchPage fetches and parses one listing page with the crawler's
+// retries, politeness and checks, and delivers nothing. It returns
+// ErrEndOfListing for a page past the end (the page may then be non-nil: an
+// empty listing page), a permanent or exhausted *FetchError, or ctx's error.
+func (c *Crawler) FetchPage(ctx context.Context, journal int64, pageNo int, runID string) (*parser.Page, error) {
+	u, err := url.Parse(c.PageURL(journal, pageNo))
+	if err != nil {
+		return nil, err
+	}
+	var page *parser.Page
+	err = c.cfg.Retry.Retry(ctx, func(ctx context.Context, _ int) error {
+		var err error
+		page, err = c.fetchPage(ctx, u, pageNo, runID)
+		return err
+	})
+	return page, err
 }
 
 // pageResult is what happened to one page.
