@@ -35,6 +35,8 @@ type Worker struct {
 	IdleExit time.Duration
 	// OnJob, when set, is called as a job starts (tests use it).
 	OnJob func(Job)
+	// Stop, when closed, stops taking jobs; the jobs in hand finish.
+	Stop <-chan struct{}
 	// Retry bounds the backoff between deliveries of a failing job.
 	RetryBase, RetryMax time.Duration
 
@@ -99,6 +101,11 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) error {
 	idleSince := time.Now()
 	for ctx.Err() == nil {
+		select {
+		case <-w.Stop:
+			return nil
+		default:
+		}
 		wait := 5 * time.Second
 		if w.IdleExit > 0 {
 			wait = min(wait, w.IdleExit)

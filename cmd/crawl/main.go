@@ -140,7 +140,8 @@ terminated (SIGTERM).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
-	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd())
+	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
+		newEnqueueCmd(), newWorkerCmd(), newStatusCmd())
 	return root
 }
 
