@@ -215,3 +215,51 @@ func TestNightlyWalkChain(t *testing.T) {
 		t.Fatalf("night 2: %v (want pages 1-2, 10 new papers)", c)
 	}
 }
+
+// A worker that dies on a job's last try: the server stops delivering it
+// and says so in an advisory, and a watching worker dead-letters it.
+func TestWorkerDiedOnLastTry(t *testing.T) {
+	natsURL := startNATS(t)
+	site := testsite.New()
+	site.SynthJournal(41, 1, 5)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	ctx := context.Background()
+	opts := frontier.Options{AckWait: 300 * time.Millisecond, MaxDeliver: 1}
+	fr, err := frontier.Connect(ctx, natsURL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	out, err := sink.Open(ctx, natsURL+"/papers.adv?stream=ADV", sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	// The victim takes the job, and dies with it (its only try).
+	f2, err := frontier.Connect(ctx, natsURL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f2.Close()
+	dctx, die := context.WithCancel(ctx)
+	took := make(chan struct{})
+	victim := &frontier.Worker{F: f2, Crawler: newCrawler(t, srv, f2, out), Out: out, IdleExit: time.Second,
+		OnJob: func(frontier.Job) { die(); close(took) }}
+	go victim.Run(dctx)
+	fr.Enqueue(ctx, frontier.Job{Journal: 41, Page: 1, RunID: "r"})
+	<-took
+	// The watcher starts while the victim's try is still in its ack wait:
+	// the server gives up on the job after it, and the watcher hears so.
+	watcher := &frontier.Worker{F: fr, Crawler: newCrawler(t, srv, fr, out), Out: out, IdleExit: 2 * time.Second}
+	if err := watcher.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dls, _ := fr.DeadLetters(ctx)
+	if len(dls) != 1 || !strings.Contains(dls[0].Error, "max deliveries reached") || dls[0].Job.Page != 1 || watcher.Counts()["pages"] != 0 {
+		t.Fatalf("dead letters %+v, watcher %v", dls, watcher.Counts())
+	}
+	if st, _ := fr.Status(ctx); st.Pending != 0 {
+		t.Errorf("the dead job is still pending: %+v", st)
+	}
+}
