@@ -78,7 +78,7 @@ type Crawler struct {
 	mu       sync.Mutex
 	limiters map[string]*hostLimiter
 
-	deliverMu sync.Mutex // delivery and commit are one step per page
+	commitQ chan *commitReq // the run's committer (see startCommitter)
 }
 
 // New makes a crawler writing to out and remembering in store. If out can
@@ -289,54 +289,133 @@ type delivered struct {
 	last        bool // the page's pager says it is the last page
 }
 
-// deliver sends a page's new records to the sinks, then commits the page,
-// its papers and the sinks' token in one state transaction. Pages are
-// delivered one at a time, so each token covers exactly the pages
-// committed with it.
+// deliver hands a page to the run's committer and waits until it is
+// delivered and committed (or failed).
 func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.Page, o runOptions, sum *Summary) (delivered, error) {
-	c.deliverMu.Lock()
-	defer c.deliverMu.Unlock()
-	d := delivered{records: len(page.Records)}
-	var fresh []record.Record
-	papers := make([]state.Paper, 0, len(page.Records))
-	seen := map[string]bool{}
-	for _, r := range page.Records {
-		if seen[r.ID] {
-			continue // the same paper twice on one page
-		}
-		seen[r.ID] = true
-		known, byRun, err := c.store.Known(r.ID, r.DOI)
-		if err != nil {
-			return d, err
-		}
-		if known && byRun != o.runID {
-			d.knownBefore++
-		}
-		if !known || o.redeliver {
-			fresh = append(fresh, r)
-		}
-		papers = append(papers, state.Paper{ID: r.ID, DOI: r.DOI})
+	req := &commitReq{ctx: ctx, key: key, page: page, o: o, sum: sum, done: make(chan commitRes, 1)}
+	select {
+	case c.commitQ <- req:
+	case <-ctx.Done():
+		return delivered{}, ctx.Err()
 	}
-	if len(fresh) > 0 {
-		if err := c.out.Write(ctx, fresh); err != nil {
-			return d, fmt.Errorf("deliver %s: %w", c.PageURL(key.Journal, key.Page), err)
+	res := <-req.done
+	return res.d, res.err
+}
+
+type commitReq struct {
+	ctx  context.Context
+	key  state.PageKey
+	page *parser.Page
+	o    runOptions
+	sum  *Summary
+	done chan commitRes
+}
+
+type commitRes struct {
+	d   delivered
+	err error
+}
+
+// maxGroupCommit bounds how many pages one commit takes.
+const maxGroupCommit = 64
+
+// startCommitter runs the run's committer: it takes the pages waiting to be
+// delivered, all of those that queued up while the previous commit was
+// running (a group commit), sends their new records to the sinks in one
+// write, then commits the pages, their papers and the sinks' token in one
+// state transaction. Pages are thus delivered and committed in batches
+// whose token covers exactly the pages committed with it, with one fsync
+// per batch instead of per page.
+func (c *Crawler) startCommitter() (stop func()) {
+	q := make(chan *commitReq)
+	c.commitQ = q
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for req := range q {
+			batch := []*commitReq{req}
+		drain:
+			for len(batch) < maxGroupCommit {
+				select {
+				case r, ok := <-q:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			c.commitBatch(batch)
+		}
+	}()
+	return func() {
+		close(q)
+		<-finished
+	}
+}
+
+func (c *Crawler) commitBatch(batch []*commitReq) {
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- commitRes{err: err}
 		}
 	}
-	var tok []byte
+	ds := make([]delivered, len(batch))
+	commits := make([]state.Commit, len(batch))
+	fresh := make([]int, len(batch))
+	var out []record.Record
+	inBatch := map[string]bool{}
+	for i, r := range batch {
+		ds[i].records = len(r.page.Records)
+		onPage := map[string]bool{}
+		for _, rec := range r.page.Records {
+			if onPage[rec.ID] {
+				continue // the same paper twice on one page
+			}
+			onPage[rec.ID] = true
+			known, byRun, err := c.store.Known(rec.ID, rec.DOI)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if known && byRun != r.o.runID {
+				ds[i].knownBefore++
+			}
+			if !known && !inBatch[rec.ID] || r.o.redeliver {
+				out = append(out, rec)
+				fresh[i]++
+			}
+			inBatch[rec.ID] = true
+			commits[i].Papers = append(commits[i].Papers, state.Paper{ID: rec.ID, DOI: rec.DOI})
+		}
+		commits[i].Page, commits[i].OnPage, commits[i].RunID, commits[i].At = r.key, len(r.page.Records), r.o.runID, time.Now()
+	}
+	ctx := batch[0].ctx
+	if len(out) > 0 {
+		if err := c.out.Write(ctx, out); err != nil {
+			fail(fmt.Errorf("deliver %d pages (from %s): %w", len(batch), c.PageURL(batch[0].key.Journal, batch[0].key.Page), err))
+			return
+		}
+	}
 	if cm, ok := c.out.(sink.Committer); ok {
 		t, err := cm.Token()
 		if err != nil {
-			return d, err
+			fail(err)
+			return
 		}
-		tok = t
+		commits[len(commits)-1].SinkToken = t
 	}
-	newPapers, err := c.store.CommitPage(state.Commit{Page: key, Papers: papers, OnPage: len(page.Records), SinkToken: tok, RunID: o.runID, At: time.Now()})
+	newPapers, err := c.store.CommitPages(commits)
 	if err != nil {
-		return d, fmt.Errorf("commit %s: %w", c.PageURL(key.Journal, key.Page), err)
+		fail(fmt.Errorf("commit %d pages: %w", len(batch), err))
+		return
 	}
-	sum.addDone(len(fresh), len(page.Records)-newPapers)
-	c.log.Info("page committed", "journal", key.Journal, "page", key.Page, "records", len(page.Records), "delivered", len(fresh))
-	return d, nil
+	for i, r := range batch {
+		r.sum.addDone(fresh[i], ds[i].records-newPapers[i])
+		c.log.Info("page committed", "journal", r.key.Journal, "page", r.key.Page, "records", ds[i].records, "delivered", fresh[i], "batch", len(batch))
+		r.done <- commitRes{d: ds[i]}
+	}
 }
 
 type runOptions struct {
@@ -390,6 +469,8 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 	// The pool bounds the pages in flight; Go blocks when it is full, so
 	// an open-ended walk never runs more than the pool's size past the end.
 	p := pool.New().WithMaxGoroutines(max(c.cfg.Concurrency, 1))
+	stopCommitter := c.startCommitter()
+	defer stopCommitter()
 	for _, journal := range o.Journals {
 		var end atomic.Int64         // first page found past the end (0: none yet)
 		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
@@ -480,6 +561,8 @@ func (c *Crawler) Nightly(ctx context.Context, o NightlyOptions) (*Summary, erro
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := pool.New().WithMaxGoroutines(max(c.cfg.Concurrency, 1))
+	stopCommitter := c.startCommitter()
+	defer stopCommitter()
 	for _, journal := range o.Journals {
 		p.Go(func() {
 			knownRun := 0

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -140,6 +141,23 @@ terminated (SIGTERM).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
+	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		path, _ := cmd.Flags().GetString("cpuprofile")
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		cobra.OnFinalize(func() { pprof.StopCPUProfile(); f.Close() })
+		return nil
+	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
 		newEnqueueCmd(), newWorkerCmd(), newStatusCmd())
 	return root
