@@ -289,14 +289,22 @@ type delivered struct {
 	last        bool // the page's pager says it is the last page
 }
 
-// deliver hands a page to the run's committer and waits until it is
-// delivered and committed (or failed).
+// deliver hands a page to the run's committer. Unless the run is
+// asynchronous (o.async) it waits until the page is delivered and committed
+// (or failed); an asynchronous run's pages are committed in the background,
+// in larger batches, and a failure stops the run through o.onCommitErr.
 func (c *Crawler) deliver(ctx context.Context, key state.PageKey, page *parser.Page, o runOptions, sum *Summary) (delivered, error) {
-	req := &commitReq{ctx: ctx, key: key, page: page, o: o, sum: sum, done: make(chan commitRes, 1)}
+	req := &commitReq{ctx: ctx, key: key, page: page, o: o, sum: sum}
+	if !o.async {
+		req.done = make(chan commitRes, 1)
+	}
 	select {
 	case c.commitQ <- req:
 	case <-ctx.Done():
 		return delivered{}, ctx.Err()
+	}
+	if o.async {
+		return delivered{records: len(page.Records)}, nil
 	}
 	res := <-req.done
 	return res.d, res.err
@@ -308,7 +316,15 @@ type commitReq struct {
 	page *parser.Page
 	o    runOptions
 	sum  *Summary
-	done chan commitRes
+	done chan commitRes // nil: asynchronous, failures go to o.onCommitErr
+}
+
+func (r *commitReq) reply(res commitRes) {
+	if r.done != nil {
+		r.done <- res
+	} else if res.err != nil && r.o.onCommitErr != nil {
+		r.o.onCommitErr(res.err)
+	}
 }
 
 type commitRes struct {
@@ -327,7 +343,9 @@ const maxGroupCommit = 64
 // whose token covers exactly the pages committed with it, with one fsync
 // per batch instead of per page.
 func (c *Crawler) startCommitter() (stop func()) {
-	q := make(chan *commitReq)
+	// The queue's size bounds the pages delivered but not yet committed
+	// (memory, and the work a crash throws away).
+	q := make(chan *commitReq, maxGroupCommit)
 	c.commitQ = q
 	finished := make(chan struct{})
 	go func() {
@@ -349,16 +367,19 @@ func (c *Crawler) startCommitter() (stop func()) {
 			c.commitBatch(batch)
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(q)
-		<-finished
+		once.Do(func() {
+			close(q)
+			<-finished
+		})
 	}
 }
 
 func (c *Crawler) commitBatch(batch []*commitReq) {
 	fail := func(err error) {
 		for _, r := range batch {
-			r.done <- commitRes{err: err}
+			r.reply(commitRes{err: err})
 		}
 	}
 	ds := make([]delivered, len(batch))
@@ -414,7 +435,7 @@ func (c *Crawler) commitBatch(batch []*commitReq) {
 	for i, r := range batch {
 		r.sum.addDone(fresh[i], ds[i].records-newPapers[i])
 		c.log.Info("page committed", "journal", r.key.Journal, "page", r.key.Page, "records", ds[i].records, "delivered", fresh[i], "batch", len(batch))
-		r.done <- commitRes{d: ds[i]}
+		r.reply(commitRes{d: ds[i]})
 	}
 }
 
@@ -422,6 +443,10 @@ type runOptions struct {
 	runID     string
 	resume    bool
 	redeliver bool
+	// async: pages are committed in the background (backfill); a commit
+	// failure is reported to onCommitErr.
+	async       bool
+	onCommitErr func(error)
 }
 
 // BackfillOptions choose the pages of a backfill.
@@ -463,9 +488,10 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 	if sum == nil {
 		sum = NewSummary()
 	}
-	ro := runOptions{runID: o.RunID, resume: !o.NoResume, redeliver: o.Redeliver}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	ro := runOptions{runID: o.RunID, resume: !o.NoResume, redeliver: o.Redeliver,
+		async: true, onCommitErr: func(err error) { cancel(err) }}
 	// The pool bounds the pages in flight; Go blocks when it is full, so
 	// an open-ended walk never runs more than the pool's size past the end.
 	p := pool.New().WithMaxGoroutines(max(c.cfg.Concurrency, 1))
@@ -522,6 +548,7 @@ func (c *Crawler) Backfill(ctx context.Context, o BackfillOptions) (*Summary, er
 		}
 	}
 	p.Wait()
+	stopCommitter() // the last pages are committed before the run returns
 	if err := context.Cause(ctx); err != nil {
 		return sum, err
 	}

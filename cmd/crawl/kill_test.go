@@ -173,17 +173,34 @@ func TestBackfillGracefulShutdown(t *testing.T) {
 		"--concurrency", "1", "--config", filepath.Join(repoRoot, "config.yaml"),
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:" + filepath.Join(dir, "papers.jsonl")}
 	cmd := exec.Command(bin, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var stderr strings.Builder
+	stopping := make(chan struct{})
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "stopping") {
+				close(stopping)
+			}
+		}
+	}()
 	<-arrived // page 3 is in flight
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
+	<-stopping // the crawler took the signal: no new page may start
 	close(open)
-	err := cmd.Wait()
+	<-read
+	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("exit: %v\n%s", err, stderr.String())

@@ -73,9 +73,9 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once\n", s)
 		gotSignal.Store(&signalled{s})
-		close(stop)
+		close(stop) // before the message: whoever reads it knows the stop is in effect
+		fmt.Fprintf(os.Stderr, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once\n", s)
 		s = <-sigs
 		os.Exit(signalExitCode(s))
 	}()
