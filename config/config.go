@@ -32,6 +32,8 @@ type Config struct {
 	Fetch Fetch `yaml:"fetch"`
 	// Nightly is how far a nightly walk goes.
 	Nightly Nightly `yaml:"nightly"`
+	// Quality are the alarms on what the parsed records hold.
+	Quality Quality `yaml:"quality"`
 	// StateDir holds the crawl state (known papers, page status, tokens).
 	StateDir string `yaml:"state_dir"`
 	// ShutdownTimeout is how long the pages in flight may take to finish
@@ -76,6 +78,16 @@ type Nightly struct {
 	MaxPages int `yaml:"max_pages"`
 }
 
+// Quality thresholds: a run whose parsed papers fall below them exits 4
+// (the site's layout has probably changed).
+type Quality struct {
+	MinPapersPerPage  float64 `yaml:"min_papers_per_page"`
+	MinTitleShare     float64 `yaml:"min_title_share"`
+	MinDOIShare       float64 `yaml:"min_doi_share"`
+	MinAuthorsShare   float64 `yaml:"min_authors_share"`
+	MinPublishedShare float64 `yaml:"min_published_share"`
+}
+
 // Duration is a time.Duration written as Go writes it: "1.5s", "2m".
 type Duration time.Duration
 
@@ -115,6 +127,7 @@ func (c *Config) setDefaults() {
 		BreakerThreshold: 5, BreakerCooldown: Duration(2 * time.Minute),
 	}
 	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50}
+	c.Quality = Quality{MinPapersPerPage: 5, MinTitleShare: 0.9, MinDOIShare: 0.5, MinAuthorsShare: 0.8, MinPublishedShare: 0.8}
 	c.StateDir = "state"
 	c.ShutdownTimeout = Duration(30 * time.Second)
 }
@@ -172,6 +185,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Nightly.MaxPages < 1 {
 		return bad("nightly.max_pages", c.Nightly.MaxPages, "1 or more pages")
+	}
+	for key, v := range map[string]float64{"quality.min_title_share": c.Quality.MinTitleShare, "quality.min_doi_share": c.Quality.MinDOIShare,
+		"quality.min_authors_share": c.Quality.MinAuthorsShare, "quality.min_published_share": c.Quality.MinPublishedShare} {
+		if v < 0 || v > 1 {
+			return bad(key, v, "a share from 0 to 1")
+		}
+	}
+	if c.Quality.MinPapersPerPage < 0 {
+		return bad("quality.min_papers_per_page", c.Quality.MinPapersPerPage, "0 or more")
 	}
 	if c.StateDir == "" {
 		return bad("state_dir", `""`, "a directory")

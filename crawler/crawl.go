@@ -248,13 +248,26 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 			return resultFailed, err
 		}
 		if ok && st.State == state.PageDone {
+			sum.addPage(PageReport{Journal: journal, Page: pageNo, Result: "skipped"})
 			return resultSkipped, nil
 		}
 	}
 	u, _ := url.Parse(c.PageURL(journal, pageNo))
 	var page *parser.Page
+	start, tries := time.Now(), 0
+	report := func(result string, err error) {
+		r := PageReport{Journal: journal, Page: pageNo, Result: result, Tries: tries, Seconds: time.Since(start).Seconds()}
+		if page != nil {
+			r.Records = len(page.Records)
+		}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		sum.addPage(r)
+	}
 	err := c.cfg.Retry.Retry(ctx, func(ctx context.Context, attempt int) error {
 		var err error
+		tries = attempt
 		page, err = c.fetchPage(ctx, u, pageNo, o.runID)
 		if err != nil && IsRetryable(err) {
 			sum.countRetry(err)
@@ -263,6 +276,7 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 	})
 	switch {
 	case errors.Is(err, errEndOfListing):
+		report("past-end", nil)
 		return resultEnded, nil
 	case ctx.Err() != nil:
 		return resultFailed, ctx.Err()
@@ -272,9 +286,12 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 			return resultFailed, ferr
 		}
 		sum.addFailure(key, err)
+		report("failed", err)
 		return resultFailed, nil
 	}
+	sum.addQuality(page.Records)
 	d, err := c.deliver(ctx, key, page, o, sum)
+	report("done", err)
 	d.last = page.LastPage == pageNo
 	if out != nil {
 		*out = d

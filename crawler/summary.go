@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/state"
 )
 
@@ -24,6 +25,71 @@ type Summary struct {
 	mu       sync.Mutex
 	retries  map[string]int
 	failures []PageFailure
+	pages    []PageReport
+	quality  Quality
+}
+
+// PageReport is one page's line in the run report.
+type PageReport struct {
+	Journal int64   `json:"journal"`
+	Page    int     `json:"page"`
+	Result  string  `json:"result"` // done, failed, skipped, past-end
+	Tries   int     `json:"tries"`
+	Seconds float64 `json:"seconds"`
+	Records int     `json:"records"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// Quality counts what the parsed records hold, to catch layout drift.
+type Quality struct {
+	Pages      int `json:"pages"`   // pages parsed
+	Records    int `json:"records"` // records on them
+	WithTitle  int `json:"with_title"`
+	WithDOI    int `json:"with_doi"`
+	WithAuthor int `json:"with_authors"`
+	WithDate   int `json:"with_published"`
+}
+
+// PageReports are the pages of the run, in the order they finished.
+func (s *Summary) PageReports() []PageReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]PageReport(nil), s.pages...)
+}
+
+// QualityCounts are the run's quality counts.
+func (s *Summary) QualityCounts() Quality {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quality
+}
+
+func (s *Summary) addPage(r PageReport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages = append(s.pages, r)
+}
+
+func (s *Summary) addQuality(records []record.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := &s.quality
+	q.Pages++
+	q.Records += len(records)
+	for _, r := range records {
+		if r.Title != "" {
+			q.WithTitle++
+		}
+		if r.DOI != "" {
+			q.WithDOI++
+		}
+		if len(r.Authors) > 0 {
+			q.WithAuthor++
+		}
+		if r.Published != "" {
+			q.WithDate++
+		}
+	}
 }
 
 // PageFailure is a page that failed permanently in this run.

@@ -255,6 +255,8 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 	switch {
 	case crawlErr != nil:
 		return crawlErr
+	case qualityAlarm(cfg.Quality, sum.QualityCounts()) != nil:
+		return exitCodeError{exitQuality, qualityAlarm(cfg.Quality, sum.QualityCounts())}
 	case sum.Failed.Load() > 0:
 		return exitCodeError{exitIncomplete, fmt.Errorf("%d pages failed; the next run retries them", sum.Failed.Load())}
 	}
@@ -270,6 +272,8 @@ func runReport(runID, kind string, s *crawler.Summary, err error) []byte {
 		"papers":           map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
 		"retries":          s.Retries(),
 		"failures":         s.Failures(),
+		"quality":          s.QualityCounts(),
+		"page_log":         s.PageReports(),
 	}
 	if err != nil {
 		r["error"] = err.Error()
@@ -323,4 +327,32 @@ func slogFrom(cmd *cobra.Command) *slog.Logger {
 		return l
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// qualityAlarm names the first field of the parsed papers below its
+// threshold, or returns nil.
+func qualityAlarm(t config.Quality, q crawler.Quality) error {
+	if q.Pages == 0 {
+		return nil
+	}
+	if per := float64(q.Records) / float64(q.Pages); per < t.MinPapersPerPage {
+		return fmt.Errorf("quality alarm: %.1f papers per page (quality.min_papers_per_page %.1f): the site's layout has probably changed", per, t.MinPapersPerPage)
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+		min  float64
+		key  string
+	}{
+		{"a title", q.WithTitle, t.MinTitleShare, "quality.min_title_share"},
+		{"a DOI", q.WithDOI, t.MinDOIShare, "quality.min_doi_share"},
+		{"authors", q.WithAuthor, t.MinAuthorsShare, "quality.min_authors_share"},
+		{"a publication date", q.WithDate, t.MinPublishedShare, "quality.min_published_share"},
+	} {
+		if share := float64(f.n) / float64(max(q.Records, 1)); share < f.min {
+			return fmt.Errorf("quality alarm: only %.0f%% of %d papers have %s (%s %.2f): the site's layout has probably changed",
+				100*share, q.Records, f.name, f.key, f.min)
+		}
+	}
+	return nil
 }

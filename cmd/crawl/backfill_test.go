@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -126,5 +127,46 @@ func TestRunIDsAreUnique(t *testing.T) {
 			t.Fatalf("run id %s twice", id)
 		}
 		seen[id] = true
+	}
+}
+
+// Layout drift: the pages are still listing pages, but their blocks lost
+// their meta lines and JSON. The run delivers what it parsed and exits 4,
+// naming the field that dropped.
+func TestQualityAlarm(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
+	for i := range 20 {
+		fmt.Fprintf(&b, "<div>Drifted Paper Number %d on Crawling 漂移论文</div><div>引用次数: %d</div>", i, i)
+	}
+	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
+	site := testsite.New()
+	site.SetPage(55, 1, []byte(b.String()), "")
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "r.json")
+	code, _, errs := crawl(t, "backfill", "--journal", "55", "--pages", "1", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", rep)
+	if code != exitQuality || !strings.Contains(errs, "papers have a DOI (quality.min_doi_share 0.50)") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		Quality struct {
+			Records   int `json:"records"`
+			WithTitle int `json:"with_title"`
+			WithDOI   int `json:"with_doi"`
+		}
+		PageLog []struct {
+			Page    int
+			Result  string
+			Records int
+			Tries   int
+		} `json:"page_log"`
+	}
+	data, _ := os.ReadFile(rep)
+	if err := json.Unmarshal(data, &r); err != nil || r.Quality.Records != 20 || r.Quality.WithDOI != 0 ||
+		len(r.PageLog) != 1 || r.PageLog[0].Result != "done" || r.PageLog[0].Records != 20 || r.PageLog[0].Tries != 1 {
+		t.Errorf("report: %+v (%v)", r, err)
 	}
 }

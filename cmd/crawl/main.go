@@ -27,6 +27,7 @@ const (
 	exitFatal       = 1
 	exitUsage       = 2
 	exitIncomplete  = 3
+	exitQuality     = 4
 	exitInterrupted = 130
 	exitTerminated  = 143
 )
@@ -133,8 +134,9 @@ splits each page into paper records and delivers them as JSON lines.
 
 Exit codes: 0 success, 1 fatal error (configuration, state, sink),
 2 usage error, 3 finished but some pages failed (crawls) or some inputs
-yielded nothing (parse --strict), 130 interrupted (SIGINT), 143
-terminated (SIGTERM).`,
+yielded nothing (parse --strict), 4 quality alarm (the parsed papers lack
+fields: the site's layout has probably changed), 130 interrupted
+(SIGINT), 143 terminated (SIGTERM).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
