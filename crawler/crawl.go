@@ -56,6 +56,8 @@ type Config struct {
 	// the local limiter: a fleet of workers shares one politeness budget
 	// through it.
 	Pacer Pacer
+	// Metrics, when set, count pages, fetches, retries and breaker states.
+	Metrics *Metrics
 }
 
 // Pacer spaces the requests to a host across processes. Wait blocks until
@@ -179,6 +181,12 @@ func (c *Crawler) fetchPage(ctx context.Context, u *url.URL, pageNo int, runID s
 	}
 	f, err := c.fetcher.fetch(ctx, u.String())
 	release()
+	if f != nil {
+		c.cfg.Metrics.fetch(f.Status, false)
+	} else if ctx.Err() == nil {
+		c.cfg.Metrics.fetch(0, true)
+	}
+	defer func() { c.cfg.Metrics.breaker(host, c.breaker.State(host, time.Now())) }()
 	if err == nil {
 		err = judge(f, time.Now())
 	}
@@ -248,6 +256,7 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 			return resultFailed, err
 		}
 		if ok && st.State == state.PageDone {
+			c.cfg.Metrics.page("skipped")
 			sum.addPage(PageReport{Journal: journal, Page: pageNo, Result: "skipped"})
 			return resultSkipped, nil
 		}
@@ -256,6 +265,7 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 	var page *parser.Page
 	start, tries := time.Now(), 0
 	report := func(result string, err error) {
+		c.cfg.Metrics.page(result)
 		r := PageReport{Journal: journal, Page: pageNo, Result: result, Tries: tries, Seconds: time.Since(start).Seconds()}
 		if page != nil {
 			r.Records = len(page.Records)
@@ -271,6 +281,7 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 		page, err = c.fetchPage(ctx, u, pageNo, o.runID)
 		if err != nil && IsRetryable(err) {
 			sum.countRetry(err)
+			c.cfg.Metrics.retry(cause(err))
 		}
 		return err
 	})

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -106,7 +109,9 @@ func TestBackfillFlakySiteEveryPaperOnce(t *testing.T) {
 	site.Inject(testsite.PagePath(501422, 4), testsite.Fault{Kind: testsite.SoftBlock}, testsite.Fault{Kind: testsite.SoftBlock})
 	dir := t.TempDir()
 	out := filepath.Join(dir, "papers.jsonl")
-	r := start(t, config(srv), filepath.Join(dir, "state"), out)
+	cfg := config(srv)
+	cfg.Metrics = crawler.NewMetrics(prometheus.NewRegistry())
+	r := start(t, cfg, filepath.Join(dir, "state"), out)
 	sum, err := r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, RunID: "run-1"})
 	r.close()
 	if err != nil {
@@ -114,6 +119,13 @@ func TestBackfillFlakySiteEveryPaperOnce(t *testing.T) {
 	}
 	if sum.Done.Load() != 4 || sum.Failed.Load() != 0 || sum.Ended.Load() < 1 {
 		t.Fatalf("summary: %s", sum)
+	}
+	m := cfg.Metrics
+	if testutil.ToFloat64(m.Pages.WithLabelValues("done")) != 4 || testutil.ToFloat64(m.Fetches.WithLabelValues("5xx")) != 2 ||
+		testutil.ToFloat64(m.Retries.WithLabelValues("soft-block")) != 2 || testutil.ToFloat64(m.Fetches.WithLabelValues("error")) < 2 {
+		t.Errorf("metrics: pages done %v, 5xx %v, soft-block retries %v, fetch errors %v",
+			testutil.ToFloat64(m.Pages.WithLabelValues("done")), testutil.ToFloat64(m.Fetches.WithLabelValues("5xx")),
+			testutil.ToFloat64(m.Retries.WithLabelValues("soft-block")), testutil.ToFloat64(m.Fetches.WithLabelValues("error")))
 	}
 	retries := sum.Retries()
 	for _, c := range []string{"network", "http-5xx", "http-429", "truncated", "soft-block"} {

@@ -57,6 +57,7 @@ func (f *crawlFlags) crawlerConfig(cmd *cobra.Command, cfg *config.Config) (craw
 			BackoffMax: cfg.Fetch.BackoffMax.D(), MaxRetryAfter: cfg.Fetch.MaxRetryAfter.D()},
 		BreakerThreshold: cfg.Fetch.BreakerThreshold, BreakerCooldown: cfg.Fetch.BreakerCooldown.D(),
 		SlowdownMax: cfg.Fetch.BackoffMax.D(), UserAgent: cfg.Fetch.UserAgent, Robots: cfg.Fetch.Robots,
+		Metrics: crawlerMetrics,
 	}
 	if f.baseURL != "" {
 		u, err := url.Parse(f.baseURL)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/crawler"
@@ -164,6 +165,17 @@ leaves each paper once. The first SIGINT/SIGTERM stops taking jobs.`,
 			c, err := crawler.New(ctx, ccfg, nil, out, log)
 			if err != nil {
 				return err
+			}
+			depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "litcrawl_frontier_jobs_pending",
+				Help: "Jobs in the shared frontier (taken or not)."}, func() float64 {
+				st, err := fr.Status(ctx)
+				if err != nil {
+					return -1
+				}
+				return float64(st.Pending)
+			})
+			if metricsRegistry.Register(depth) == nil {
+				atEnd(func() { metricsRegistry.Unregister(depth) })
 			}
 			w := &frontier.Worker{F: fr, Crawler: c, Out: out, Log: log, Concurrency: ccfg.Concurrency, IdleExit: idle, Stop: stopChan(ctx)}
 			err = w.Run(ctx)

@@ -93,8 +93,20 @@ func signalExitCode(s os.Signal) int {
 	return exitInterrupted
 }
 
+// endFuncs run when the command has finished (see atEnd).
+var endFuncs []func()
+
+// atEnd runs f when the command has finished, whatever its outcome.
+func atEnd(f func()) { endFuncs = append(endFuncs, f) }
+
 // run executes the command line args and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	endFuncs = nil
+	defer func() {
+		for i := len(endFuncs) - 1; i >= 0; i-- {
+			endFuncs[i]()
+		}
+	}()
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -144,7 +156,16 @@ fields: the site's layout has probably changed), 130 interrupted
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
+	root.PersistentFlags().String("metrics-addr", "", "serve Prometheus metrics (/metrics) and /debug/pprof on this address, e.g. 127.0.0.1:9090")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if addr, _ := cmd.Flags().GetString("metrics-addr"); addr != "" {
+			at, stop, err := startMetrics(addr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "metrics on http://%s/metrics\n", at)
+			atEnd(stop)
+		}
 		path, _ := cmd.Flags().GetString("cpuprofile")
 		if path == "" {
 			return nil
@@ -157,7 +178,7 @@ fields: the site's layout has probably changed), 130 interrupted
 			f.Close()
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-		cobra.OnFinalize(func() { pprof.StopCPUProfile(); f.Close() })
+		atEnd(func() { pprof.StopCPUProfile(); f.Close() })
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),

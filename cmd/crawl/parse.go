@@ -175,7 +175,7 @@ func openSinks(ctx context.Context, urls []string, stdout io.Writer) (sink.Sink,
 			}
 			return nil, fmt.Errorf("--sink: %w", err)
 		}
-		sinks = append(sinks, sink.Retry(s, sink.DefaultRetry))
+		sinks = append(sinks, sink.Retry(observeSink(s), sink.DefaultRetry))
 	}
 	return sink.NewMulti(sinks...), nil
 }

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// /metrics shows what a crawl did, per page result, status class and
+// sink; /debug/pprof answers on the same listener.
+func TestMetricsEndpoint(t *testing.T) {
+	addr, stop, err := startMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, srv := fixtureSite(t)
+	dir := t.TempDir()
+	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-5", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	get := func(path string) string {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		return string(b)
+	}
+	m := get("/metrics")
+	for _, want := range []string{`litcrawl_pages_total{result="done"}`, `litcrawl_pages_total{result="past-end"}`,
+		`litcrawl_fetches_total{status_class="2xx"}`, `litcrawl_fetches_total{status_class="4xx"}`,
+		`litcrawl_sink_papers_total{sink="jsonl:`, `litcrawl_sink_write_seconds_bucket`, `litcrawl_circuit_breaker_state{host="127.0.0.1"} 0`,
+		`go_goroutines`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !strings.Contains(get("/debug/pprof/"), "goroutine") {
+		t.Error("/debug/pprof/ does not list profiles")
+	}
+}
