@@ -128,7 +128,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50}
 	c.Quality = Quality{MinPapersPerPage: 5, MinTitleShare: 0.9, MinDOIShare: 0.5, MinAuthorsShare: 0.8, MinPublishedShare: 0.8}
-	c.StateDir = "state"
+	c.StateDir = "crawl-state"
 	c.ShutdownTimeout = Duration(30 * time.Second)
 }
 

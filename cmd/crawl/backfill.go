@@ -195,6 +195,9 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 	if f.stateDir != "" {
 		stateDir = f.stateDir
 	}
+	if f.archive != "" && f.offline != "" {
+		return usageError{errors.New("--archive and --offline: give one (an offline run fetches nothing to record)")}
+	}
 	// After a signal, the pages in flight get shutdown_timeout to finish.
 	ctx, cancel := stopOnSignal(cmd.Context(), cfg.ShutdownTimeout.D())
 	defer cancel()
@@ -210,9 +213,6 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 	}
 	runID := newRunID(time.Now())
 	switch {
-	case f.archive != "" && f.offline != "":
-		out.Close()
-		return usageError{errors.New("--archive and --offline: give one (an offline run fetches nothing to record)")}
 	case f.offline != "":
 		a, err := archive.Load(f.offline)
 		if err != nil {
