@@ -125,12 +125,7 @@ summary and retried by the next run), 1 fatal, 2 usage, 130/143
 interrupted.`,
 		Example: `  crawl backfill --journal 501422 --pages 1-50 --sink jsonl:out/papers.jsonl
   crawl backfill --journal 501422 --pages 1- --base-url http://127.0.0.1:8089 --delay 0`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("backfill takes no arguments, got %q", args)}
-			}
-			return nil
-		},
+		Args: noArgs("backfill"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if pages == "" {
 				return usageError{fmt.Errorf("--pages is required (A-B, A- or A)")}
@@ -300,12 +295,7 @@ Exit codes: 0 every walk finished, 3 some pages failed, 1 fatal, 2 usage,
 130/143 interrupted.`,
 		Example: `  crawl nightly --sink jsonl:out/papers-{date}.jsonl
   crawl nightly --journal 501422 --base-url http://127.0.0.1:8089 --delay 0`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("nightly takes no arguments, got %q", args)}
-			}
-			return nil
-		},
+		Args: noArgs("nightly"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCrawl(cmd, &f, func(c *crawler.Crawler, cfg *config.Config, journals []int64, runID string, p *crawler.Summary) (*crawler.Summary, error) {
 				stop := startProgress(cmd.ErrOrStderr(), -1, p, slogFrom(cmd))

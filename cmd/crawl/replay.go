@@ -26,12 +26,7 @@ run delivers them. Records keep the page URL and the archive's fetch
 time; source.run_id names the replay. Nothing is fetched. Use it after a
 parser fix to re-derive records from what was fetched.`,
 		Example: `  crawl replay --archive out/warc --sink jsonl:out/replayed.jsonl`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("replay takes no arguments, got %q", args)}
-			}
-			return nil
-		},
+		Args:    noArgs("replay"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return usageError{errors.New("--archive DIR is required")}

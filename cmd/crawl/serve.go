@@ -134,12 +134,7 @@ gives the same faults. It serves until interrupted.`,
 		Example: `  crawl serve --dir fixtures/html --faults flaky --seed 7
   crawl serve --synth 1001:2000 --addr 127.0.0.1:8089
   crawl backfill --journal 1001 --pages 1- --base-url http://127.0.0.1:8089 --delay 0`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("serve takes no arguments, got %q", args)}
-			}
-			return nil
-		},
+		Args: noArgs("serve"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loopback(addr); err != nil {
 				return err
@@ -198,12 +193,7 @@ flaky fault profile, backfills three synthetic journals (360 papers)
 into OUT/demo.jsonl with the crawl state in OUT/demo-state, and prints
 the summary. Each demo starts afresh: it removes the previous demo's
 output and state. No network is needed.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("demo takes no arguments, got %q", args)}
-			}
-			return nil
-		},
+		Args: noArgs("demo"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var synth []string
 			for _, j := range demoJournals {
