@@ -100,44 +100,23 @@ func (r *Recorder) record(req *http.Request, resp *http.Response, body []byte) e
 	reqID, respID := "<urn:uuid:"+uuid.NewString()+">", "<urn:uuid:"+uuid.NewString()+">"
 	target := req.URL.String()
 
-	rb := gowarc.NewRecordBuilder(gowarc.Request)
 	reqDump, err := httputil.DumpRequestOut(req.Clone(req.Context()), false)
 	if err != nil {
 		return err
 	}
-	if _, err := rb.Write(reqDump); err != nil {
-		return err
-	}
-	rb.AddWarcHeader(gowarc.WarcRecordID, reqID)
-	rb.AddWarcHeader(gowarc.WarcDate, now)
-	rb.AddWarcHeader(gowarc.WarcTargetURI, target)
-	rb.AddWarcHeader(gowarc.WarcConcurrentTo, respID)
-	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=request")
-	reqRec, _, err := rb.Build()
+	reqRec, err := buildRecord(gowarc.Request, "request", reqID, respID, now, target, reqDump)
 	if err != nil {
 		return err
 	}
-
-	sb := gowarc.NewRecordBuilder(gowarc.Response)
-	var head bytes.Buffer
-	fmt.Fprintf(&head, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
+	var block bytes.Buffer
+	fmt.Fprintf(&block, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
 	h := resp.Header.Clone()
 	h.Del("Transfer-Encoding") // the body is stored whole
 	h.Set("Content-Length", fmt.Sprint(len(body)))
-	h.Write(&head)
-	head.WriteString("\r\n")
-	if _, err := sb.Write(head.Bytes()); err != nil {
-		return err
-	}
-	if _, err := sb.Write(body); err != nil {
-		return err
-	}
-	sb.AddWarcHeader(gowarc.WarcRecordID, respID)
-	sb.AddWarcHeader(gowarc.WarcDate, now)
-	sb.AddWarcHeader(gowarc.WarcTargetURI, target)
-	sb.AddWarcHeader(gowarc.WarcConcurrentTo, reqID)
-	sb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
-	respRec, _, err := sb.Build()
+	h.Write(&block)
+	block.WriteString("\r\n")
+	block.Write(body)
+	respRec, err := buildRecord(gowarc.Response, "response", respID, reqID, now, target, block.Bytes())
 	if err != nil {
 		return err
 	}
@@ -147,6 +126,22 @@ func (r *Recorder) record(req *http.Request, resp *http.Response, body []byte) e
 		}
 	}
 	return nil
+}
+
+// buildRecord makes a request or response record holding an HTTP message,
+// linked to its counterpart by WARC-Concurrent-To.
+func buildRecord(t gowarc.RecordType, msgType, id, concurrentTo, date, target string, block []byte) (gowarc.WarcRecord, error) {
+	b := gowarc.NewRecordBuilder(t)
+	if _, err := b.Write(block); err != nil {
+		return nil, err
+	}
+	b.AddWarcHeader(gowarc.WarcRecordID, id)
+	b.AddWarcHeader(gowarc.WarcDate, date)
+	b.AddWarcHeader(gowarc.WarcTargetURI, target)
+	b.AddWarcHeader(gowarc.WarcConcurrentTo, concurrentTo)
+	b.AddWarcHeader(gowarc.ContentType, "application/http;msgtype="+msgType)
+	rec, _, err := b.Build()
+	return rec, err
 }
 
 // Close finishes the current WARC file.
