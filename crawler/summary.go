@@ -1,8 +1,10 @@
 package crawler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -25,7 +27,8 @@ type Summary struct {
 	mu       sync.Mutex
 	retries  map[string]int
 	failures []PageFailure
-	pages    []PageReport
+	pageLog  *json.Encoder // nil: page lines are not kept
+	logErr   error
 	quality  Quality
 }
 
@@ -50,11 +53,21 @@ type Quality struct {
 	WithDate   int `json:"with_published"`
 }
 
-// PageReports are the pages of the run, in the order they finished.
-func (s *Summary) PageReports() []PageReport {
+// LogPagesTo makes the summary write each finished page's PageReport to w
+// as a line of JSON, in the order pages finish. The lines go out as pages
+// finish and are not kept, so a run of any length holds no per-page memory.
+// Call it before the run starts.
+func (s *Summary) LogPagesTo(w io.Writer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]PageReport(nil), s.pages...)
+	s.pageLog = json.NewEncoder(w)
+}
+
+// PageLogErr is the first error writing the page log, if any.
+func (s *Summary) PageLogErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logErr
 }
 
 // QualityCounts are the run's quality counts.
@@ -67,7 +80,10 @@ func (s *Summary) QualityCounts() Quality {
 func (s *Summary) addPage(r PageReport) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pages = append(s.pages, r)
+	if s.pageLog == nil || s.logErr != nil {
+		return
+	}
+	s.logErr = s.pageLog.Encode(r)
 }
 
 func (s *Summary) addQuality(records []record.Record) {

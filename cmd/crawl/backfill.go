@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -229,9 +228,19 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 		out.Close()
 		return err
 	}
+	progress := crawler.NewSummary()
+	var reportOut *reportFile
+	if f.report != "" {
+		if reportOut, err = openReport(f.report); err != nil {
+			out.Close()
+			return err
+		}
+		defer reportOut.discard()
+		progress.LogPagesTo(reportOut.pages())
+	}
 	started := time.Now()
 	st.PutRun(state.Run{ID: runID, Kind: cmd.Name(), Started: started})
-	sum, crawlErr := crawl(c, cfg, journals, runID, crawler.NewSummary())
+	sum, crawlErr := crawl(c, cfg, journals, runID, progress)
 	if err := out.Close(); err != nil && crawlErr == nil {
 		crawlErr = fmt.Errorf("close sinks: %w", err)
 	}
@@ -242,9 +251,13 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 		}
 		rep := runReport(runID, cmd.Name(), sum, crawlErr)
 		st.PutRun(state.Run{ID: runID, Kind: cmd.Name(), Started: started, Finished: time.Now(), Summary: rep})
-		if f.report != "" {
-			if err := os.WriteFile(f.report, append(rep, '\n'), 0o644); err != nil && crawlErr == nil {
-				crawlErr = fmt.Errorf("--report: %w", err)
+		if reportOut != nil {
+			err := sum.PageLogErr()
+			if err == nil {
+				err = reportOut.write(rep)
+			}
+			if err != nil && crawlErr == nil {
+				crawlErr = err
 			}
 		}
 	}
@@ -259,7 +272,8 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 	return nil
 }
 
-// runReport is the run summary as JSON (--report, and the run history).
+// runReport is the run summary as JSON, for the run history and --report
+// (which adds the page log).
 func runReport(runID, kind string, s *crawler.Summary, err error) []byte {
 	r := map[string]any{
 		"run_id": runID, "kind": kind, "started": s.Started.UTC().Format(time.RFC3339),
@@ -269,7 +283,6 @@ func runReport(runID, kind string, s *crawler.Summary, err error) []byte {
 		"retries":          s.Retries(),
 		"failures":         s.Failures(),
 		"quality":          s.QualityCounts(),
-		"page_log":         s.PageReports(),
 	}
 	if err != nil {
 		r["error"] = err.Error()

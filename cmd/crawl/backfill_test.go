@@ -68,11 +68,44 @@ func TestBackfillCommand(t *testing.T) {
 func TestBackfillFailedPagesExit3(t *testing.T) {
 	site, srv := fixtureSite(t)
 	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.Status, Status: 403})
-	dir := t.TempDir()
+	dir, repDir := t.TempDir(), t.TempDir()
+	rep := filepath.Join(repDir, "run.json")
 	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
-		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"))
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", rep)
 	if code != exitIncomplete || !strings.Contains(errs, "failed: journal 501422 page 2") || !strings.Contains(errs, "HTTP 403") {
 		t.Errorf("exit %d: %s", code, errs)
+	}
+	// The report's page log has a line for every page, the failed one with
+	// its error, and the spool it was written through is gone.
+	var r struct {
+		PageLog []struct {
+			Page    int
+			Result  string
+			Records int
+			Error   string
+		} `json:"page_log"`
+	}
+	if b, err := os.ReadFile(rep); err != nil || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	results := map[int]string{}
+	for _, p := range r.PageLog {
+		results[p.Page] = p.Result
+		if (p.Result == "failed") != strings.Contains(p.Error, "HTTP 403") || (p.Result == "done") != (p.Records > 0) {
+			t.Errorf("page log line %+v", p)
+		}
+	}
+	if len(r.PageLog) != 3 || results[1] != "done" || results[2] != "failed" || results[3] != "done" {
+		t.Errorf("page log: %+v", r.PageLog)
+	}
+	if ents, _ := os.ReadDir(repDir); len(ents) != 1 {
+		t.Errorf("report dir holds %d files, want only the report: %v", len(ents), ents)
+	}
+	// A report that cannot be written fails the run before it fetches.
+	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "no", "r.json"))
+	if code != exitFatal || !strings.Contains(errs, "--report "+filepath.Join(dir, "no", "r.json")) {
+		t.Errorf("unwritable report: exit %d: %s", code, errs)
 	}
 }
 

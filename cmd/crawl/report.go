@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// reportFile is --report FILE: the run summary as one JSON document with a
+// line per page in its page_log array. The page lines are spooled to a
+// hidden file next to FILE while the run goes on, so a run of any length
+// keeps none of them in memory; at the end the report is written to a
+// temporary file and renamed over FILE.
+type reportFile struct {
+	path  string
+	spool *os.File
+	buf   *bufio.Writer
+}
+
+// openReport creates the spool; it fails before the run starts when FILE's
+// directory cannot be written.
+func openReport(path string) (*reportFile, error) {
+	spool, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".pages-*")
+	if err != nil {
+		return nil, fmt.Errorf("--report %s: %w", path, err)
+	}
+	return &reportFile{path: path, spool: spool, buf: bufio.NewWriterSize(spool, 64<<10)}, nil
+}
+
+// pages is where the page lines go (one JSON object a line).
+func (r *reportFile) pages() io.Writer { return r.buf }
+
+// write writes the report: summary, a JSON object, with the spooled page
+// lines added as its page_log array. The spool is removed either way.
+func (r *reportFile) write(summary []byte) error {
+	defer r.discard()
+	summary = bytes.TrimSpace(summary)
+	if len(summary) < 2 || summary[len(summary)-1] != '}' {
+		return fmt.Errorf("--report %s: summary is not a JSON object", r.path)
+	}
+	if err := r.buf.Flush(); err != nil {
+		return fmt.Errorf("--report %s: %w", r.path, err)
+	}
+	if _, err := r.spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("--report %s: %w", r.path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(r.path), "."+filepath.Base(r.path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("--report %s: %w", r.path, err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	w.Write(summary[:len(summary)-1])
+	if len(summary) > 2 {
+		w.WriteByte(',')
+	}
+	w.WriteString(`"page_log":[`)
+	br := bufio.NewReaderSize(r.spool, 64<<10)
+	first := true
+	for {
+		line, err := br.ReadBytes('\n')
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			if !first {
+				w.WriteByte(',')
+			}
+			first = false
+			w.Write(line)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			tmp.Close()
+			return fmt.Errorf("--report %s: reading the page log: %w", r.path, err)
+		}
+	}
+	w.WriteString("]}\n")
+	err = w.Flush()
+	if err == nil {
+		err = tmp.Chmod(0o644) // as os.WriteFile would make it, not CreateTemp's 0600
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), r.path)
+	}
+	if err != nil {
+		return fmt.Errorf("--report %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// discard removes the spool.
+func (r *reportFile) discard() {
+	r.spool.Close()
+	os.Remove(r.spool.Name())
+}
