@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,7 +41,8 @@ var ErrLocked = errors.New("the state store is in use by another process")
 
 // Store is an open state file. It is safe for concurrent use.
 type Store struct {
-	db *bolt.DB
+	db       *bolt.DB
+	released atomic.Int64 // page bytes written at the last releaseMap
 }
 
 // Open opens (creating if needed) the store in dir. If another process
@@ -215,7 +217,26 @@ func (s *Store) CommitPages(cs []Commit) (newPapers []int, err error) {
 		}
 		return nil
 	})
+	if err == nil {
+		s.maybeReleaseMap()
+	}
 	return newPapers, err
+}
+
+// releaseEvery is how many bytes of pages the store writes between two
+// releases of its memory map (see releaseMap): the map's resident part
+// stays within about this much plus the pages a transaction reads.
+var releaseEvery int64 = 8 << 20
+
+// maybeReleaseMap releases the memory map when releaseEvery bytes of pages
+// were written since the last release.
+func (s *Store) maybeReleaseMap() {
+	stats := s.db.Stats()
+	written := stats.TxStats.GetPageAlloc()
+	last := s.released.Load()
+	if written-last >= releaseEvery && s.released.CompareAndSwap(last, written) {
+		releaseMap(s.db)
+	}
 }
 
 func commitTx(tx *bolt.Tx, c Commit) (newPapers int, err error) {

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -118,4 +119,64 @@ func TestLocked(t *testing.T) {
 	if _, err := state.Open(dir); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("second Open = %v, want ErrLocked", err)
 	}
+}
+
+// Handing the memory map's pages back to the kernel after commits loses
+// nothing: readers running meanwhile and after, and the file reopened, see
+// every paper committed.
+func TestReleasedMapReadsBack(t *testing.T) {
+	defer state.SetReleaseEvery(0)() // release after every commit
+	dir := t.TempDir()
+	s := open(t, dir)
+	id := func(p, i int) string { return fmt.Sprintf("%d-%02d", p, i) }
+	const pages = 200
+	done := make(chan struct{})
+	readErr := make(chan error, 1)
+	startReader := func() {
+		go func() { // reads while commits release the map
+			defer close(readErr)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if known, _, err := s.Known(id(0, 0), ""); err != nil || !known {
+					readErr <- fmt.Errorf("Known(%s) = %v, %v during commits", id(0, 0), known, err)
+					return
+				}
+			}
+		}()
+	}
+	for p := range pages {
+		c := state.Commit{Page: state.PageKey{Journal: 9, Page: p + 1}, OnPage: 20, RunID: "run-1", At: t0}
+		for i := range 20 {
+			c.Papers = append(c.Papers, state.Paper{ID: id(p, i), DOI: "10.1/" + id(p, i)})
+		}
+		if n, err := s.CommitPage(c); err != nil || n != 20 {
+			t.Fatalf("page %d: new=%d err=%v", p+1, n, err)
+		}
+		if p == 0 {
+			startReader()
+		}
+	}
+	close(done)
+	if err := <-readErr; err != nil {
+		t.Error(err)
+	}
+	check := func(s *state.Store) {
+		t.Helper()
+		for p := range pages {
+			for i := range 20 {
+				if known, run, err := s.Known("other", "10.1/"+id(p, i)); err != nil || !known || run != "run-1" {
+					t.Fatalf("paper %s: known=%v run=%q err=%v", id(p, i), known, run, err)
+				}
+			}
+		}
+	}
+	check(s)
+	s.Close()
+	s = open(t, dir)
+	defer s.Close()
+	check(s)
 }
