@@ -4,7 +4,11 @@
 // (and peak anonymous RSS: the state store's memory map counts in RSS),
 // papers/s, and the ratios.
 //
-//	go run ./bench [-pages 2000] [-concurrency 4]
+//	go run ./bench [-pages 2000] [-concurrency 4] [-rounds 1]
+//
+// With -rounds N the two run N times each, interleaved and alternating
+// which goes first, and the ratios printed are the medians of the rounds'
+// ratios: on a noisy machine one pair of runs can be off by 20 %.
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,8 +66,9 @@ type result struct {
 	papers            int
 }
 
-// run starts a command and samples its anonymous RSS from /proc until it
-// exits.
+// run starts a command and samples its peak RSS (VmHWM) and anonymous RSS
+// from /proc until it exits. The peak is not taken from rusage: a child
+// started with vfork reports its parent's high-water mark from before exec.
 func run(name string, args ...string) (result, error) {
 	cmd := exec.Command(name, args...)
 	var stderr bytes.Buffer
@@ -73,47 +79,65 @@ func run(name string, args ...string) (result, error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var peakAnon int64
-	tick := time.NewTicker(20 * time.Millisecond)
+	var peak, peakAnon int64
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case err := <-done:
-			r := result{wall: time.Since(start), maxAnonKB: peakAnon}
+			r := result{wall: time.Since(start), maxRSS: peak, maxAnonKB: peakAnon}
 			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 				r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-				r.maxRSS = ru.Maxrss // KiB on Linux
 			}
 			if err != nil {
 				return r, fmt.Errorf("%s: %v\n%s", name, err, stderr.String())
 			}
 			return r, nil
 		case <-tick.C:
-			if kb := rssAnon(cmd.Process.Pid); kb > peakAnon {
-				peakAnon = kb
-			}
+			hwm, anon := memory(cmd.Process.Pid)
+			peak, peakAnon = max(peak, hwm), max(peakAnon, anon)
 		}
 	}
 }
 
-func rssAnon(pid int) int64 {
+// memory reads a process's peak RSS and current anonymous RSS, in KiB.
+func memory(pid int) (hwm, anon int64) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "RssAnon:"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (k != "VmHWM" && k != "RssAnon") {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+		if k == "VmHWM" {
+			hwm = n
+		} else {
+			anon = n
+		}
+	}
+	return hwm, anon
+}
+
+// lines counts a file's lines without holding it in memory (the bench's
+// own memory must stay small: see run).
+func lines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n, buf := 0, make([]byte, 1<<20)
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte("\n"))
+		if err != nil {
 			return n
 		}
 	}
-	return 0
-}
-
-func lines(path string) int {
-	data, _ := os.ReadFile(path)
-	return bytes.Count(data, []byte("\n"))
 }
 
 func build(dir, pkg, name string) string {
@@ -130,7 +154,12 @@ func build(dir, pkg, name string) string {
 func main() {
 	pages := flag.Int("pages", 2000, "pages of 20 papers on the synthetic site")
 	conc := flag.Int("concurrency", 4, "requests at once, for both")
+	rounds := flag.Int("rounds", 1, "runs of each, interleaved (crawl first, then baseline first, …); the ratios printed are the medians")
 	flag.Parse()
+	if *pages < 1 || *conc < 1 || *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -pages, -concurrency and -rounds must be at least 1")
+		os.Exit(2)
+	}
 	dir, _ := os.MkdirTemp("", "litcrawl-bench")
 	defer os.RemoveAll(dir)
 	crawlBin := build(dir, "./cmd/crawl", "crawl")
@@ -142,37 +171,79 @@ func main() {
 	}
 	go http.Serve(ln, site{n: *pages})
 	base := "http://" + ln.Addr().String()
-	fmt.Printf("site: %d pages of 20 papers (%d KB a page) on %s; concurrency %d\n", *pages, len(testsite.Synth(journal, 1, 20))>>10, base, *conc)
+	fmt.Printf("site: %d pages of 20 papers (%d KB a page) on %s; concurrency %d; %d rounds\n", *pages, len(testsite.Synth(journal, 1, 20))>>10, base, *conc, *rounds)
 
-	crawlOut := filepath.Join(dir, "crawl.jsonl")
-	c, err := run(crawlBin, "backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", *pages),
-		"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(*conc), "--config", "config.yaml",
-		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+crawlOut, "--log-format", "json")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	runCrawl := func(round int) result {
+		out := filepath.Join(dir, fmt.Sprintf("crawl-%d.jsonl", round))
+		defer os.Remove(out)
+		state := filepath.Join(dir, fmt.Sprintf("state-%d", round))
+		defer os.RemoveAll(state)
+		r, err := run(crawlBin, "backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", *pages),
+			"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(*conc), "--config", "config.yaml",
+			"--state-dir", state, "--sink", "jsonl:"+out, "--log-format", "json")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		r.papers = lines(out)
+		return r
 	}
-	c.papers = lines(crawlOut)
-	baseOut := filepath.Join(dir, "baseline.jsonl")
-	b, err := run(baseBin, "-base-url", base, "-journal", strconv.Itoa(journal), "-pages", strconv.Itoa(*pages),
-		"-concurrency", strconv.Itoa(*conc), "-out", baseOut)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	runBaseline := func(round int) result {
+		out := filepath.Join(dir, fmt.Sprintf("baseline-%d.jsonl", round))
+		defer os.Remove(out)
+		r, err := run(baseBin, "-base-url", base, "-journal", strconv.Itoa(journal), "-pages", strconv.Itoa(*pages),
+			"-concurrency", strconv.Itoa(*conc), "-out", out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		r.papers = lines(out)
+		return r
 	}
-	b.papers = lines(baseOut)
 
 	row := func(name string, r result) {
 		fmt.Printf("%-9s %9.2fs %9.2fs %9.1f MB %9.1f MB %10d %10.0f\n", name, r.wall.Seconds(), r.cpu.Seconds(),
 			float64(r.maxRSS)/1024, float64(r.maxAnonKB)/1024, r.papers, float64(r.papers)/r.wall.Seconds())
 	}
 	fmt.Printf("%-9s %10s %10s %12s %12s %10s %10s\n", "", "wall", "cpu", "peak RSS", "peak anon", "papers", "papers/s")
-	row("crawl", c)
-	row("baseline", b)
-	fmt.Printf("ratio crawl/baseline: wall %.2f, cpu %.2f, peak RSS %.2f\n", c.wall.Seconds()/b.wall.Seconds(),
-		c.cpu.Seconds()/b.cpu.Seconds(), float64(c.maxRSS)/float64(b.maxRSS))
-	if c.papers != b.papers {
-		fmt.Printf("papers differ: crawl %d, baseline %d\n", c.papers, b.papers)
-		os.Exit(1)
+	var wall, cpu, rss []float64
+	for i := range *rounds {
+		var c, b result
+		if i%2 == 0 {
+			c, b = runCrawl(i), runBaseline(i)
+		} else {
+			b, c = runBaseline(i), runCrawl(i)
+		}
+		row("crawl", c)
+		row("baseline", b)
+		if c.papers != b.papers {
+			fmt.Printf("papers differ: crawl %d, baseline %d\n", c.papers, b.papers)
+			os.Exit(1)
+		}
+		wall = append(wall, c.wall.Seconds()/b.wall.Seconds())
+		cpu = append(cpu, c.cpu.Seconds()/b.cpu.Seconds())
+		rss = append(rss, float64(c.maxRSS)/float64(b.maxRSS))
 	}
+	if *rounds > 1 {
+		fmt.Printf("cpu ratios by round: %s\n", fmtRatios(cpu))
+	}
+	fmt.Printf("ratio crawl/baseline: wall %.2f, cpu %.2f, peak RSS %.2f\n", median(wall), median(cpu), median(rss))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func fmtRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(parts, " ")
 }
