@@ -421,26 +421,31 @@ func (c *Crawler) commitBatch(batch []*commitReq) {
 	inBatch := map[string]bool{}
 	for i, r := range batch {
 		ds[i].records = len(r.page.Records)
-		onPage := map[string]bool{}
-		for _, rec := range r.page.Records {
+		onPage := make(map[string]bool, len(r.page.Records))
+		idx := make([]int, 0, len(r.page.Records)) // the records looked up
+		for k, rec := range r.page.Records {
 			if onPage[rec.ID] {
 				continue // the same paper twice on one page
 			}
 			onPage[rec.ID] = true
-			known, byRun, err := c.store.Known(rec.ID, rec.DOI)
-			if err != nil {
-				fail(err)
-				return
-			}
-			if known && byRun != r.o.runID {
+			idx = append(idx, k)
+			commits[i].Papers = append(commits[i].Papers, state.Paper{ID: rec.ID, DOI: rec.DOI})
+		}
+		seen, err := c.store.Lookup(commits[i].Papers, r.o.runID)
+		if err != nil {
+			fail(err)
+			return
+		}
+		for j, k := range idx {
+			rec := r.page.Records[k]
+			if seen[j] == state.SeenBefore {
 				ds[i].knownBefore++
 			}
-			if !known && !inBatch[rec.ID] || r.o.redeliver {
+			if seen[j] == state.Unknown && !inBatch[rec.ID] || r.o.redeliver {
 				out = append(out, rec)
 				fresh[i]++
 			}
 			inBatch[rec.ID] = true
-			commits[i].Papers = append(commits[i].Papers, state.Paper{ID: rec.ID, DOI: rec.DOI})
 		}
 		commits[i].Page, commits[i].OnPage, commits[i].RunID, commits[i].At = r.key, len(r.page.Records), r.o.runID, time.Now()
 	}

@@ -150,27 +150,68 @@ func (s *Store) FailedPages() ([]PageKey, error) {
 // it is the same paper.
 func (s *Store) Known(id, doi string) (known bool, runID string, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
-		known, runID = knownTx(tx, id, doi)
+		var v []byte
+		known, v = knownTx(buckets(tx), id, doi)
+		runID = string(v)
 		return nil
 	})
 	return known, runID, err
 }
 
-func knownTx(tx *bolt.Tx, id, doi string) (bool, string) {
-	papers := tx.Bucket(bucketPapers)
-	if v := papers.Get([]byte(id)); v != nil {
-		return true, string(v)
+// Seen is what the store knows of a paper, relative to one run.
+type Seen uint8
+
+const (
+	Unknown     Seen = iota // never delivered
+	SeenThisRun             // delivered earlier in the same run
+	SeenBefore              // delivered by an earlier run
+)
+
+// Lookup tells, for each paper, whether it was delivered before (as Known
+// does), and whether by runID or an earlier run, in one read transaction.
+func (s *Store) Lookup(ps []Paper, runID string) ([]Seen, error) {
+	out := make([]Seen, len(ps))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := buckets(tx)
+		for i, p := range ps {
+			switch known, by := knownTx(b, p.ID, p.DOI); {
+			case !known:
+				out[i] = Unknown
+			case string(by) == runID: // compared without a copy
+				out[i] = SeenThisRun
+			default:
+				out[i] = SeenBefore
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// paperBuckets are the two buckets a lookup reads, opened once per
+// transaction.
+type paperBuckets struct{ papers, dois *bolt.Bucket }
+
+func buckets(tx *bolt.Tx) paperBuckets {
+	return paperBuckets{tx.Bucket(bucketPapers), tx.Bucket(bucketDOIs)}
+}
+
+// knownTx looks a paper up by id, then by DOI, then as "doi:<doi>"; runID
+// is the value in the store, valid only during the transaction.
+func knownTx(b paperBuckets, id, doi string) (known bool, runID []byte) {
+	if v := b.papers.Get([]byte(id)); v != nil {
+		return true, v
 	}
 	if doi = doiKey(doi); doi != "" {
-		if pid := tx.Bucket(bucketDOIs).Get([]byte(doi)); pid != nil {
-			return true, string(papers.Get(pid))
+		if pid := b.dois.Get([]byte(doi)); pid != nil {
+			return true, b.papers.Get(pid)
 		}
 		// A paper known by "doi:<doi>" alone.
-		if v := papers.Get([]byte("doi:" + doi)); v != nil {
-			return true, string(v)
+		if v := b.papers.Get([]byte("doi:" + doi)); v != nil {
+			return true, v
 		}
 	}
-	return false, ""
+	return false, nil
 }
 
 func doiKey(doi string) string { return strings.ToLower(strings.TrimSpace(doi)) }
@@ -240,18 +281,23 @@ func (s *Store) maybeReleaseMap() {
 }
 
 func commitTx(tx *bolt.Tx, c Commit) (newPapers int, err error) {
-	papers, dois := tx.Bucket(bucketPapers), tx.Bucket(bucketDOIs)
+	b := buckets(tx)
 	for _, p := range c.Papers {
-		if known, _ := knownTx(tx, p.ID, p.DOI); !known {
+		// Each key is read once: the id, then the DOI, then "doi:<doi>"
+		// only when neither is known (as knownTx does).
+		id, doi := []byte(p.ID), doiKey(p.DOI)
+		idKnown := b.papers.Get(id) != nil
+		doiKnown := doi != "" && b.dois.Get([]byte(doi)) != nil
+		if !idKnown && !doiKnown && (doi == "" || b.papers.Get([]byte("doi:"+doi)) == nil) {
 			newPapers++
 		}
-		if papers.Get([]byte(p.ID)) == nil {
-			if err := papers.Put([]byte(p.ID), []byte(c.RunID)); err != nil {
+		if !idKnown {
+			if err := b.papers.Put(id, []byte(c.RunID)); err != nil {
 				return 0, err
 			}
 		}
-		if d := doiKey(p.DOI); d != "" && dois.Get([]byte(d)) == nil {
-			if err := dois.Put([]byte(d), []byte(p.ID)); err != nil {
+		if doi != "" && !doiKnown {
+			if err := b.dois.Put([]byte(doi), id); err != nil {
 				return 0, err
 			}
 		}

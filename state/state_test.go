@@ -180,3 +180,31 @@ func TestReleasedMapReadsBack(t *testing.T) {
 	defer s.Close()
 	check(s)
 }
+
+// Lookup tells papers never delivered from papers delivered earlier in the
+// same run and papers delivered by an earlier run, by id, by DOI (any case)
+// and by a "doi:" id, as Known does.
+func TestLookup(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	commit := func(run string, page int, ps ...state.Paper) {
+		t.Helper()
+		if _, err := s.CommitPage(state.Commit{Page: state.PageKey{Journal: 1, Page: page}, Papers: ps, RunID: run, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("run-1", 1, state.Paper{ID: "a", DOI: "10.1/A"}, state.Paper{ID: "doi:10.1/b", DOI: "10.1/b"})
+	commit("run-2", 2, state.Paper{ID: "c"})
+	got, err := s.Lookup([]state.Paper{
+		{ID: "a"},                   // by id, earlier run
+		{ID: "a2", DOI: " 10.1/a "}, // by DOI, other case and spaces
+		{ID: "b", DOI: "10.1/B"},    // known as "doi:10.1/b" alone
+		{ID: "c"},                   // this run
+		{ID: "d", DOI: "10.1/d"},    // never
+		{ID: "", DOI: ""},           // nothing to go by
+	}, "run-2")
+	want := []state.Seen{state.SeenBefore, state.SeenBefore, state.SeenBefore, state.SeenThisRun, state.Unknown, state.Unknown}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Lookup = %v, %v; want %v", got, err, want)
+	}
+}
