@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
@@ -63,7 +64,18 @@ func stopChan(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
+// gcPercent is the crawl's default GOGC. Its live heap is small (about
+// 10 MB: the pages in flight and the commit queue) and it allocates about
+// 450 KB a page, so with Go's default of 100 it collects about every 15
+// pages. At 200, a backfill measured about 20 % less CPU for about 6 MB
+// more peak RSS, still flat with the length of the crawl. A GOGC set in the
+// environment wins.
+const gcPercent = 200
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	// The first SIGINT/SIGTERM stops starting pages; the pages in flight
 	// finish within shutdownTimeout, are delivered and committed, and the
 	// sinks are closed. A second signal exits at once; the state stays
