@@ -61,7 +61,7 @@ func (s site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 type result struct {
 	wall              time.Duration
-	cpu               time.Duration
+	cpu, sys          time.Duration // user+sys, and sys alone
 	maxRSS, maxAnonKB int64
 	papers            int
 }
@@ -88,6 +88,7 @@ func run(name string, args ...string) (result, error) {
 			r := result{wall: time.Since(start), maxRSS: peak, maxAnonKB: peakAnon}
 			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 				r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+				r.sys = time.Duration(ru.Stime.Nano())
 			}
 			if err != nil {
 				return r, fmt.Errorf("%s: %v\n%s", name, err, stderr.String())
@@ -202,10 +203,10 @@ func main() {
 	}
 
 	row := func(name string, r result) {
-		fmt.Printf("%-9s %9.2fs %9.2fs %9.1f MB %9.1f MB %10d %10.0f\n", name, r.wall.Seconds(), r.cpu.Seconds(),
-			float64(r.maxRSS)/1024, float64(r.maxAnonKB)/1024, r.papers, float64(r.papers)/r.wall.Seconds())
+		fmt.Printf("%-9s %9.2fs %9.2fs %9.2fs %9.1f MB %9.1f MB %10d %10.0f\n", name, r.wall.Seconds(), r.cpu.Seconds(),
+			r.sys.Seconds(), float64(r.maxRSS)/1024, float64(r.maxAnonKB)/1024, r.papers, float64(r.papers)/r.wall.Seconds())
 	}
-	fmt.Printf("%-9s %10s %10s %12s %12s %10s %10s\n", "", "wall", "cpu", "peak RSS", "peak anon", "papers", "papers/s")
+	fmt.Printf("%-9s %10s %10s %10s %12s %12s %10s %10s\n", "", "wall", "cpu", "of it sys", "peak RSS", "peak anon", "papers", "papers/s")
 	var wall, cpu, rss []float64
 	for i := range *rounds {
 		var c, b result
