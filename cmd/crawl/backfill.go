@@ -169,6 +169,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, crawl func(c *crawler.Crawler, 
 	if err != nil {
 		return err
 	}
+	limitMemory(ccfg.Concurrency)
 	journals := cfg.Journals
 	if len(f.journals) > 0 {
 		journals = f.journals

@@ -144,6 +144,7 @@ leaves each paper once. The first SIGINT/SIGTERM stops taking jobs.`,
 			if err != nil {
 				return err
 			}
+			limitMemory(ccfg.Concurrency)
 			sinks := cfg.Sinks
 			if cmd.Flags().Changed("sink") {
 				sinks = f.sinks

@@ -72,6 +72,21 @@ func stopChan(ctx context.Context) <-chan struct{} {
 // environment wins.
 const gcPercent = 200
 
+// limitMemory sets the crawl's soft memory limit (Go's GOMEMLIMIT) from its
+// concurrency, unless GOMEMLIMIT is set: 14 MiB plus 2 MiB a request in
+// flight (22 MiB at concurrency 4). The live heap is the pages in flight
+// and the commit queue, about 5 MB at concurrency 4; without a limit, the
+// heap's peaks ride on whatever was live at the last collection, so the
+// longer a crawl runs, the higher its highest peak (peak RSS 37 MB after
+// 1,000 pages, 44 MB after 20,000). With it, 34.5 and 37 MB. The limit is
+// soft: a crawl that needs more (very large pages) gets it, and the
+// collector then runs more often, never with more than half the CPU.
+func limitMemory(concurrency int) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit((14 + 2*int64(concurrency)) << 20)
+	}
+}
+
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
