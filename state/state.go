@@ -145,19 +145,6 @@ func (s *Store) FailedPages() ([]PageKey, error) {
 	return out, err
 }
 
-// Known tells whether a paper was delivered before, by id or by DOI, and by
-// which run. A paper seen once without its JSON (id "doi:…") and later with
-// it is the same paper.
-func (s *Store) Known(id, doi string) (known bool, runID string, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		var v []byte
-		known, v = knownTx(buckets(tx), id, doi)
-		runID = string(v)
-		return nil
-	})
-	return known, runID, err
-}
-
 // Seen is what the store knows of a paper, relative to one run.
 type Seen uint8
 
@@ -167,8 +154,10 @@ const (
 	SeenBefore              // delivered by an earlier run
 )
 
-// Lookup tells, for each paper, whether it was delivered before (as Known
-// does), and whether by runID or an earlier run, in one read transaction.
+// Lookup tells, for each paper, whether it was delivered before, by id or
+// by DOI, and whether by runID or an earlier run, in one read transaction.
+// A paper seen once without its JSON (id "doi:…") and later with it is the
+// same paper.
 func (s *Store) Lookup(ps []Paper, runID string) ([]Seen, error) {
 	out := make([]Seen, len(ps))
 	err := s.db.View(func(tx *bolt.Tx) error {

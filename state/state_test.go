@@ -12,6 +12,16 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 
+// seen looks one paper up for run.
+func seen(t *testing.T, s *state.Store, id, doi, run string) state.Seen {
+	t.Helper()
+	got, err := s.Lookup([]state.Paper{{ID: id, DOI: doi}}, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got[0]
+}
+
 func open(t *testing.T, dir string) *state.Store {
 	t.Helper()
 	s, err := state.Open(dir)
@@ -46,12 +56,11 @@ func TestCommitSurvivesReopen(t *testing.T) {
 		{"other-id", "ARXIV-2409.01075"}, // same DOI, other case, other id
 		{"160000009", "10.1000/x.1"},     // seen before only as doi:…, now with its JSON id
 	} {
-		known, run, err := s.Known(q.id, q.doi)
-		if err != nil || !known || run != "run-1" {
-			t.Errorf("Known(%q, %q) = %v %q %v", q.id, q.doi, known, run, err)
+		if got := seen(t, s, q.id, q.doi, "run-1"); got != state.SeenThisRun {
+			t.Errorf("Lookup(%q, %q) for run-1 = %v, want delivered by run-1", q.id, q.doi, got)
 		}
 	}
-	if known, _, _ := s.Known("nope", "10.9/none"); known {
+	if got := seen(t, s, "nope", "10.9/none", "run-1"); got != state.Unknown {
 		t.Error("an unknown paper is known")
 	}
 	tok, err := s.SinkToken()
@@ -71,8 +80,8 @@ func TestKnownKeepsFirstRun(t *testing.T) {
 	if n != 0 {
 		t.Errorf("a known paper counted as new")
 	}
-	if _, run, _ := s.Known("1", ""); run != "r1" {
-		t.Errorf("first run = %q, want r1", run)
+	if got := seen(t, s, "1", "", "r1"); got != state.SeenThisRun {
+		t.Errorf("Lookup for r1 = %v: the first run is not kept", got)
 	}
 	if tok, _ := s.SinkToken(); tok != nil {
 		t.Errorf("commits without a token stored one: %s", tok)
@@ -141,8 +150,8 @@ func TestReleasedMapReadsBack(t *testing.T) {
 					return
 				default:
 				}
-				if known, _, err := s.Known(id(0, 0), ""); err != nil || !known {
-					readErr <- fmt.Errorf("Known(%s) = %v, %v during commits", id(0, 0), known, err)
+				if got, err := s.Lookup([]state.Paper{{ID: id(0, 0)}}, "run-1"); err != nil || got[0] != state.SeenThisRun {
+					readErr <- fmt.Errorf("Lookup(%s) = %v, %v during commits", id(0, 0), got, err)
 					return
 				}
 			}
@@ -168,8 +177,8 @@ func TestReleasedMapReadsBack(t *testing.T) {
 		t.Helper()
 		for p := range pages {
 			for i := range 20 {
-				if known, run, err := s.Known("other", "10.1/"+id(p, i)); err != nil || !known || run != "run-1" {
-					t.Fatalf("paper %s: known=%v run=%q err=%v", id(p, i), known, run, err)
+				if got := seen(t, s, "other", "10.1/"+id(p, i), "run-1"); got != state.SeenThisRun {
+					t.Fatalf("paper %s: %v, want delivered by run-1", id(p, i), got)
 				}
 			}
 		}
@@ -183,7 +192,7 @@ func TestReleasedMapReadsBack(t *testing.T) {
 
 // Lookup tells papers never delivered from papers delivered earlier in the
 // same run and papers delivered by an earlier run, by id, by DOI (any case)
-// and by a "doi:" id, as Known does.
+// and by a "doi:" id.
 func TestLookup(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
