@@ -21,35 +21,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/litcrawl/litcrawl/site"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
 const journal = 1001
 
-// site serves pages 1..n of a synthetic journal, generated per request (no
+// synthSite serves pages 1..n of a synthetic journal, generated per request (no
 // memory grows with n).
-type site struct{ n int }
+type synthSite struct{ n int }
 
-var rePage = regexp.MustCompile(`^/literature_d(\d+)(?:_(\d+))?\.htm$`)
-
-func (s site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m := rePage.FindStringSubmatch(r.URL.Path)
-	if m == nil {
-		http.NotFound(w, r)
-		return
-	}
-	p := 1
-	if m[2] != "" {
-		p, _ = strconv.Atoi(m[2])
-	}
-	if p > s.n {
+func (s synthSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	j, p, ok := site.Default.ParseURL(r.URL.Path)
+	if !ok || j != journal || p > s.n {
 		http.NotFound(w, r)
 		return
 	}
@@ -170,7 +160,7 @@ func main() {
 	if err != nil {
 		panic(err)
 	}
-	go http.Serve(ln, site{n: *pages})
+	go http.Serve(ln, synthSite{n: *pages})
 	base := "http://" + ln.Addr().String()
 	fmt.Printf("site: %d pages of 20 papers (%d KB a page) on %s; concurrency %d; %d rounds\n", *pages, len(testsite.Synth(journal, 1, 20))>>10, base, *conc, *rounds)
 

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/site"
 )
 
 // DefaultPath is where the commands look when --config is not given.
@@ -50,6 +51,17 @@ type Site struct {
 	FirstPage    string   `yaml:"first_page"`    // path template with {journal}
 	PageN        string   `yaml:"page_n"`        // path template with {journal} and {page}
 	AllowedHosts []string `yaml:"allowed_hosts"` // the only hosts fetched
+
+	scheme *site.Scheme // compiled from FirstPage and PageN by Validate
+}
+
+// Scheme is the site's URL scheme, compiled from first_page and page_n
+// when the configuration was validated (site.Default before that).
+func (s Site) Scheme() *site.Scheme {
+	if s.scheme == nil {
+		return site.Default
+	}
+	return s.scheme
 }
 
 // Fetch is the politeness and resilience of fetching.
@@ -141,12 +153,17 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad("site.base_url", fmt.Sprintf("%q", c.Site.BaseURL), "an http(s) URL such as https://m.booksci.cn")
 	}
-	if !strings.HasPrefix(c.Site.FirstPage, "/") || !strings.Contains(c.Site.FirstPage, "{journal}") {
-		return bad("site.first_page", fmt.Sprintf("%q", c.Site.FirstPage), "a path with {journal}, e.g. /literature_d{journal}.htm")
+	if !strings.HasPrefix(c.Site.FirstPage, "/") || strings.Count(c.Site.FirstPage, site.JournalVar) != 1 || strings.Contains(c.Site.FirstPage, site.PageVar) {
+		return bad("site.first_page", fmt.Sprintf("%q", c.Site.FirstPage), "a path with {journal} once and no {page}, e.g. /literature_d{journal}.htm")
 	}
-	if !strings.HasPrefix(c.Site.PageN, "/") || !strings.Contains(c.Site.PageN, "{journal}") || !strings.Contains(c.Site.PageN, "{page}") {
-		return bad("site.page_n", fmt.Sprintf("%q", c.Site.PageN), "a path with {journal} and {page}, e.g. /literature_d{journal}_{page}.htm")
+	if !strings.HasPrefix(c.Site.PageN, "/") || strings.Count(c.Site.PageN, site.JournalVar) != 1 || strings.Count(c.Site.PageN, site.PageVar) != 1 {
+		return bad("site.page_n", fmt.Sprintf("%q", c.Site.PageN), "a path with {journal} and {page} once each, e.g. /literature_d{journal}_{page}.htm")
 	}
+	scheme, err := site.New(c.Site.FirstPage, c.Site.PageN)
+	if err != nil {
+		return fmt.Errorf("site.first_page/page_n: %w", err)
+	}
+	c.Site.scheme = scheme
 	if len(c.Site.AllowedHosts) == 0 {
 		return bad("site.allowed_hosts", "[]", "at least the host of site.base_url")
 	}

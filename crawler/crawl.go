@@ -153,7 +153,7 @@ var errEndOfListing = ErrEndOfListing
 
 // fetchPage makes one try at a page: robots.txt, the host's circuit, its
 // politeness, the fetch, and the checks on what came back.
-func (c *Crawler) fetchPage(ctx context.Context, u *url.URL, pageNo int, runID string) (*parser.Page, error) {
+func (c *Crawler) fetchPage(ctx context.Context, u *url.URL, journal int64, pageNo int, runID string) (*parser.Page, error) {
 	host := u.Hostname()
 	lim := c.limiter(host)
 	if c.cfg.Robots {
@@ -201,7 +201,7 @@ func (c *Crawler) fetchPage(ctx context.Context, u *url.URL, pageNo int, runID s
 		}
 		return nil, err
 	}
-	page, err := parser.Parse(f.Body, parser.Options{URL: u.String(), ContentType: f.ContentType, FetchedAt: f.FetchedAt, RunID: runID})
+	page, err := parser.Parse(f.Body, parser.Options{URL: u.String(), Journal: journal, Page: pageNo, ContentType: f.ContentType, FetchedAt: f.FetchedAt, RunID: runID})
 	if err != nil {
 		return nil, &FetchError{URL: u.String(), Status: f.Status, Err: err}
 	}
@@ -230,7 +230,7 @@ func (c *Crawler) FetchPage(ctx context.Context, journal int64, pageNo int, runI
 	var page *parser.Page
 	err = c.cfg.Retry.Retry(ctx, func(ctx context.Context, _ int) error {
 		var err error
-		page, err = c.fetchPage(ctx, u, pageNo, runID)
+		page, err = c.fetchPage(ctx, u, journal, pageNo, runID)
 		return err
 	})
 	return page, err
@@ -278,7 +278,7 @@ func (c *Crawler) crawlPage(ctx context.Context, journal int64, pageNo int, o ru
 	err := c.cfg.Retry.Retry(ctx, func(ctx context.Context, attempt int) error {
 		var err error
 		tries = attempt
-		page, err = c.fetchPage(ctx, u, pageNo, o.runID)
+		page, err = c.fetchPage(ctx, u, journal, pageNo, o.runID)
 		if err != nil && IsRetryable(err) {
 			sum.countRetry(err)
 			c.cfg.Metrics.retry(cause(err))

@@ -15,5 +15,4 @@
 //   - segment.go: grouping lines into paper blocks; pairing detached JSON
 //   - assemble.go: one record per block, JSON merged with visible lines
 //   - text.go: plain text, authors, CJK helpers
-//   - pagefacts.go: journal id and page number from URLs and file names
 package parser

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/site"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden JSONL files under fixtures/golden")
@@ -53,7 +54,8 @@ func parseFixture(t testing.TB, rel string) *Page {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := Parse(data, Options{Capture: rel})
+	journal, pageNo, _ := site.Default.ParseFile(rel)
+	page, err := Parse(data, Options{Capture: rel, Journal: journal, Page: pageNo})
 	if err != nil {
 		t.Fatalf("%s: %v", rel, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/litcrawl/litcrawl/site"
 )
 
 const paperObj = `{"title":"A {braced} \"quoted\" title","authors":"A, B","doi":"10.1/x","abstract":"line\u0000break <\/p> }}}","paperid":"42","PeriodicalId":"7","PeriodicalIF":"1.5"}`
@@ -128,7 +130,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("<p>IF 2 4区</p><p>Pub Date : 2024-01-01DOI:</p><p>引用次数: 9999999999999999999</p>"), "x.htm")
 	f.Add([]byte{0xff, 0xfe, '<', 0, 'p', 0}, "literature_d1_2.htm")
 	f.Fuzz(func(t *testing.T, data []byte, name string) {
-		page, err := Parse(data, Options{Capture: name})
+		journal, pageNo, _ := site.Default.ParseFile(name)
+		page, err := Parse(data, Options{Capture: name, Journal: journal, Page: pageNo})
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}

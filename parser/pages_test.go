@@ -142,7 +142,7 @@ func TestNoiseNeverLeaks(t *testing.T) {
 
 func TestFormatsAndOptions(t *testing.T) {
 	html := []byte("<html><body><p>T 标题</p><p>J Pub Date : 2024-01-02 DOI: 10.1/a</p><p>X Y</p><p>引用次数: 1</p></body></html>")
-	p, err := Parse(html, Options{URL: "https://m.booksci.cn/literature_d9_4.htm", RunID: "r1"})
+	p, err := Parse(html, Options{URL: "https://m.booksci.cn/literature_d9_4.htm", Journal: 9, Page: 4, RunID: "r1"})
 	if err != nil || len(p.Records) != 1 {
 		t.Fatalf("records=%v err=%v", p, err)
 	}

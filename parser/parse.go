@@ -35,9 +35,16 @@ func ParseFormat(s string) (Format, error) {
 
 // Options describe where the bytes of a page came from.
 type Options struct {
-	// URL of the page, when it was fetched; also used for the journal id and
-	// page number when it follows the site's scheme.
+	// URL of the page, when it was fetched (recorded in each record's
+	// source; the parser does not read it).
 	URL string
+	// Journal and Page are the listing page's journal id and page number,
+	// when the caller knows them (the crawler from the URL it fetched,
+	// `crawl parse` from the file name, both through the site's URL scheme).
+	// Zero: taken from the page itself (the JSON PeriodicalId, the
+	// heading's 第N页), when it says.
+	Journal int64
+	Page    int
 	// Capture is the file path or URL recorded in each record's source.
 	// Defaults to URL.
 	Capture string
@@ -58,7 +65,7 @@ type Page struct {
 	// Records are the papers in page order; Source.Position is 1-based.
 	Records []record.Record
 	// JournalID and PageNo are the page's journal and page number, when known
-	// (from the URL or file name, else the JSON or the heading).
+	// (from Options, else the JSON or the heading).
 	JournalID int64
 	PageNo    int
 	// JournalName from the page heading, when seen.
@@ -157,10 +164,11 @@ func Parse(data []byte, opts Options) (*Page, error) {
 		raw = splitTextLines(string(text))
 	}
 
-	if j, n, ok := urlFacts(opts.URL); ok {
-		page.JournalID, page.PageNo = j, n
-	} else if j, n, ok := urlFacts(opts.Capture); ok {
-		page.JournalID, page.PageNo = j, n
+	if opts.Journal > 0 {
+		page.JournalID = opts.Journal
+	}
+	if opts.Page > 0 {
+		page.PageNo = opts.Page
 	}
 
 	lines := classifyLines(raw, page)

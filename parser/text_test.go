@@ -109,30 +109,6 @@ func TestHeadLines(t *testing.T) {
 	}
 }
 
-func TestURLFacts(t *testing.T) {
-	tests := []struct {
-		in      string
-		journal int64
-		page    int
-		ok      bool
-	}{
-		{"https://m.booksci.cn/literature_d501422_7.htm", 501422, 7, true},
-		{"https://booksci.cn/literature_d501422.htm", 501422, 1, true},
-		{"https://booksci.cn/literature_d501422.htm?x=1#top", 501422, 1, true},
-		{"fixtures/html/flat-p/literature_d501422_2.htm", 501422, 2, true},
-		{"saved/mobile-literature_d12_3.html", 12, 3, true},
-		{"fixtures/seeds/000_92928c0d02c94ff5.txt", 0, 0, false},
-		{"https://booksci.cn/literature/142210977.htm", 0, 0, false},
-		{"xliterature_d5_1.htm", 0, 0, false},
-	}
-	for _, tt := range tests {
-		j, p, ok := urlFacts(tt.in)
-		if j != tt.journal || p != tt.page || ok != tt.ok {
-			t.Errorf("urlFacts(%q) = %d, %d, %v; want %d, %d, %v", tt.in, j, p, ok, tt.journal, tt.page, tt.ok)
-		}
-	}
-}
-
 func TestCollapseMatchesRecord(t *testing.T) {
 	for _, s := range []string{"", " a ", "a  b", "a\u00a0\u3000b", "中文 \t\n 文字", "x\x00y", "clean text", "bad\xffbyte", " lead", "trail ", "a\u2003b"} {
 		if got, want := collapse(s), record.CollapseSpace(s); got != want {

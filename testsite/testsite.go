@@ -1,6 +1,7 @@
 // Package testsite is a stand-in for the listing site: an http.Handler that
-// serves pages under the site's URL scheme (/literature_d{journal}.htm for
-// page 1, /literature_d{journal}_{page}.htm after it, /robots.txt) and
+// serves pages under the site's URL scheme (site.Default:
+// /literature_d{journal}.htm for page 1, /literature_d{journal}_{page}.htm
+// after it; and /robots.txt) and
 // injects faults on demand, so crawler tests (and, later, `crawl serve`)
 // can reproduce what the real site does on a bad night.
 //
@@ -16,10 +17,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/litcrawl/litcrawl/site"
 )
 
 // FaultKind is what a request meets instead of the page.
@@ -90,13 +92,8 @@ func New() *Site {
 	return &Site{pages: map[string]page{}, faults: map[string][]Fault{}, hits: map[string]int{}, after: map[string]func(){}}
 }
 
-// PagePath is the path of a listing page: page 1 has no page suffix.
-func PagePath(journal int64, pageNo int) string {
-	if pageNo <= 1 {
-		return fmt.Sprintf("/literature_d%d.htm", journal)
-	}
-	return fmt.Sprintf("/literature_d%d_%d.htm", journal, pageNo)
-}
+// PagePath is the path of a listing page under the site's URL scheme.
+func PagePath(journal int64, pageNo int) string { return site.Default.Path(journal, pageNo) }
 
 // SetPage serves body at the page's path; contentType "" is
 // "text/html; charset=utf-8".
@@ -123,28 +120,22 @@ func (s *Site) RemovePage(journal int64, pageNo int) {
 	delete(s.pages, PagePath(journal, pageNo))
 }
 
-var reListing = regexp.MustCompile(`^literature_d(\d+)(?:_(\d+))?\.html?$`)
-
-// LoadDir serves every file below dir named like a listing page
-// (literature_d{journal}[_{page}].htm); it returns how many it loaded.
+// LoadDir serves every file below dir named like a listing page under the
+// site's URL scheme (literature_d{journal}[_{page}].htm, see
+// site.Scheme.ParseFile); it returns how many it loaded.
 func (s *Site) LoadDir(dir string) (int, error) {
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		m := reListing.FindStringSubmatch(d.Name())
-		if m == nil {
+		journal, pageNo, ok := site.Default.ParseFile(d.Name())
+		if !ok {
 			return nil
 		}
 		body, err := os.ReadFile(p)
 		if err != nil {
 			return err
-		}
-		journal, _ := strconv.ParseInt(m[1], 10, 64)
-		pageNo := 1
-		if m[2] != "" {
-			pageNo, _ = strconv.Atoi(m[2])
 		}
 		s.SetPage(journal, pageNo, body, "text/html")
 		n++

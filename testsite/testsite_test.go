@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/parser"
+	listing "github.com/litcrawl/litcrawl/site"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -46,9 +47,10 @@ func TestServesPagesUnderTheSiteScheme(t *testing.T) {
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: %v %v", p, resp, err)
 		}
-		page, _ := parser.Parse(body, parser.Options{URL: "https://m.booksci.cn" + p})
-		if len(page.Records) == 0 || page.PageNo == 0 {
-			t.Errorf("%s: %d records, page %d", p, len(page.Records), page.PageNo)
+		journal, pageNo, ok := listing.Default.ParseURL(p)
+		page, _ := parser.Parse(body, parser.Options{URL: "https://m.booksci.cn" + p, Journal: journal, Page: pageNo})
+		if !ok || len(page.Records) == 0 || page.PageNo != pageNo || page.Records[0].Journal.ID != journal {
+			t.Errorf("%s: %d records, page %d, journal %d", p, len(page.Records), page.PageNo, journal)
 		}
 	}
 	if resp, _, _ := get(t, srv.Client(), srv.URL+"/literature_d501422_99.htm"); resp.StatusCode != 404 {

@@ -7,12 +7,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"sync"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gocolly/colly/v2"
+
+	"github.com/litcrawl/litcrawl/site"
 )
 
 func main() {
@@ -44,11 +45,7 @@ func main() {
 		mu.Unlock()
 	})
 	for p := 1; p <= *pages; p++ {
-		u := fmt.Sprintf("%s/literature_d%d_%d.htm", *base, *journal, p)
-		if p == 1 {
-			u = fmt.Sprintf("%s/literature_d%d.htm", *base, *journal)
-		}
-		c.Visit(u)
+		c.Visit(site.Default.URL(*base, *journal, p))
 	}
 	c.Wait()
 	w.Flush()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/site"
 )
 
 type parseFlags struct {
@@ -27,6 +28,7 @@ type parseFlags struct {
 	charset     string
 	concurrency int
 	url         string
+	scheme      *site.Scheme // the site's URL scheme: journal and page from --url or the file name
 }
 
 func newParseCmd() *cobra.Command {
@@ -56,6 +58,7 @@ warnings.`,
 			if !cmd.Flags().Changed("sink") {
 				f.sinks = cfg.Sinks
 			}
+			f.scheme = cfg.Site.Scheme()
 			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
 	}
@@ -219,8 +222,14 @@ func parseFile(path string, format parser.Format, f parseFlags) (*parser.Page, e
 	if err != nil {
 		return nil, err
 	}
+	journal, pageNo, _ := f.scheme.ParseFile(path)
+	if f.url != "" {
+		journal, pageNo, _ = f.scheme.ParseURL(f.url)
+	}
 	page, err := parser.Parse(data, parser.Options{
 		URL:     f.url,
+		Journal: journal,
+		Page:    pageNo,
 		Capture: filepath.ToSlash(path),
 		Charset: f.charset,
 		Format:  format,

@@ -38,6 +38,7 @@ parser fix to re-derive records from what was fetched.`,
 			if !cmd.Flags().Changed("sink") {
 				sinks = cfg.Sinks
 			}
+			scheme := cfg.Site.Scheme()
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
 			out, err := openSinks(ctx, sinks, cmd.OutOrStdout())
@@ -51,10 +52,11 @@ parser fix to re-derive records from what was fetched.`,
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if r.Status != 200 || !isListingURL(r.URL) {
+				journal, pageNo, listing := scheme.ParseURL(r.URL)
+				if r.Status != 200 || !listing {
 					return nil
 				}
-				page, err := parser.Parse(r.Body, parser.Options{URL: r.URL, ContentType: r.Header.Get("Content-Type"), FetchedAt: r.Date, RunID: runID})
+				page, err := parser.Parse(r.Body, parser.Options{URL: r.URL, Journal: journal, Page: pageNo, ContentType: r.Header.Get("Content-Type"), FetchedAt: r.Date, RunID: runID})
 				if err != nil || !page.IsListing() {
 					return nil // a soft block or an error page, as the live run saw it
 				}
@@ -85,10 +87,4 @@ parser fix to re-derive records from what was fetched.`,
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")
 	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
 	return cmd
-}
-
-// isListingURL: the path is a listing page (literature_d{journal}[_{page}].htm).
-func isListingURL(raw string) bool {
-	_, _, ok := parser.ListingURL(raw)
-	return ok
 }

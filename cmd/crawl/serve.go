@@ -18,6 +18,7 @@ import (
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/sink"
+	listing "github.com/litcrawl/litcrawl/site"
 	"github.com/litcrawl/litcrawl/state"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -233,7 +234,7 @@ output and state. No network is needed.`,
 			if err != nil {
 				return err
 			}
-			cfg := crawler.Config{BaseURL: base, FirstPage: "/literature_d{journal}.htm", PageN: "/literature_d{journal}_{page}.htm",
+			cfg := crawler.Config{BaseURL: base, FirstPage: listing.Default.FirstPage(), PageN: listing.Default.PageN(),
 				Concurrency: 4, Timeout: 5 * time.Second, MaxBodyBytes: 8 << 20,
 				Retry:            crawler.RetryPolicy{MaxAttempts: 8, BackoffBase: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond, MaxRetryAfter: time.Second},
 				BreakerThreshold: 10, BreakerCooldown: 200 * time.Millisecond, SlowdownMax: 200 * time.Millisecond,
