@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/config"
+	_ "github.com/litcrawl/litcrawl/sink/jsonl"
+	_ "github.com/litcrawl/litcrawl/sink/kafka"
+	_ "github.com/litcrawl/litcrawl/sink/nats"
 )
 
 func write(t *testing.T, text string) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/frontier"
 	"github.com/litcrawl/litcrawl/sink"
+	_ "github.com/litcrawl/litcrawl/sink/nats"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 

@@ -1,13 +1,24 @@
-// Package sink delivers records: it knows nothing of pages or HTTP.
+// Package sink is the delivery core: it knows nothing of pages or HTTP,
+// and links no broker client. The drivers live in packages of their own
+// and register themselves by URL scheme when a program imports them
+// (cmd/crawl imports all three):
+//
+//   - sink/jsonl: jsonl:PATH and - (standard output)
+//   - sink/nats: nats://… and tls://… (NATS JetStream)
+//   - sink/kafka: kafka://… (Kafka)
+//
+// Files of the core:
 //
 //   - sink.go: the Sink interface and its optional abilities (Committer,
-//     Restorer, Describer), Open by URL, errors, Redact
-//   - jsonl.go: JSON lines to a file (commit tokens, torn-line repair, {date}
-//     files) or to standard output
-//   - nats.go: NATS JetStream (msg-id dedupe, async publish with acks awaited)
-//   - kafka.go: Kafka (idempotent producer, acks=all, key = record id)
+//     Restorer, Describer, Unwrapper), errors, Options
+//   - registry.go: Driver, Register, Open and CheckURL by URL scheme
+//   - encode.go: Marshal, the one encoding of a record every sink sends
+//   - gate.go: the open/closed state drivers share
+//   - wrap.go: the one wrapper that forwards a sink's abilities
 //   - multi.go: fan-out to several sinks, acknowledged when all acknowledge
 //   - retry.go: bounded retries with full-jitter backoff for retryable errors
+//   - observe.go: a Write observer (metrics)
 //
-// sinktest holds the conformance suite every implementation runs.
+// sinkurl parses the broker drivers' URLs and query parameters; sinktest
+// is the conformance suite every driver runs.
 package sink

@@ -35,14 +35,6 @@ func (m *Multi) Describe() string {
 	return strings.Join(names, ", ")
 }
 
-// Describe names any sink for logs.
-func Describe(s Sink) string {
-	if d, ok := s.(Describer); ok {
-		return d.Describe()
-	}
-	return fmt.Sprintf("%T", s)
-}
-
 func (m *Multi) Write(ctx context.Context, recs []record.Record) error {
 	if len(m.sinks) == 1 {
 		return m.sinks[0].Write(ctx, recs)

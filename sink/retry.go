@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/record"
 )
 
@@ -25,73 +25,24 @@ var DefaultRetry = RetryPolicy{Attempts: 5, Base: 500 * time.Millisecond, Max: 1
 
 // Retry wraps a sink so that Writes failing with an ErrRetryable error are
 // tried again with backoff, up to the policy's bound; other errors, and
-// ctx's end, return at once. Each wait is cancellable.
+// ctx's end, return at once. Each wait is cancellable. The wrapped sink's
+// optional abilities are kept.
 func Retry(s Sink, p RetryPolicy) Sink {
-	if p.Attempts < 1 {
-		p.Attempts = 1
-	}
-	r := &retrySink{Sink: s, p: p}
-	if _, ok := s.(interface {
-		Committer
-		Restorer
-	}); ok {
-		return retryCommitter{r}
-	}
-	return r
-}
-
-// retryCommitter is a retrySink over a sink that makes and restores tokens.
-type retryCommitter struct{ *retrySink }
-
-func (r retryCommitter) Token() ([]byte, error) { return r.Sink.(Committer).Token() }
-
-func (r retryCommitter) Restore(ctx context.Context, token []byte) error {
-	return r.Sink.(Restorer).Restore(ctx, token)
-}
-
-type retrySink struct {
-	Sink
-	p RetryPolicy
-}
-
-func (r *retrySink) Write(ctx context.Context, recs []record.Record) error {
-	var err error
-	for attempt := 0; attempt < r.p.Attempts; attempt++ {
-		if attempt > 0 {
-			if werr := sleepCtx(ctx, backoff(r.p, attempt-1)); werr != nil {
-				return fmt.Errorf("%w (after %d tries, last error: %v)", werr, attempt, err)
+	attempts := max(p.Attempts, 1)
+	wait := backoff.Policy{Base: p.Base, Max: p.Max}
+	return wrap(s, func(ctx context.Context, recs []record.Record) error {
+		var err error
+		for attempt := range attempts {
+			if attempt > 0 {
+				if werr := backoff.Sleep(ctx, wait.Delay(attempt-1)); werr != nil {
+					return fmt.Errorf("%w (after %d tries, last error: %v)", werr, attempt, err)
+				}
+			}
+			err = s.Write(ctx, recs)
+			if err == nil || !errors.Is(err, ErrRetryable) || ctx.Err() != nil {
+				return err
 			}
 		}
-		err = r.Sink.Write(ctx, recs)
-		if err == nil || !errors.Is(err, ErrRetryable) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("gave up after %d tries: %w", r.p.Attempts, err)
-}
-
-func (r *retrySink) Describe() string { return Describe(r.Sink) }
-
-func backoff(p RetryPolicy, n int) time.Duration {
-	ceiling := p.Max
-	if n < 30 {
-		if d := p.Base << n; d > 0 && d < ceiling {
-			ceiling = d
-		}
-	}
-	if ceiling <= 0 {
-		return 0
-	}
-	return rand.N(ceiling)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+		return fmt.Errorf("gave up after %d tries: %w", attempts, err)
+	})
 }

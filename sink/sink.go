@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/litcrawl/litcrawl/record"
@@ -54,6 +52,12 @@ type Describer interface {
 	Describe() string
 }
 
+// Unwrapper is implemented by wrappers (Retry, Observe): Unwrap returns
+// the sink they wrap.
+type Unwrapper interface {
+	Unwrap() Sink
+}
+
 var (
 	// ErrClosed is returned by Write after Close.
 	ErrClosed = errors.New("sink: closed")
@@ -62,8 +66,9 @@ var (
 	ErrRetryable = errors.New("retryable")
 )
 
-// retryable wraps err so that errors.Is(err, ErrRetryable) holds.
-func retryable(err error) error {
+// Retryable wraps err so that errors.Is(err, ErrRetryable) holds; nil
+// stays nil.
+func Retryable(err error) error {
 	if err == nil || errors.Is(err, ErrRetryable) {
 		return err
 	}
@@ -87,14 +92,16 @@ type Options struct {
 	Stdout io.Writer
 }
 
-func (o Options) logger() *slog.Logger {
+// Log is the options' logger, or one that discards.
+func (o Options) Log() *slog.Logger {
 	if o.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return o.Logger
 }
 
-func (o Options) now() time.Time {
+// Clock is the options' current time.
+func (o Options) Clock() time.Time {
 	if o.Now == nil {
 		return time.Now()
 	}
@@ -111,70 +118,10 @@ func (e *URLError) Error() string {
 	return fmt.Sprintf("sink %q: %s", e.URL, e.Reason)
 }
 
-// Open makes the sink a URL names:
-//
-//	jsonl:PATH           append JSON lines to PATH ({date} becomes the UTC date)
-//	-, jsonl:-           JSON lines on standard output
-//	nats://HOST:PORT/SUBJECT?stream=NAME&…   NATS JetStream (tls:// for TLS)
-//	kafka://HOST:PORT[,HOST:PORT]/TOPIC?…    Kafka
-//
-// A bad URL fails here, naming the URL (redacted) and what is expected.
-func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
-	if err := CheckURL(rawURL); err != nil {
-		return nil, err
+// Describe names any sink for logs.
+func Describe(s Sink) string {
+	if d, ok := s.(Describer); ok {
+		return d.Describe()
 	}
-	switch {
-	case rawURL == "-" || rawURL == "jsonl:-":
-		return newStdout(opts), nil
-	case strings.HasPrefix(rawURL, "jsonl:"):
-		return openJSONL(strings.TrimPrefix(rawURL, "jsonl:"), opts)
-	case strings.HasPrefix(rawURL, "nats://") || strings.HasPrefix(rawURL, "tls://"):
-		return openNATS(ctx, rawURL, opts)
-	case strings.HasPrefix(rawURL, "kafka://"):
-		return openKafka(ctx, rawURL, opts)
-	}
-	panic("unreachable: CheckURL accepted " + Redact(rawURL))
-}
-
-// CheckURL checks a sink URL's form without opening anything (no file is
-// created, no broker is contacted), so configuration can be checked at start.
-func CheckURL(rawURL string) error {
-	var err error
-	switch {
-	case rawURL == "-" || rawURL == "jsonl:-":
-	case strings.HasPrefix(rawURL, "jsonl:"):
-		p := strings.TrimPrefix(rawURL, "jsonl:")
-		switch {
-		case p == "":
-			err = &URLError{URL: rawURL, Reason: "expected a file path after jsonl:"}
-		case strings.Count(p, datePlaceholder) > 1:
-			err = &URLError{URL: rawURL, Reason: "{date} may appear once"}
-		}
-	case strings.HasPrefix(rawURL, "nats://") || strings.HasPrefix(rawURL, "tls://"):
-		_, err = parseNATSURL(rawURL)
-	case strings.HasPrefix(rawURL, "kafka://"):
-		_, err = parseKafkaURL(rawURL)
-	default:
-		err = &URLError{URL: Redact(rawURL), Reason: "expected jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME or kafka://HOST:PORT/TOPIC"}
-	}
-	return err
-}
-
-// Redact hides the password (or token) in a URL's userinfo, for logs and
-// errors. Strings that are not URLs with userinfo come back unchanged.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if i := strings.Index(raw, "@"); i >= 0 && strings.Contains(raw[:i], "://") {
-			// Unparseable but holding userinfo: drop it whole.
-			return raw[:strings.Index(raw, "://")+3] + "REDACTED@" + raw[i+1:]
-		}
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	} else {
-		u.User = url.User("REDACTED")
-	}
-	return u.String()
+	return fmt.Sprintf("%T", s)
 }

@@ -5,11 +5,14 @@
 package sinktest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -36,6 +39,10 @@ type Features struct {
 type Destination struct {
 	Open func(t *testing.T) sink.Sink
 	Read func(t *testing.T) []record.Record
+	// Raw, when set, returns the bytes each delivered record became (a
+	// JSONL line without its newline, a message body, a Kafka value), in
+	// delivery order: the suite checks they are exactly sink.Marshal's.
+	Raw func(t *testing.T) [][]byte
 }
 
 // Run runs the suite. fresh makes a new, empty destination for each test.
@@ -45,6 +52,7 @@ func Run(t *testing.T, fresh func(t *testing.T) Destination, f Features) {
 	t.Run("ConcurrentWriters", func(t *testing.T) { concurrentWriters(t, fresh(t), f) })
 	t.Run("CloseAndWriteAfterClose", func(t *testing.T) { closeTwice(t, fresh(t)) })
 	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh(t)) })
+	t.Run("SameBytesAsMarshal", func(t *testing.T) { sameBytes(t, fresh(t)) })
 	if f.Restore {
 		t.Run("RestoreAfterCrash", func(t *testing.T) { restoreAfterCrash(t, fresh(t)) })
 	}
@@ -246,6 +254,54 @@ func restoreAfterCrash(t *testing.T, d Destination) {
 	sameMultiset(t, got, append(slices.Clone(a), b...))
 }
 
+// sameBytes: a record is the same bytes in every sink, as sink.Marshal
+// makes them (no HTML escaping).
+func sameBytes(t *testing.T, d Destination) {
+	if d.Raw == nil {
+		t.Skip("the destination does not give raw bytes")
+	}
+	s := d.Open(t)
+	recs := Records("bytes", 3)
+	write(t, s, recs)
+	closeSink(t, s)
+	raw := d.Raw(t)
+	want := map[string]bool{}
+	for i := range recs {
+		b, err := sink.Marshal(&recs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[string(b)] = true
+	}
+	if len(raw) != len(recs) {
+		t.Fatalf("%d raw records, want %d", len(raw), len(recs))
+	}
+	for _, b := range raw {
+		if !want[string(b)] {
+			t.Fatalf("delivered bytes differ from sink.Marshal's:\n%s", b)
+		}
+		if strings.Contains(string(b), `\u003c`) || strings.Contains(string(b), `\u0026`) {
+			t.Fatalf("HTML-escaped record: %s", b)
+		}
+	}
+}
+
+// Bench writes pages of 20 records to s (one Write per page, as the crawler
+// does) until b is done, and reports records/s. It closes s.
+func Bench(b *testing.B, s sink.Sink) {
+	b.Helper()
+	defer s.Close()
+	pages := 0
+	for b.Loop() {
+		recs := Records(fmt.Sprintf("p%d", pages), 20)
+		pages++
+		if err := s.Write(context.Background(), recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(pages*20)/b.Elapsed().Seconds(), "records/s")
+}
+
 func redelivery(t *testing.T, d Destination) {
 	s := d.Open(t)
 	a := Records("again", 6)
@@ -253,4 +309,42 @@ func redelivery(t *testing.T, d Destination) {
 	write(t, s, a)
 	closeSink(t, s)
 	sameMultiset(t, d.Read(t), a)
+}
+
+// Open opens the sink a URL names, failing the test if it cannot.
+func Open(t testing.TB, url string, opts sink.Options) sink.Sink {
+	t.Helper()
+	s, err := sink.Open(context.Background(), url, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	return s
+}
+
+// ReadJSONL reads a JSONL file strictly: every line must be a whole
+// record, and the file must end with a newline. A missing file is empty.
+func ReadJSONL(t testing.TB, path string) []record.Record {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		t.Fatalf("%s does not end with a newline", path)
+	}
+	var out []record.Record
+	for i, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var r record.Record
+		if err := json.Unmarshal(l, &r); err != nil {
+			t.Fatalf("%s line %d is not a record: %v: %q", path, i+1, err, l)
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package sink_test
+package kafka_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
+	_ "github.com/litcrawl/litcrawl/sink/kafka"
 	"github.com/litcrawl/litcrawl/sink/sinktest"
 )
 
@@ -33,6 +34,19 @@ func startKafka(t testing.TB, opts ...kfake.Opt) string {
 // readTopic consumes every record of topic up to its end offsets, ordered
 // by partition, then offset.
 func readTopic(t *testing.T, brokers, topic string) []record.Record {
+	t.Helper()
+	var out []record.Record
+	for _, v := range readValues(t, brokers, topic) {
+		var rec record.Record
+		json.Unmarshal(v, &rec)
+		out = append(out, rec)
+	}
+	return out
+}
+
+// readValues consumes every value of topic up to its end offsets, ordered
+// by partition, then offset; each key must be its record's id.
+func readValues(t *testing.T, brokers, topic string) [][]byte {
 	t.Helper()
 	ctx := context.Background()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
@@ -56,7 +70,7 @@ func readTopic(t *testing.T, brokers, topic string) []record.Record {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	byPart := map[int32][]record.Record{}
+	byPart := map[int32][][]byte{}
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if errs := fs.Errors(); len(errs) > 0 {
@@ -70,7 +84,7 @@ func readTopic(t *testing.T, brokers, topic string) []record.Record {
 			if string(r.Key) != rec.ID {
 				t.Fatalf("key %q, record id %q", r.Key, rec.ID)
 			}
-			byPart[r.Partition] = append(byPart[r.Partition], rec)
+			byPart[r.Partition] = append(byPart[r.Partition], r.Value)
 			if r.Offset+1 >= want[r.Partition] {
 				delete(want, r.Partition)
 			}
@@ -81,7 +95,7 @@ func readTopic(t *testing.T, brokers, topic string) []record.Record {
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	var out []record.Record
+	var out [][]byte
 	for _, p := range parts {
 		out = append(out, byPart[p]...)
 	}
@@ -95,8 +109,9 @@ func TestKafkaConformance(t *testing.T) {
 		topic := fmt.Sprintf("papers-%d", topics.Add(1))
 		url := fmt.Sprintf("kafka://%s/%s?create=true&partitions=3", brokers, topic)
 		return sinktest.Destination{
-			Open: func(t *testing.T) sink.Sink { return openT(t, url, sink.Options{}) },
+			Open: func(t *testing.T) sink.Sink { return sinktest.Open(t, url, sink.Options{}) },
 			Read: func(t *testing.T) []record.Record { return readTopic(t, brokers, topic) },
+			Raw:  func(t *testing.T) [][]byte { return readValues(t, brokers, topic) },
 		}
 	}, sinktest.Features{})
 }
@@ -104,7 +119,7 @@ func TestKafkaConformance(t *testing.T) {
 // With one partition a single writer's records keep their order.
 func TestKafkaOnePartitionKeepsOrder(t *testing.T) {
 	brokers := startKafka(t, kfake.SeedTopics(1, "ordered"))
-	s := openT(t, "kafka://"+brokers+"/ordered?compression=lz4", sink.Options{})
+	s := sinktest.Open(t, "kafka://"+brokers+"/ordered?compression=lz4", sink.Options{})
 	var all []record.Record
 	for b := range 4 {
 		batch := sinktest.Records(fmt.Sprintf("o%d", b), 10)
@@ -170,7 +185,7 @@ func TestKafkaBrokerAwayIsRetryable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openT(t, "kafka://"+c.ListenAddrs()[0]+"/papers?delivery_timeout=1s", sink.Options{})
+	s := sinktest.Open(t, "kafka://"+c.ListenAddrs()[0]+"/papers?delivery_timeout=1s", sink.Options{})
 	defer s.Close()
 	if err := s.Write(context.Background(), sinktest.Records("up", 2)); err != nil {
 		t.Fatal(err)
@@ -180,4 +195,16 @@ func TestKafkaBrokerAwayIsRetryable(t *testing.T) {
 	if err == nil || !errors.Is(err, sink.ErrRetryable) {
 		t.Fatalf("Write with the broker gone = %v, want a retryable error", err)
 	}
+}
+
+// BenchmarkKafkaWrite: produce to an in-process kfake cluster (one
+// partition), waiting for every acknowledgement of each page. kfake keeps
+// records in memory, so this measures the client side, not a broker's disk.
+func BenchmarkKafkaWrite(b *testing.B) {
+	brokers := startKafka(b)
+	s, err := sink.Open(context.Background(), "kafka://"+brokers+"/bench?create=true", sink.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sinktest.Bench(b, s)
 }

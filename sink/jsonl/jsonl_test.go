@@ -1,11 +1,10 @@
-package sink_test
+package jsonl_test
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,74 +16,25 @@ import (
 
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
+	_ "github.com/litcrawl/litcrawl/sink/jsonl"
 	"github.com/litcrawl/litcrawl/sink/sinktest"
 )
-
-func openT(t *testing.T, url string, opts sink.Options) sink.Sink {
-	t.Helper()
-	s, err := sink.Open(context.Background(), url, opts)
-	if err != nil {
-		t.Fatalf("Open(%s): %v", url, err)
-	}
-	return s
-}
-
-// readJSONL reads a JSONL file strictly: every line must be a whole record.
-func readJSONL(t *testing.T, path string) []record.Record {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		t.Fatalf("%s does not end with a newline", path)
-	}
-	var out []record.Record
-	for i, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
-		if len(l) == 0 {
-			continue
-		}
-		var r record.Record
-		if err := json.Unmarshal(l, &r); err != nil {
-			t.Fatalf("%s line %d is not a record: %v: %q", path, i+1, err, l)
-		}
-		out = append(out, r)
-	}
-	return out
-}
 
 func TestJSONLConformance(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Destination {
 		path := filepath.Join(t.TempDir(), "sub", "out.jsonl")
 		return sinktest.Destination{
-			Open: func(t *testing.T) sink.Sink { return openT(t, "jsonl:"+path, sink.Options{}) },
-			Read: func(t *testing.T) []record.Record { return readJSONL(t, path) },
+			Open: func(t *testing.T) sink.Sink { return sinktest.Open(t, "jsonl:"+path, sink.Options{}) },
+			Read: func(t *testing.T) []record.Record { return sinktest.ReadJSONL(t, path) },
+			Raw: func(t *testing.T) [][]byte {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+			},
 		}
 	}, sinktest.Features{Ordered: true, Restore: true})
-}
-
-// Two JSONL files behind one Multi behave like one sink, and both files
-// hold everything.
-func TestMultiConformance(t *testing.T) {
-	sinktest.Run(t, func(t *testing.T) sinktest.Destination {
-		dir := t.TempDir()
-		a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b #1?.jsonl")
-		return sinktest.Destination{
-			Open: func(t *testing.T) sink.Sink {
-				return sink.NewMulti(openT(t, "jsonl:"+a, sink.Options{}), openT(t, "jsonl:"+b, sink.Options{}))
-			},
-			Read: func(t *testing.T) []record.Record {
-				ra, rb := readJSONL(t, a), readJSONL(t, b)
-				if len(ra) != len(rb) {
-					t.Fatalf("fan-out: %d records in one file, %d in the other", len(ra), len(rb))
-				}
-				return ra
-			},
-		}
-	}, sinktest.Features{Ordered: false, Restore: true})
 }
 
 func TestJSONLRepairsTornLine(t *testing.T) {
@@ -93,12 +43,12 @@ func TestJSONLRepairsTornLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(whole+whole+`{"schema_version":1,"id":"3","sou`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := openT(t, "jsonl:"+path, sink.Options{})
+	s := sinktest.Open(t, "jsonl:"+path, sink.Options{})
 	if err := s.Write(context.Background(), sinktest.Records("after", 1)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	got := readJSONL(t, path)
+	got := sinktest.ReadJSONL(t, path)
 	if len(got) != 3 || got[0].ID != "1" || got[1].ID != "1" || got[2].ID != "after-0" {
 		t.Fatalf("after repair: %d records %+v", len(got), got)
 	}
@@ -111,7 +61,7 @@ func TestJSONLDatedFilesRestore(t *testing.T) {
 	now := time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	url := "jsonl:" + filepath.Join(dir, "papers-{date}.jsonl")
-	s := openT(t, url, sink.Options{Now: clock})
+	s := sinktest.Open(t, url, sink.Options{Now: clock})
 	a, b := sinktest.Records("a", 3), sinktest.Records("b", 3)
 	if err := s.Write(context.Background(), a); err != nil {
 		t.Fatal(err)
@@ -123,7 +73,7 @@ func TestJSONLDatedFilesRestore(t *testing.T) {
 	}
 	s.Close()
 
-	s2 := openT(t, url, sink.Options{Now: clock})
+	s2 := sinktest.Open(t, url, sink.Options{Now: clock})
 	if err := s2.(sink.Restorer).Restore(context.Background(), tok); err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +81,8 @@ func TestJSONLDatedFilesRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Close()
-	day1 := readJSONL(t, filepath.Join(dir, "papers-2026-12-01.jsonl"))
-	day2 := readJSONL(t, filepath.Join(dir, "papers-2026-12-02.jsonl"))
+	day1 := sinktest.ReadJSONL(t, filepath.Join(dir, "papers-2026-12-01.jsonl"))
+	day2 := sinktest.ReadJSONL(t, filepath.Join(dir, "papers-2026-12-02.jsonl"))
 	if len(day1) != 3 || len(day2) != 3 || day2[0].ID != "b-0" {
 		t.Fatalf("day 1 has %d records, day 2 has %d; want 3 and 3", len(day1), len(day2))
 	}
@@ -140,7 +90,7 @@ func TestJSONLDatedFilesRestore(t *testing.T) {
 
 func TestJSONLRestoreRefusesAShorterFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.jsonl")
-	s := openT(t, "jsonl:"+path, sink.Options{})
+	s := sinktest.Open(t, "jsonl:"+path, sink.Options{})
 	defer s.Close()
 	tok, _ := json.Marshal(map[string]any{"path": path, "offset": 999})
 	err := s.(sink.Restorer).Restore(context.Background(), tok)
@@ -164,21 +114,6 @@ func TestOpenErrors(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("Open(%q) leaks the password: %v", url, err)
-		}
-	}
-}
-
-func TestRedact(t *testing.T) {
-	tests := map[string]string{
-		"nats://user:secret@127.0.0.1:4222/papers?stream=P": "nats://user:REDACTED@127.0.0.1:4222/papers?stream=P",
-		"nats://s3cr3ttoken@host:4222/x":                    "nats://REDACTED@host:4222/x",
-		"kafka://a:1,b:2/topic":                             "kafka://a:1,b:2/topic",
-		"jsonl:out/papers.jsonl":                            "jsonl:out/papers.jsonl",
-		"nats://u:p%zz@host/x":                              "nats://REDACTED@host/x",
-	}
-	for in, want := range tests {
-		if got := sink.Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -232,7 +167,7 @@ func TestJSONLSurvivesKill9(t *testing.T) {
 	run(60)
 	run(110)
 	run(0) // to the end
-	got := readJSONL(t, filepath.Join(dir, "out.jsonl"))
+	got := sinktest.ReadJSONL(t, filepath.Join(dir, "out.jsonl"))
 	seen := map[string]int{}
 	for _, r := range got {
 		seen[r.ID]++
@@ -261,7 +196,7 @@ func TestJSONLWriterProcess(t *testing.T) {
 		Next  int             `json:"next"`
 		Token json.RawMessage `json:"token"`
 	}
-	s := openT(t, "jsonl:"+filepath.Join(dir, "out.jsonl"), sink.Options{})
+	s := sinktest.Open(t, "jsonl:"+filepath.Join(dir, "out.jsonl"), sink.Options{})
 	if data, err := os.ReadFile(statePath); err == nil {
 		if err := json.Unmarshal(data, &st); err != nil {
 			t.Fatal(err)

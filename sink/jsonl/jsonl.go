@@ -1,4 +1,8 @@
-package sink
+// Package jsonl is the JSON-lines sink driver: jsonl:PATH appends records
+// to a file (with commit tokens, torn-line repair and {date} files), and
+// "-" (or jsonl:-) writes them to standard output. Importing the package
+// registers the driver.
+package jsonl
 
 import (
 	"bytes"
@@ -13,7 +17,32 @@ import (
 	"strings"
 
 	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
 )
+
+func init() {
+	sink.Register(sink.Driver{Scheme: "jsonl", Usage: "jsonl:PATH, - (stdout)", Check: check, Open: open})
+}
+
+// check reads jsonl:PATH (or jsonl:- for standard output).
+func check(rawURL string) error {
+	p := strings.TrimPrefix(rawURL, "jsonl:")
+	switch {
+	case p == "":
+		return &sink.URLError{URL: rawURL, Reason: "expected a file path after jsonl:"}
+	case strings.Count(p, datePlaceholder) > 1:
+		return &sink.URLError{URL: rawURL, Reason: "{date} may appear once"}
+	}
+	return nil
+}
+
+func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error) {
+	p := strings.TrimPrefix(rawURL, "jsonl:")
+	if p == "-" {
+		return newStdout(opts), nil
+	}
+	return openFile(p, opts)
+}
 
 // jsonlSink appends records to a file, one JSON object per line.
 //
@@ -27,19 +56,19 @@ import (
 // guarantees.
 type jsonlSink struct {
 	pattern string // the path, possibly with {date}
-	opts    Options
+	opts    sink.Options
 
-	gate            // Write, Token and Restore hold it exclusively
-	f      *os.File // open file for path
-	path   string   // the current file
-	offset int64    // its size after the last Write
-	buf    bytes.Buffer
+	sink.Gate          // Write, Token and Restore hold it exclusively
+	f         *os.File // open file for path
+	path      string   // the current file
+	offset    int64    // its size after the last Write
+	buf       bytes.Buffer
 }
 
 const datePlaceholder = "{date}"
 
-// openJSONL opens the sink for a pattern that CheckURL accepted.
-func openJSONL(pattern string, opts Options) (*jsonlSink, error) {
+// openFile opens the sink for a pattern that check accepted.
+func openFile(pattern string, opts sink.Options) (*jsonlSink, error) {
 	s := &jsonlSink{pattern: pattern, opts: opts}
 	// Fail at start on a path that cannot be written.
 	if err := s.ensureFile(s.pathFor()); err != nil {
@@ -51,7 +80,7 @@ func openJSONL(pattern string, opts Options) (*jsonlSink, error) {
 func (s *jsonlSink) Describe() string { return "jsonl:" + s.pattern }
 
 func (s *jsonlSink) pathFor() string {
-	return strings.Replace(s.pattern, datePlaceholder, s.opts.now().UTC().Format("2006-01-02"), 1)
+	return strings.Replace(s.pattern, datePlaceholder, s.opts.Clock().UTC().Format("2006-01-02"), 1)
 }
 
 // ensureFile opens path for appending (creating it and its directory), and
@@ -121,7 +150,7 @@ func truncateSync(f *os.File, size int64) error {
 }
 
 func (s *jsonlSink) Write(ctx context.Context, recs []record.Record) error {
-	release, err := s.enter(ctx, true)
+	release, err := s.Enter(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -129,7 +158,7 @@ func (s *jsonlSink) Write(ctx context.Context, recs []record.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := encodeLines(&s.buf, recs); err != nil {
+	if err := sink.EncodeLines(&s.buf, recs); err != nil {
 		return fmt.Errorf("jsonl: %w", err)
 	}
 	if err := s.ensureFile(s.pathFor()); err != nil {
@@ -158,7 +187,7 @@ type jsonlToken struct {
 }
 
 func (s *jsonlSink) Token() ([]byte, error) {
-	release, err := s.enter(context.Background(), true)
+	release, err := s.Enter(context.Background(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +200,7 @@ func (s *jsonlSink) Restore(ctx context.Context, token []byte) error {
 	if err := json.Unmarshal(token, &t); err != nil || t.Path == "" || t.Offset < 0 {
 		return fmt.Errorf("jsonl %s: restore: bad token %q", s.pattern, token)
 	}
-	release, err := s.enter(ctx, true)
+	release, err := s.Enter(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -259,7 +288,7 @@ func escapeGlob(s string) string {
 }
 
 func (s *jsonlSink) Close() error {
-	return s.shut(func() error {
+	return s.Shut(func() error {
 		if s.f == nil {
 			return nil
 		}
@@ -275,12 +304,12 @@ func (s *jsonlSink) Close() error {
 // stdoutSink writes JSON lines to standard output. It cannot roll back, so a
 // rerun after a crash may repeat the last batch.
 type stdoutSink struct {
-	gate
+	sink.Gate
 	w   io.Writer
 	buf bytes.Buffer
 }
 
-func newStdout(opts Options) *stdoutSink {
+func newStdout(opts sink.Options) *stdoutSink {
 	if opts.Stdout != nil {
 		return &stdoutSink{w: opts.Stdout}
 	}
@@ -290,12 +319,12 @@ func newStdout(opts Options) *stdoutSink {
 func (s *stdoutSink) Describe() string { return "stdout" }
 
 func (s *stdoutSink) Write(ctx context.Context, recs []record.Record) error {
-	release, err := s.enter(ctx, true)
+	release, err := s.Enter(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := encodeLines(&s.buf, recs); err != nil {
+	if err := sink.EncodeLines(&s.buf, recs); err != nil {
 		return fmt.Errorf("stdout: %w", err)
 	}
 	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
@@ -304,4 +333,4 @@ func (s *stdoutSink) Write(ctx context.Context, recs []record.Record) error {
 	return nil
 }
 
-func (s *stdoutSink) Close() error { return s.shut(func() error { return nil }) }
+func (s *stdoutSink) Close() error { return s.Shut(func() error { return nil }) }

@@ -1,12 +1,14 @@
-package sink
+// Package kafka is the Kafka sink driver: kafka://HOST:PORT[,HOST:PORT]/TOPIC
+// produces each record with its id as the key, through franz-go's
+// idempotent producer with acks from all in-sync replicas. Importing the
+// package registers the driver.
+package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +19,14 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/sinkurl"
 )
+
+func init() {
+	sink.Register(sink.Driver{Scheme: "kafka", Usage: "kafka://HOST:PORT/TOPIC",
+		Check: func(raw string) error { _, err := parseURL(raw); return err }, Open: open})
+}
 
 // kafkaConfig is what a kafka:// URL says.
 type kafkaConfig struct {
@@ -31,103 +40,59 @@ type kafkaConfig struct {
 	maxBuffered     int
 	sasl            string
 	user, pass      string
-	tls             tlsParams
+	tls             sinkurl.TLS
 	description     string
 }
 
-// parseKafkaURL reads kafka://[user:pass@]host:port[,host:port]/TOPIC?….
-func parseKafkaURL(raw string) (*kafkaConfig, error) {
-	red := Redact(raw)
-	bad := func(format string, a ...any) error {
-		return &URLError{URL: red, Reason: fmt.Sprintf(format, a...)}
+// parseURL reads kafka://[user:pass@]host:port[,host:port]/TOPIC?….
+func parseURL(raw string) (*kafkaConfig, error) {
+	u, err := sinkurl.Parse(raw)
+	if err != nil {
+		return nil, err
 	}
 	c := &kafkaConfig{partitions: 1, replication: -1, deliveryTimeout: 30 * time.Second,
-		compression: kgo.ZstdCompression(), maxBuffered: 10000, description: red}
-	u, problem := parseBrokerURL(raw)
-	if problem != "" {
-		return nil, bad("%s", problem)
-	}
-	c.user, c.pass = u.user, u.pass
-	for _, h := range u.hosts {
+		maxBuffered: 10000, description: u.Redacted}
+	c.user, c.pass = u.User, u.Pass
+	for _, h := range u.Hosts {
 		if !strings.Contains(h, ":") {
-			return nil, bad("expected kafka://HOST:PORT[,HOST:PORT]/TOPIC, got server %q", h)
+			return nil, u.Errorf("expected kafka://HOST:PORT[,HOST:PORT]/TOPIC, got server %q", h)
 		}
 	}
-	if len(u.hosts) == 0 {
-		return nil, bad("expected kafka://HOST:PORT[,HOST:PORT]/TOPIC")
+	if len(u.Hosts) == 0 {
+		return nil, u.Errorf("expected kafka://HOST:PORT[,HOST:PORT]/TOPIC")
 	}
-	c.brokers = u.hosts
-	c.topic = u.name
+	c.brokers = u.Hosts
+	c.topic = u.Name
 	if c.topic == "" || strings.ContainsAny(c.topic, "/ ") {
-		return nil, bad("expected a topic after the brokers, e.g. kafka://127.0.0.1:9092/papers")
+		return nil, u.Errorf("expected a topic after the brokers, e.g. kafka://127.0.0.1:9092/papers")
 	}
-	var err error
-	for k, v := range u.query {
-		val := v[len(v)-1]
-		if handled, problem := c.tls.set(k, val); handled {
-			if problem != "" {
-				return nil, bad("%s", problem)
-			}
-			continue
-		}
-		switch k {
-		case "create":
-			if c.create, err = strconv.ParseBool(val); err != nil {
-				return nil, bad("create=%q: expected true or false", val)
-			}
-		case "partitions":
-			n, err := strconv.ParseInt(val, 10, 32)
-			if err != nil || n < 1 {
-				return nil, bad("partitions=%q: expected a number of at least 1", val)
-			}
-			c.partitions = int32(n)
-		case "replication":
-			n, err := strconv.ParseInt(val, 10, 16)
-			if err != nil || n < 1 {
-				return nil, bad("replication=%q: expected a number of at least 1", val)
-			}
-			c.replication = int16(n)
-		case "delivery_timeout":
-			if c.deliveryTimeout, err = time.ParseDuration(val); err != nil || c.deliveryTimeout <= 0 {
-				return nil, bad("delivery_timeout=%q: expected a positive duration such as 30s", val)
-			}
-		case "compression":
-			switch val {
-			case "zstd":
-				c.compression = kgo.ZstdCompression()
-			case "lz4":
-				c.compression = kgo.Lz4Compression()
-			case "snappy":
-				c.compression = kgo.SnappyCompression()
-			case "gzip":
-				c.compression = kgo.GzipCompression()
-			case "none":
-				c.compression = kgo.NoCompression()
-			default:
-				return nil, bad("compression=%q: expected zstd, lz4, snappy, gzip or none", val)
-			}
-		case "max_buffered":
-			if c.maxBuffered, err = strconv.Atoi(val); err != nil || c.maxBuffered < 1 {
-				return nil, bad("max_buffered=%q: expected a number of records of at least 1", val)
-			}
-		case "sasl":
-			switch val {
-			case "plain", "scram-sha-256", "scram-sha-512":
-				c.sasl = val
-			default:
-				return nil, bad("sasl=%q: expected plain, scram-sha-256 or scram-sha-512", val)
-			}
-		default:
-			return nil, bad("unknown parameter %q (known: create, partitions, replication, delivery_timeout, compression, max_buffered, sasl, tls, tls_ca, tls_cert, tls_key)", k)
-		}
+	partitions, replication := 1, 0
+	compression := "zstd"
+	params := []sinkurl.Param{
+		sinkurl.Bool("create", &c.create),
+		sinkurl.Int("partitions", &partitions, 1, 10000, "a number of partitions"),
+		sinkurl.Int("replication", &replication, 1, 32767, "a replication factor"),
+		sinkurl.Duration("delivery_timeout", &c.deliveryTimeout, "30s"),
+		sinkurl.OneOf("compression", &compression, "zstd", "lz4", "snappy", "gzip", "none"),
+		sinkurl.Int("max_buffered", &c.maxBuffered, 1, 10_000_000, "a number of records"),
+		sinkurl.OneOf("sasl", &c.sasl, "plain", "scram-sha-256", "scram-sha-512"),
 	}
-	if problem := c.tls.check(); problem != "" {
-		return nil, bad("%s", problem)
+	if err := u.Apply(append(params, c.tls.Params()...)...); err != nil {
+		return nil, err
+	}
+	c.partitions = int32(partitions)
+	if replication > 0 {
+		c.replication = int16(replication)
+	}
+	c.compression = map[string]kgo.CompressionCodec{"zstd": kgo.ZstdCompression(), "lz4": kgo.Lz4Compression(),
+		"snappy": kgo.SnappyCompression(), "gzip": kgo.GzipCompression(), "none": kgo.NoCompression()}[compression]
+	if problem := c.tls.Check(); problem != "" {
+		return nil, u.Errorf("%s", problem)
 	}
 	if c.user == "" && c.sasl != "" {
 		c.user, c.pass = os.Getenv("KAFKA_USER"), os.Getenv("KAFKA_PASSWORD")
 		if c.user == "" {
-			return nil, bad("sasl=%s needs a user: in the URL (user:pass@) or in KAFKA_USER and KAFKA_PASSWORD", c.sasl)
+			return nil, u.Errorf("sasl=%s needs a user: in the URL (user:pass@) or in KAFKA_USER and KAFKA_PASSWORD", c.sasl)
 		}
 	}
 	if c.user != "" && c.sasl == "" {
@@ -155,7 +120,7 @@ func (c *kafkaConfig) clientOptions() ([]kgo.Opt, error) {
 	case "scram-sha-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.user, Pass: c.pass}.AsSha512Mechanism()))
 	}
-	tlsCfg, err := c.tls.config()
+	tlsCfg, err := c.tls.Config()
 	if err != nil {
 		return nil, err
 	}
@@ -172,17 +137,17 @@ type kafkaSink struct {
 	cfg *kafkaConfig
 	cl  *kgo.Client
 
-	gate // Writes hold it shared; Close exclusively
+	sink.Gate // Writes hold it shared; Close exclusively
 }
 
-func openKafka(ctx context.Context, raw string, opts Options) (*kafkaSink, error) {
-	cfg, err := parseKafkaURL(raw)
+func open(ctx context.Context, raw string, _ sink.Options) (sink.Sink, error) {
+	cfg, err := parseURL(raw)
 	if err != nil {
 		return nil, err
 	}
 	kopts, err := cfg.clientOptions()
 	if err != nil {
-		return nil, &URLError{URL: cfg.description, Reason: err.Error()}
+		return nil, &sink.URLError{URL: cfg.description, Reason: err.Error()}
 	}
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
@@ -204,7 +169,7 @@ func (s *kafkaSink) ensureTopic(ctx context.Context) error {
 	adm := kadm.NewClient(s.cl)
 	topics, err := adm.ListTopics(ctx, c.topic)
 	if err != nil {
-		return retryable(fmt.Errorf("kafka %s: list topics: %w", c.description, err))
+		return sink.Retryable(fmt.Errorf("kafka %s: list topics: %w", c.description, err))
 	}
 	if topics.Has(c.topic) {
 		if t := topics[c.topic]; t.Err != nil {
@@ -228,7 +193,7 @@ func (s *kafkaSink) ensureTopic(ctx context.Context) error {
 func (s *kafkaSink) Describe() string { return s.cfg.description }
 
 func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
-	release, err := s.enter(ctx, false)
+	release, err := s.Enter(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -238,9 +203,9 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	krs := make([]*kgo.Record, len(recs))
 	for i := range recs {
-		data, err := json.Marshal(&recs[i])
+		data, err := sink.Marshal(&recs[i])
 		if err != nil {
-			return fmt.Errorf("kafka: encode record %s: %w", recs[i].ID, err)
+			return fmt.Errorf("kafka: %w", err)
 		}
 		krs[i] = &kgo.Record{Key: []byte(recs[i].ID), Value: data}
 	}
@@ -259,7 +224,7 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return retryable(fmt.Errorf("kafka %s: no acknowledgement within delivery_timeout (%v)", s.cfg.description, s.cfg.deliveryTimeout))
+		return sink.Retryable(fmt.Errorf("kafka %s: no acknowledgement within delivery_timeout (%v)", s.cfg.description, s.cfg.deliveryTimeout))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -268,7 +233,7 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 		err = fmt.Errorf("kafka %s: produce: %w", s.cfg.description, err)
 		if kerr.IsRetriable(err) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) ||
 			errors.Is(err, kgo.ErrMaxBuffered) {
-			return retryable(err)
+			return sink.Retryable(err)
 		}
 		return err
 	}
@@ -276,7 +241,7 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 }
 
 func (s *kafkaSink) Close() error {
-	return s.shut(func() error {
+	return s.Shut(func() error {
 		// Every Write waited for its acks; nothing acknowledged is buffered.
 		s.cl.Close()
 		return nil

@@ -1,4 +1,4 @@
-package sink_test
+package nats_test
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func TestNATSTLS(t *testing.T) {
 	}
 	port := srv.Addr().(*net.TCPAddr).Port
 
-	s := openT(t, fmt.Sprintf("tls://127.0.0.1:%d/papers.tls?stream=TLS&tls_ca=%s", port, caFile), sink.Options{})
+	s := sinktest.Open(t, fmt.Sprintf("tls://127.0.0.1:%d/papers.tls?stream=TLS&tls_ca=%s", port, caFile), sink.Options{})
 	if err := s.Write(context.Background(), sinktest.Records("tls", 3)); err != nil {
 		t.Fatal(err)
 	}

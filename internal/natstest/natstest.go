@@ -1,0 +1,243 @@
+// Package natstest starts real NATS servers for tests: an in-process
+// nats-server with JetStream (the Go module's), a cluster of three of them,
+// and Debian's nats-server binary as a process, so that the frontier and
+// the NATS sink are tested against the servers they run on. Every server
+// lives in a temporary directory and stops when its test ends.
+package natstest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Server is one in-process nats-server with JetStream.
+type Server struct {
+	t    testing.TB
+	opts server.Options
+	srv  *server.Server
+}
+
+// Option changes a server's options before it starts.
+type Option func(*server.Options)
+
+// WithUser makes the server require a user and password.
+func WithUser(user, pass string) Option {
+	return func(o *server.Options) { o.Username, o.Password = user, pass }
+}
+
+// Start runs an in-process server on a free loopback port.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := &Server{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true}}
+	for _, o := range opts {
+		o(&s.opts)
+	}
+	s.Restart()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Restart starts the server again (same port, same store) after Stop.
+func (s *Server) Restart() {
+	s.t.Helper()
+	o := s.opts
+	srv, err := server.NewServer(&o)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(20 * time.Second) {
+		s.t.Fatal("nats-server did not start")
+	}
+	s.srv = srv
+	// A restart comes back on the same ports.
+	s.opts.Port = srv.Addr().(*net.TCPAddr).Port
+	if s.opts.Cluster.Port != 0 {
+		s.opts.Cluster.Port = srv.ClusterAddr().Port
+	}
+}
+
+// Stop shuts the server down and waits until it is gone.
+func (s *Server) Stop() {
+	if s.srv != nil {
+		s.srv.Shutdown()
+		s.srv.WaitForShutdown()
+		s.srv = nil
+	}
+}
+
+// Running reports whether the server is up.
+func (s *Server) Running() bool { return s.srv != nil }
+
+// HostPort is the client address, 127.0.0.1:PORT.
+func (s *Server) HostPort() string { return fmt.Sprintf("127.0.0.1:%d", s.opts.Port) }
+
+// URL is the client URL, nats://127.0.0.1:PORT.
+func (s *Server) URL() string { return "nats://" + s.HostPort() }
+
+// Name is the server's name (its cluster name for a node).
+func (s *Server) Name() string { return s.opts.ServerName }
+
+// Raw is the running server, for leader checks.
+func (s *Server) Raw() *server.Server { return s.srv }
+
+// Cluster is three (or more) in-process servers forming a JetStream
+// cluster on loopback.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster starts n clustered servers and waits until JetStream has a
+// meta leader.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	clientPorts, routePorts := freePorts(t, n), freePorts(t, n)
+	var routes []*url.URL
+	for _, p := range routePorts {
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+	}
+	c := &Cluster{}
+	for i := range n {
+		s := &Server{t: t, opts: server.Options{ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: clientPorts[i],
+			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "litcrawl-test", Host: "127.0.0.1", Port: routePorts[i]}, Routes: routes}}
+		s.Restart()
+		t.Cleanup(s.Stop)
+		c.Nodes = append(c.Nodes, s)
+	}
+	c.WaitReady(t)
+	return c
+}
+
+// WaitReady polls until the running nodes have a JetStream meta leader.
+func (c *Cluster) WaitReady(t testing.TB) {
+	t.Helper()
+	Eventually(t, 30*time.Second, "the cluster has no JetStream meta leader", func() bool {
+		for _, s := range c.Nodes {
+			if s.Running() && s.srv.JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// URL lists every node: nats://h:p,nats://h:p,….
+func (c *Cluster) URL() string {
+	var us []string
+	for _, s := range c.Nodes {
+		us = append(us, s.URL())
+	}
+	return strings.Join(us, ",")
+}
+
+// StreamLeader is the node that leads the stream (in the global account),
+// or nil when none does now.
+func (c *Cluster) StreamLeader(stream string) *Server {
+	for _, s := range c.Nodes {
+		if s.Running() && s.srv.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+			return s
+		}
+	}
+	return nil
+}
+
+// freePorts finds n free loopback ports (they stay free with high
+// probability until the servers take them).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// Eventually polls cond every 20 ms until it holds, and fails the test
+// with msg after timeout. It waits for a condition, never for a fixed time.
+func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after %v: %s", timeout, msg)
+		case <-tick.C:
+		}
+	}
+}
+
+// Binary is Debian's nats-server (or any nats-server on PATH) run as a
+// process with JetStream on a free loopback port.
+type Binary struct {
+	URL     string
+	Version string
+	cmd     *exec.Cmd
+}
+
+// StartBinary starts the nats-server binary. When it is not installed the
+// test is skipped with how to install it, unless CI is set: then it fails,
+// since CI installs it (.ci/run).
+func StartBinary(t testing.TB) *Binary {
+	t.Helper()
+	path, err := exec.LookPath("nats-server")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/nats-server"); serr == nil {
+			path, err = "/usr/sbin/nats-server", nil
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nats-server is not installed; CI installs it with apt-get install -y nats-server (.ci/run)")
+		}
+		t.Skip("nats-server is not installed: apt-get install nats-server (Debian's 2.9.10) to run this test")
+	}
+	out, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", path, err)
+	}
+	version := strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(string(out), "nats-server:")), "v")
+	port := freePorts(t, 1)[0]
+	dir := t.TempDir()
+	cmd := exec.Command(path, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", dir, "-l", filepath.Join(dir, "server.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	b := &Binary{URL: fmt.Sprintf("nats://127.0.0.1:%d", port), Version: version, cmd: cmd}
+	Eventually(t, 20*time.Second, "nats-server "+version+" does not accept connections", func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return b
+}

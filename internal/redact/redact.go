@@ -1,0 +1,80 @@
+// Package redact is the one rule for keeping secrets out of what the
+// program prints: the password or token in a URL's user information
+// becomes REDACTED, in URLs, in free text that quotes URLs, and in error
+// messages of clients that echo the URL they were given. Every log line,
+// error, record and report goes through it where a URL may appear.
+package redact
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Mask is what a secret is replaced with.
+const Mask = "REDACTED"
+
+// URL hides the password (or a token standing alone) in a URL's user
+// information. Strings that are not URLs with user information come back
+// unchanged; user information that cannot be parsed is dropped whole.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if i := strings.Index(raw, "@"); i >= 0 {
+			if j := strings.Index(raw, "://"); j >= 0 && j < i {
+				// Unparseable but holding user information: drop it whole.
+				return raw[:j+3] + Mask + "@" + raw[i+1:]
+			}
+		}
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), Mask)
+	} else {
+		u.User = url.User(Mask)
+	}
+	return u.String()
+}
+
+// Text redacts every URL with user information that msg quotes, and the
+// user information of each of the given URLs wherever it appears in msg on
+// its own (clients sometimes echo "user:password" without the URL around it).
+func Text(msg string, urls ...string) string {
+	for _, f := range strings.Fields(msg) {
+		if strings.Contains(f, "://") && strings.Contains(f, "@") {
+			msg = strings.ReplaceAll(msg, f, URL(f))
+		}
+	}
+	for _, raw := range urls {
+		info := userinfo(raw)
+		if info == "" {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, info, Mask)
+		if _, pass, ok := strings.Cut(info, ":"); ok && len(pass) >= 4 {
+			msg = strings.ReplaceAll(msg, pass, Mask)
+		}
+	}
+	return msg
+}
+
+// Error is err's message with Text applied; "" for a nil error.
+func Error(err error, urls ...string) string {
+	if err == nil {
+		return ""
+	}
+	return Text(err.Error(), urls...)
+}
+
+// userinfo is the raw user information of every "scheme://info@host" in
+// raw (a comma-separated server list included), as written.
+func userinfo(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i > 0 {
+		return host[:i]
+	}
+	return ""
+}

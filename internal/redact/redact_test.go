@@ -1,0 +1,39 @@
+package redact
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestURL(t *testing.T) {
+	tests := map[string]string{
+		"nats://user:secret@127.0.0.1:4222/papers?stream=P": "nats://user:REDACTED@127.0.0.1:4222/papers?stream=P",
+		"nats://s3cr3ttoken@host:4222/x":                    "nats://REDACTED@host:4222/x",
+		"kafka://a:1,b:2/topic":                             "kafka://a:1,b:2/topic",
+		"jsonl:out/papers.jsonl":                            "jsonl:out/papers.jsonl",
+		"nats://u:p%zz@host/x":                              "nats://REDACTED@host/x",
+		"kafka://u:pw@a:1,b:2/topic":                        "kafka://u:REDACTED@a:1,b:2/topic",
+		"http://user:pw@site.example/literature_d1.htm":     "http://user:REDACTED@site.example/literature_d1.htm",
+	}
+	for in, want := range tests {
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTextAndError(t *testing.T) {
+	raw := "nats://admin:hunter22@10.0.0.1:4222,10.0.0.2:4222"
+	msg := `dial nats://admin:hunter22@10.0.0.1:4222: refused; auth admin:hunter22 rejected (password hunter22)`
+	got := Text(msg, raw)
+	if strings.Contains(got, "hunter22") || !strings.Contains(got, "nats://admin:REDACTED@10.0.0.1:4222:") {
+		t.Errorf("Text = %q", got)
+	}
+	if got := Error(errors.New("plain failure"), raw); got != "plain failure" {
+		t.Errorf("Error without secrets changed the text: %q", got)
+	}
+	if Error(nil) != "" {
+		t.Error("Error(nil) is not empty")
+	}
+}

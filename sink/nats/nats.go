@@ -1,0 +1,344 @@
+// Package nats is the NATS JetStream sink driver: nats://HOST:PORT/SUBJECT?stream=NAME
+// (tls://… for TLS) publishes each record as one message with its id as
+// Nats-Msg-Id, so the server drops a resend inside the stream's duplicate
+// window. Importing the package registers the driver.
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/sinkurl"
+)
+
+func init() {
+	check := func(raw string) error { _, err := parseURL(raw); return err }
+	sink.Register(sink.Driver{Scheme: "nats", Usage: "nats://HOST:PORT/SUBJECT?stream=NAME", Check: check, Open: open})
+	sink.Register(sink.Driver{Scheme: "tls", Usage: "tls://HOST:PORT/SUBJECT?stream=NAME (NATS over TLS)", Check: check, Open: open})
+}
+
+// config is what a nats:// URL says.
+type config struct {
+	servers     []string // nats://host:port, without userinfo
+	subject     string
+	stream      string
+	create      bool
+	dupeWindow  time.Duration
+	maxPending  int
+	ackTimeout  time.Duration
+	reconnBuf   int
+	replicas    int // 0: as the stream is (1 when the sink creates it)
+	user, pass  string
+	token       string
+	creds       string
+	tls         sinkurl.TLS
+	description string // the URL, redacted
+	raw         string
+}
+
+// Defaults of the nats:// parameters.
+const (
+	defaultDupeWindow = 24 * time.Hour
+	defaultMaxPending = 256
+	defaultAckTimeout = 10 * time.Second
+	defaultReconnBuf  = 8 << 20
+)
+
+// parseURL reads nats://[user[:pass]@]host:port[,host:port]/SUBJECT?stream=NAME&…
+// (tls:// for TLS).
+func parseURL(raw string) (*config, error) {
+	u, err := sinkurl.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	c := &config{create: true, dupeWindow: defaultDupeWindow, maxPending: defaultMaxPending,
+		ackTimeout: defaultAckTimeout, reconnBuf: defaultReconnBuf, description: u.Redacted, raw: raw}
+	c.tls.On = strings.HasPrefix(raw, "tls://")
+	if u.HasPass {
+		c.user, c.pass = u.User, u.Pass
+	} else {
+		c.token = u.User
+	}
+	if len(u.Hosts) == 0 {
+		return nil, u.Errorf("expected nats://HOST:PORT/SUBJECT?stream=NAME")
+	}
+	for _, h := range u.Hosts {
+		if !strings.Contains(h, ":") {
+			h += ":4222"
+		}
+		c.servers = append(c.servers, "nats://"+h)
+	}
+	c.subject = u.Name
+	if c.subject == "" || strings.ContainsAny(c.subject, " \t") || strings.HasSuffix(c.subject, ".") {
+		return nil, u.Errorf("expected a subject after the host, e.g. nats://127.0.0.1:4222/papers.new?stream=PAPERS")
+	}
+	params := []sinkurl.Param{
+		sinkurl.String("stream", &c.stream),
+		sinkurl.Bool("create", &c.create),
+		sinkurl.Duration("dupe_window", &c.dupeWindow, "24h"),
+		sinkurl.Int("max_pending", &c.maxPending, 1, 1<<20, "a number of messages"),
+		sinkurl.Duration("ack_timeout", &c.ackTimeout, "10s"),
+		sinkurl.Int("reconnect_buffer", &c.reconnBuf, 0, 1<<30, "a number of bytes"),
+		sinkurl.Int("replicas", &c.replicas, 1, 5, "a number of replicas"),
+		sinkurl.String("creds", &c.creds),
+	}
+	if err := u.Apply(append(params, c.tls.Params()...)...); err != nil {
+		return nil, err
+	}
+	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {
+		return nil, u.Errorf("expected ?stream=NAME (a stream name without dots, spaces or wildcards)")
+	}
+	if problem := c.tls.Check(); problem != "" {
+		return nil, u.Errorf("%s", problem)
+	}
+	return c, nil
+}
+
+// connectOptions turns the config into nats.go options. Credentials from
+// the URL win; the environment (NATS_USER/NATS_PASSWORD, NATS_TOKEN,
+// NATS_CREDS) is used only when the URL gives none.
+func (c *config) connectOptions(log func(msg string, args ...any)) ([]natsgo.Option, error) {
+	opts := []natsgo.Option{
+		natsgo.Name("litcrawl"),
+		natsgo.MaxReconnects(-1),
+		natsgo.ReconnectWait(time.Second),
+		natsgo.ReconnectJitter(500*time.Millisecond, time.Second),
+		natsgo.ReconnectBufSize(c.reconnBuf),
+		natsgo.Timeout(5 * time.Second),
+		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
+			if err != nil { // nil when we closed the connection ourselves
+				log("nats disconnected", "sink", c.description, "error", redact.Error(err, c.raw))
+			}
+		}),
+		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
+			log("nats reconnected", "sink", c.description, "server", nc.ConnectedUrlRedacted())
+		}),
+		natsgo.ErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
+			log("nats error", "sink", c.description, "error", redact.Error(err, c.raw))
+		}),
+	}
+	user, pass, token, creds := c.user, c.pass, c.token, c.creds
+	if user == "" && token == "" && creds == "" {
+		user, pass = os.Getenv("NATS_USER"), os.Getenv("NATS_PASSWORD")
+		token, creds = os.Getenv("NATS_TOKEN"), os.Getenv("NATS_CREDS")
+	}
+	switch {
+	case creds != "":
+		opts = append(opts, natsgo.UserCredentials(creds))
+	case user != "":
+		opts = append(opts, natsgo.UserInfo(user, pass))
+	case token != "":
+		opts = append(opts, natsgo.Token(token))
+	}
+	tlsCfg, err := c.tls.Config()
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg != nil {
+		opts = append(opts, natsgo.Secure(tlsCfg))
+	}
+	return opts, nil
+}
+
+// natsSink publishes each record to a JetStream subject with the record id
+// as Nats-Msg-Id, so a resend inside the stream's duplicate window is
+// dropped by the server. Write waits for every publish acknowledgement.
+type natsSink struct {
+	cfg *config
+	nc  *natsgo.Conn
+	js  jetstream.JetStream
+	log func(msg string, args ...any)
+
+	sink.Gate // Writes hold it shared; Close exclusively
+}
+
+func open(ctx context.Context, raw string, opts sink.Options) (sink.Sink, error) {
+	cfg, err := parseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	logger := opts.Log()
+	s := &natsSink{cfg: cfg, log: func(msg string, args ...any) { logger.Warn(msg, args...) }}
+	nopts, err := cfg.connectOptions(s.log)
+	if err != nil {
+		return nil, &sink.URLError{URL: cfg.description, Reason: err.Error()}
+	}
+	s.nc, err = natsgo.Connect(strings.Join(cfg.servers, ","), nopts...)
+	if err != nil {
+		return nil, sink.Retryable(fmt.Errorf("nats %s: connect: %s", cfg.description, redact.Error(err, raw)))
+	}
+	s.js, err = jetstream.New(s.nc,
+		jetstream.WithPublishAsyncMaxPending(cfg.maxPending),
+		jetstream.WithPublishAsyncTimeout(cfg.ackTimeout))
+	if err != nil {
+		s.nc.Close()
+		return nil, fmt.Errorf("nats %s: %w", cfg.description, err)
+	}
+	if err := s.ensureStream(ctx); err != nil {
+		s.nc.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ensureStream checks that the stream exists and takes the subject,
+// creating it when allowed, moves it to the asked replica count, and warns
+// when its duplicate window is shorter than asked.
+func (s *natsSink) ensureStream(ctx context.Context) error {
+	c := s.cfg
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := s.js.Stream(ctx, c.stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if !c.create {
+			return fmt.Errorf("nats %s: stream %s does not exist (and create=false)", c.description, c.stream)
+		}
+		_, err = s.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       c.stream,
+			Subjects:   []string{c.subject},
+			Storage:    jetstream.FileStorage,
+			Duplicates: c.dupeWindow,
+			Replicas:   max(c.replicas, 1),
+		})
+		if err != nil {
+			return retryableUnlessAPI(fmt.Errorf("nats %s: create stream %s: %w%s", c.description, c.stream, err, ReplicasHint(err, max(c.replicas, 1))))
+		}
+		return nil
+	}
+	if err != nil {
+		return retryableUnlessAPI(fmt.Errorf("nats %s: stream %s: %w", c.description, c.stream, err))
+	}
+	info := st.CachedInfo()
+	if !SubjectsCover(info.Config.Subjects, c.subject) {
+		return fmt.Errorf("nats %s: stream %s does not take subject %s (its subjects: %s)",
+			c.description, c.stream, c.subject, strings.Join(info.Config.Subjects, ", "))
+	}
+	if c.replicas > 0 && info.Config.Replicas != c.replicas {
+		if err := SetReplicas(ctx, s.js, info.Config, c.replicas); err != nil {
+			return fmt.Errorf("nats %s: %w", c.description, err)
+		}
+		s.log("nats stream replicas changed", "sink", c.description, "stream", c.stream, "from", info.Config.Replicas, "to", c.replicas)
+	}
+	if info.Config.Duplicates < c.dupeWindow {
+		s.log("nats stream duplicate window is shorter than asked: a resend after it is not deduplicated",
+			"sink", c.description, "stream", c.stream, "window", info.Config.Duplicates, "asked", c.dupeWindow)
+	}
+	return nil
+}
+
+// SetReplicas moves an existing stream to n replicas in place. A server
+// that cannot (a single server asked for more than one, a cluster with
+// fewer servers) refuses, or keeps the old count: the error then says so
+// and what to do.
+func SetReplicas(ctx context.Context, js jetstream.StreamManager, cfg jetstream.StreamConfig, n int) error {
+	from := max(cfg.Replicas, 1)
+	cfg.Replicas = n
+	st, err := js.UpdateStream(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("stream %s has %d replica(s) and the server refused to change it to %d: %w%s", cfg.Name, from, n, err, ReplicasHint(err, n))
+	}
+	if got := max(st.CachedInfo().Config.Replicas, 1); got != n {
+		return fmt.Errorf("stream %s has %d replica(s) and the server kept %d when asked for %d%s", cfg.Name, from, got, n, ReplicasHint(nil, n))
+	}
+	return nil
+}
+
+// ReplicasHint says how to get out of a replica count the server cannot
+// hold, or "" when err is not about replicas.
+func ReplicasHint(err error, n int) string {
+	if err != nil && !strings.Contains(err.Error(), "replicas") && !strings.Contains(err.Error(), "insufficient resources") {
+		return ""
+	}
+	return fmt.Sprintf(" (a single server holds 1 replica and a cluster at most one per server: ask for 1, or for %d on a cluster of at least %d servers)", n, n)
+}
+
+// SubjectsCover reports whether any of the stream's subject filters matches
+// subject (NATS wildcards: * one token, > the rest).
+func SubjectsCover(filters []string, subject string) bool {
+	st := strings.Split(subject, ".")
+	for _, f := range filters {
+		ft := strings.Split(f, ".")
+		ok := true
+		for i, tok := range ft {
+			if tok == ">" {
+				ok = len(st) > i
+				break
+			}
+			if i >= len(st) || (tok != "*" && tok != st[i]) {
+				ok = false
+				break
+			}
+			if i == len(ft)-1 && len(st) != len(ft) {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// retryableUnlessAPI: an answer of the JetStream API (a refusal) is final;
+// anything else (no answer, a lost connection) is worth trying again.
+func retryableUnlessAPI(err error) error {
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		return err
+	}
+	return sink.Retryable(err)
+}
+
+func (s *natsSink) Describe() string { return s.cfg.description }
+
+func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
+	release, err := s.Enter(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	futures := make([]jetstream.PubAckFuture, 0, len(recs))
+	for i := range recs {
+		data, err := sink.Marshal(&recs[i])
+		if err != nil {
+			return fmt.Errorf("nats: %w", err)
+		}
+		msg := natsgo.NewMsg(s.cfg.subject)
+		msg.Data = data
+		msg.Header.Set(jetstream.MsgIDHeader, recs[i].ID)
+		f, err := s.js.PublishMsgAsync(msg, jetstream.WithExpectStream(s.cfg.stream))
+		if err != nil {
+			return retryableUnlessAPI(fmt.Errorf("nats %s: publish %s: %w", s.cfg.description, recs[i].ID, err))
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return retryableUnlessAPI(fmt.Errorf("nats %s: no ack for %s: %w", s.cfg.description, f.Msg().Header.Get(jetstream.MsgIDHeader), err))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (s *natsSink) Close() error {
+	return s.Shut(func() error {
+		// Every Write has returned with its acks (or its error), so nothing
+		// acknowledged is left in a buffer.
+		s.nc.Close()
+		return nil
+	})
+}

@@ -1,0 +1,130 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/litcrawl/litcrawl/internal/redact"
+)
+
+// Driver makes the sinks of one URL scheme. Each driver lives in a package
+// of its own (sink/jsonl, sink/nats, sink/kafka) that registers it in an
+// init function; a program links the drivers it imports and no others, so
+// a package that needs only the Sink interface links no broker client.
+type Driver struct {
+	// Scheme is what a URL starts with before its colon: "jsonl" for
+	// jsonl:PATH, "nats" for nats://….
+	Scheme string
+	// Usage is the URL's shape, for messages: "nats://HOST:PORT/SUBJECT?stream=NAME".
+	Usage string
+	// Check validates a URL of the scheme without opening anything: no
+	// file is created, no broker is contacted. Its error says what is
+	// wrong and what is expected (a *URLError).
+	Check func(rawURL string) error
+	// Open opens the sink a URL names; the URL has passed Check.
+	Open func(ctx context.Context, rawURL string, opts Options) (Sink, error)
+}
+
+var registry = struct {
+	sync.RWMutex
+	drivers map[string]Driver
+}{drivers: map[string]Driver{}}
+
+// Register makes a driver's scheme known to Open and CheckURL. It panics
+// when the scheme is taken or the driver is incomplete: both are
+// programming errors found at start.
+func Register(d Driver) {
+	if d.Scheme == "" || d.Check == nil || d.Open == nil {
+		panic(fmt.Sprintf("sink.Register: driver %q lacks a scheme, Check or Open", d.Scheme))
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.drivers[d.Scheme]; dup {
+		panic("sink.Register: scheme " + d.Scheme + " registered twice")
+	}
+	registry.drivers[d.Scheme] = d
+}
+
+// Schemes lists the registered schemes, sorted.
+func Schemes() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	return schemesLocked()
+}
+
+func schemesLocked() []string {
+	out := make([]string, 0, len(registry.drivers))
+	for s := range registry.drivers {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Stdout is the URL of standard output: an alias of jsonl:-.
+const Stdout = "-"
+
+// driverFor finds the driver of a URL's scheme.
+func driverFor(rawURL string) (Driver, error) {
+	if rawURL == Stdout {
+		rawURL = "jsonl:-"
+	}
+	scheme, _, ok := strings.Cut(rawURL, ":")
+	registry.RLock()
+	d, found := registry.drivers[strings.ToLower(scheme)]
+	registry.RUnlock()
+	if ok && found {
+		return d, nil
+	}
+	return Driver{}, &URLError{URL: redact.URL(rawURL), Reason: expected()}
+}
+
+// expected lists the URL shapes of the registered drivers.
+func expected() string {
+	registry.RLock()
+	defer registry.RUnlock()
+	if len(registry.drivers) == 0 {
+		return "no sink driver is linked into this program"
+	}
+	var usages []string
+	for _, s := range schemesLocked() {
+		if u := registry.drivers[s].Usage; u != "" {
+			usages = append(usages, u)
+		}
+	}
+	if len(usages) == 1 {
+		return "expected " + usages[0]
+	}
+	return "expected " + strings.Join(usages[:len(usages)-1], ", ") + " or " + usages[len(usages)-1]
+}
+
+// CheckURL checks a sink URL's form without opening anything (no file is
+// created, no broker is contacted), so configuration can be checked at
+// start. "-" is standard output (jsonl:-).
+func CheckURL(rawURL string) error {
+	d, err := driverFor(rawURL)
+	if err != nil {
+		return err
+	}
+	if rawURL == Stdout {
+		rawURL = "jsonl:-"
+	}
+	return d.Check(rawURL)
+}
+
+// Open makes the sink a URL names, through the driver registered for its
+// scheme. A bad URL fails here, naming the URL (redacted) and what is
+// expected.
+func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
+	if err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
+	d, _ := driverFor(rawURL)
+	if rawURL == Stdout {
+		rawURL = "jsonl:-"
+	}
+	return d.Open(ctx, rawURL, opts)
+}

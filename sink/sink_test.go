@@ -1,0 +1,179 @@
+package sink_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	_ "github.com/litcrawl/litcrawl/sink/jsonl"
+	"github.com/litcrawl/litcrawl/sink/sinktest"
+)
+
+// flaky fails its first n Writes with err.
+type flaky struct {
+	n     int32
+	err   error
+	calls atomic.Int32
+}
+
+func (f *flaky) Write(ctx context.Context, recs []record.Record) error {
+	if f.calls.Add(1) <= f.n {
+		return f.err
+	}
+	return nil
+}
+func (f *flaky) Close() error { return nil }
+
+var errBrokerAway = errors.Join(errors.New("broker away"), sink.ErrRetryable)
+
+func TestRetryBacksOffThenSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{n: 2, err: errBrokerAway}
+		s := sink.Retry(f, sink.RetryPolicy{Attempts: 5, Base: time.Second, Max: 10 * time.Second})
+		start := time.Now()
+		if err := s.Write(context.Background(), sinktest.Records("r", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if f.calls.Load() != 3 {
+			t.Errorf("calls = %d, want 3", f.calls.Load())
+		}
+		// Full jitter: the two waits are below 1s and 2s.
+		if waited := time.Since(start); waited >= 3*time.Second {
+			t.Errorf("waited %v, more than the backoff allows", waited)
+		}
+	})
+}
+
+func TestRetryGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{n: 100, err: errBrokerAway}
+		s := sink.Retry(f, sink.RetryPolicy{Attempts: 4, Base: time.Second, Max: 3 * time.Second})
+		err := s.Write(context.Background(), sinktest.Records("r", 1))
+		if err == nil || !strings.Contains(err.Error(), "gave up after 4 tries") || !errors.Is(err, sink.ErrRetryable) {
+			t.Fatalf("err = %v", err)
+		}
+		if f.calls.Load() != 4 {
+			t.Errorf("calls = %d, want 4", f.calls.Load())
+		}
+	})
+}
+
+func TestRetryDoesNotRetryPermanentErrors(t *testing.T) {
+	f := &flaky{n: 100, err: errors.New("disk full")}
+	s := sink.Retry(f, sink.DefaultRetry)
+	if err := s.Write(context.Background(), sinktest.Records("r", 1)); err == nil || f.calls.Load() != 1 {
+		t.Fatalf("err = %v after %d calls, want the error after 1", err, f.calls.Load())
+	}
+}
+
+func TestRetryWaitIsCancellable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{n: 100, err: errBrokerAway}
+		s := sink.Retry(f, sink.RetryPolicy{Attempts: 10, Base: time.Hour, Max: time.Hour})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		err := s.Write(ctx, sinktest.Records("r", 1))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Minute {
+			t.Fatalf("err = %v after %v", err, time.Since(start))
+		}
+	})
+}
+
+// A Multi write fails when any sink fails, naming it.
+func TestMultiFailsWhenOneSinkFails(t *testing.T) {
+	good := sinktest.Open(t, "jsonl:"+t.TempDir()+"/x.jsonl", sink.Options{})
+	m := sink.NewMulti(good, &flaky{n: 1, err: errors.New("refused")})
+	defer m.Close()
+	err := m.Write(context.Background(), sinktest.Records("m", 2))
+	if err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "*sink_test.flaky") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRetryKeepsCapabilities(t *testing.T) {
+	if _, ok := sink.Retry(&flaky{}, sink.DefaultRetry).(sink.Committer); ok {
+		t.Error("a retry wrapper over a plain sink claims to make tokens")
+	}
+	s := sinktest.Open(t, "jsonl:"+t.TempDir()+"/x.jsonl", sink.Options{})
+	defer s.Close()
+	wrapped := sink.Observe(sink.Retry(s, sink.DefaultRetry), func(int, time.Duration, error) {})
+	if _, ok := wrapped.(sink.Restorer); !ok {
+		t.Error("retry and observe wrappers over a JSONL sink lost Restore")
+	}
+	if sink.Describe(wrapped) != sink.Describe(s) {
+		t.Errorf("a wrapper describes itself as %q, the sink as %q", sink.Describe(wrapped), sink.Describe(s))
+	}
+	if u, ok := wrapped.(sink.Unwrapper); !ok || sink.Describe(u.Unwrap()) != sink.Describe(s) {
+		t.Error("a wrapper does not unwrap")
+	}
+}
+
+// Two JSONL files behind one Multi behave like one sink, and both files
+// hold everything.
+func TestMultiConformance(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Destination {
+		dir := t.TempDir()
+		a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b #1?.jsonl")
+		return sinktest.Destination{
+			Open: func(t *testing.T) sink.Sink {
+				return sink.NewMulti(sinktest.Open(t, "jsonl:"+a, sink.Options{}), sinktest.Open(t, "jsonl:"+b, sink.Options{}))
+			},
+			Read: func(t *testing.T) []record.Record {
+				ra, rb := sinktest.ReadJSONL(t, a), sinktest.ReadJSONL(t, b)
+				if len(ra) != len(rb) {
+					t.Fatalf("fan-out: %d records in one file, %d in the other", len(ra), len(rb))
+				}
+				return ra
+			},
+		}
+	}, sinktest.Features{Ordered: false, Restore: true})
+}
+
+// Drivers register by scheme; an unknown scheme is refused with the shapes
+// the linked drivers take, and a password in it never shows.
+func TestRegistry(t *testing.T) {
+	if got := sink.Schemes(); !slices.Contains(got, "jsonl") {
+		t.Fatalf("schemes %v lack jsonl (its package registers it)", got)
+	}
+	err := sink.CheckURL("ftp://user:hunter2@host/x")
+	var ue *sink.URLError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "expected jsonl:PATH, - (stdout)") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("unknown scheme: %v", err)
+	}
+	if err := sink.CheckURL("-"); err != nil {
+		t.Errorf("- (stdout): %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a second driver for jsonl was accepted")
+		}
+	}()
+	sink.Register(sink.Driver{Scheme: "jsonl", Check: func(string) error { return nil },
+		Open: func(context.Context, string, sink.Options) (sink.Sink, error) { return nil, nil }})
+}
+
+// One encoding: no HTML escaping, no newline, the same for every sink.
+func TestMarshal(t *testing.T) {
+	r := sinktest.Records("enc", 1)[0]
+	b, err := sink.Marshal(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<fast> &") || strings.Contains(string(b), `\u003c`) || strings.HasSuffix(string(b), "\n") {
+		t.Errorf("Marshal = %s", b)
+	}
+	var buf bytes.Buffer
+	if err := sink.EncodeLines(&buf, []record.Record{r, r}); err != nil || buf.String() != string(b)+"\n"+string(b)+"\n" {
+		t.Errorf("EncodeLines = %q (%v)", buf.String(), err)
+	}
+}
