@@ -43,6 +43,16 @@ type Config struct {
 	// Sinks are the sink URLs records go to (see the README's sink table);
 	// empty means standard output. --sink flags replace the list.
 	Sinks []string `yaml:"sinks"`
+	// Frontier is the shared frontier of distributed crawling.
+	Frontier Frontier `yaml:"frontier"`
+}
+
+// Frontier configures the JetStream resources of distributed crawling.
+type Frontier struct {
+	// Replicas of the frontier's streams and buckets, 1 to 5 (3 on a
+	// three-server cluster survives losing a server). 0, the default,
+	// keeps what exists as it is and creates with 1.
+	Replicas int `yaml:"replicas"`
 }
 
 // Site describes the listing site.
@@ -217,6 +227,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		return bad("shutdown_timeout", c.ShutdownTimeout.D(), "a duration of 0 or more")
+	}
+	if c.Frontier.Replicas < 0 || c.Frontier.Replicas > 5 {
+		return bad("frontier.replicas", c.Frontier.Replicas, "1 to 5 replicas (0: as the frontier has them, 1 when created)")
 	}
 	for i, u := range c.Sinks {
 		if err := sink.CheckURL(u); err != nil {

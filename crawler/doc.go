@@ -1,12 +1,12 @@
-// Package crawler fetches listing pages politely and resiliently. It knows
-// nothing of JSONL or brokers: pages go through the parser, records go to a
-// sink.Sink, and a page is committed to the state store only after every
-// sink acknowledged its records.
+// Package crawler fetches listing pages politely and resiliently and
+// parses them: the Fetcher. It knows nothing of state stores, sinks or
+// runs: the engine decides which pages to fetch and what to deliver, and
+// drives a Fetcher that any number of runs may share.
 //
 // Files:
 //   - errors.go: FetchError (URL, HTTP status, Retry-After) and the sentinel
-//     causes (soft block, truncated, too large, off-site, robots), and which
-//     of them are worth retrying
+//     causes (soft block, truncated, too large, off-site, robots), which of
+//     them are worth retrying, and Cause (a retry's kind)
 //   - policy.go: RetryPolicy (exponential backoff with full jitter,
 //     Retry-After honoured and capped, cancellable waits)
 //   - breaker.go: the per-host circuit breaker (open after N failures, one
@@ -20,12 +20,12 @@
 //     slow-down after soft blocks, Crawl-delay), cancellable
 //   - robots.go: robots.txt per host (temoto/robotstxt), fetched with
 //     retries through the transport
-//   - crawl.go: Config, New (restores the sinks to the stored token), the
-//     backfill loop, delivery and commit
-//   - summary.go: what a run did
+//   - fetcher.go: Config, Fetcher (one page: robots, breaker, limiter,
+//     pacer, retries, fetch, judge, parse), Request and Result
+//   - metrics.go: fetches by status class, breaker state
 //
 // Where colly serves and where it does not: colly executes the requests
-// (one per call, synchronously, in the crawler's bounded pool). Its
+// (one per call, synchronously, in the engine's bounded pool). Its
 // robots.txt handling (one fetch, no retry, no size cap, no Crawl-delay, a
 // 5xx read as "disallow all"), its MaxBodySize (silent truncation), its
 // charset conversion, its visited marking (a failed URL would not be

@@ -101,3 +101,24 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	}
 	return max(t.Sub(now), 0), true
 }
+
+// Cause names a failed try's kind, for summaries and metrics: network,
+// http-5xx, http-429, http-NNN, truncated, soft-block or circuit-open.
+func Cause(err error) string {
+	var fe *FetchError
+	switch {
+	case errors.Is(err, ErrSoftBlock):
+		return "soft-block"
+	case errors.Is(err, ErrTruncated):
+		return "truncated"
+	case errors.Is(err, ErrCircuitOpen):
+		return "circuit-open"
+	case errors.As(err, &fe) && fe.Status == http.StatusTooManyRequests:
+		return "http-429"
+	case errors.As(err, &fe) && fe.Status >= 500:
+		return "http-5xx"
+	case errors.As(err, &fe) && fe.Status != 0:
+		return fmt.Sprintf("http-%d", fe.Status)
+	}
+	return "network"
+}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/litcrawl/litcrawl/internal/backoff"
 )
 
 // hostLimiter is the politeness of one host: at most concurrency requests
@@ -45,7 +47,7 @@ func (h *hostLimiter) acquire(ctx context.Context) (release func(), err error) {
 	}
 	h.next = start.Add(gap)
 	h.mu.Unlock()
-	if err := sleep(ctx, start.Sub(now)); err != nil {
+	if err := backoff.Sleep(ctx, start.Sub(now)); err != nil {
 		<-h.sem
 		return nil, err
 	}

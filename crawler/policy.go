@@ -3,8 +3,9 @@ package crawler
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
+
+	"github.com/litcrawl/litcrawl/internal/backoff"
 )
 
 // RetryPolicy bounds the retries of one page.
@@ -26,16 +27,7 @@ func (p RetryPolicy) Delay(attempt int, err error) time.Duration {
 	if errors.As(err, &fe) && fe.RetryAfter > 0 {
 		return min(fe.RetryAfter, p.MaxRetryAfter)
 	}
-	ceiling := p.BackoffMax
-	if n := attempt - 1; n < 30 {
-		if d := p.BackoffBase << n; d > 0 && d < ceiling {
-			ceiling = d
-		}
-	}
-	if ceiling <= 0 {
-		return 0
-	}
-	return rand.N(ceiling)
+	return backoff.Policy{Base: p.BackoffBase, Max: p.BackoffMax}.Delay(attempt - 1)
 }
 
 // Retry runs try until it succeeds, fails permanently (IsRetryable is
@@ -50,24 +42,9 @@ func (p RetryPolicy) Retry(ctx context.Context, try func(ctx context.Context, at
 		if attempt == p.MaxAttempts {
 			break
 		}
-		if werr := sleep(ctx, p.Delay(attempt, err)); werr != nil {
+		if werr := backoff.Sleep(ctx, p.Delay(attempt, err)); werr != nil {
 			return werr
 		}
 	}
 	return err
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

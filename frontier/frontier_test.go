@@ -10,54 +10,83 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/internal/natstest"
+	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/ledger/ledgertest"
 	"github.com/litcrawl/litcrawl/sink"
 	_ "github.com/litcrawl/litcrawl/sink/nats"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
-func startNATS(t *testing.T) string {
+var ctx = context.Background()
+
+func connect(t *testing.T, url string, o frontier.Options) *frontier.Frontier {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	f, err := frontier.Connect(ctx, url, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	return srv.ClientURL()
+	t.Cleanup(f.Close)
+	return f
 }
 
-func newCrawler(t *testing.T, site *httptest.Server, f *frontier.Frontier, out sink.Sink) *crawler.Crawler {
+// worker is a worker process's parts: its own connection, a fetcher with
+// the fleet's pacer, a NATS sink, an engine run over the fleet's ledger.
+type worker struct {
+	*frontier.Worker
+	run *engine.Run
+}
+
+func newWorker(t *testing.T, url, siteURL, sinkURL string, o frontier.WorkerOptions) *worker {
 	t.Helper()
-	c, err := crawler.New(context.Background(), crawler.Config{
-		BaseURL: site.URL, FirstPage: "/literature_d{journal}.htm", PageN: "/literature_d{journal}_{page}.htm",
-		Concurrency: 2, Timeout: 5 * time.Second, MaxBodyBytes: 4 << 20,
-		Retry:            crawler.RetryPolicy{MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, MaxRetryAfter: 10 * time.Millisecond},
-		BreakerThreshold: 50, BreakerCooldown: 10 * time.Millisecond, SlowdownMax: 5 * time.Millisecond,
-		UserAgent: "litcrawl-test", Robots: true, Pacer: &frontier.Pacer{KV: f.Pace, Delay: time.Millisecond},
-	}, nil, out, nil)
+	f := connect(t, url, frontier.Options{})
+	out, err := sink.Open(ctx, sinkURL, sink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	t.Cleanup(func() { out.Close() })
+	fetch, err := crawler.New(crawler.Config{
+		BaseURL: siteURL, Concurrency: 2, Timeout: 5 * time.Second, MaxBodyBytes: 4 << 20,
+		Retry:            crawler.RetryPolicy{MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, MaxRetryAfter: 10 * time.Millisecond},
+		BreakerThreshold: 50, BreakerCooldown: 10 * time.Millisecond, SlowdownMax: 5 * time.Millisecond,
+		UserAgent: "litcrawl-test", Robots: true, Pacer: f.Pacer(time.Millisecond),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := engine.Start(engine.Options{ID: "worker", Fetcher: fetch, Ledger: f.Ledger(), Sink: out})
+	t.Cleanup(run.Close)
+	if o.Retry.Base == 0 {
+		o.Retry = backoff.Policy{Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}
+	}
+	o.Run = run
+	return &worker{Worker: f.NewWorker(o), run: run}
 }
 
 // recordsIn counts each record id in a stream.
-func recordsIn(t *testing.T, js jetstream.JetStream, stream string) map[string]int {
+func recordsIn(t *testing.T, url, stream string) map[string]int {
 	t.Helper()
-	ctx := context.Background()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, _ := st.Info(ctx)
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := map[string]int{}
 	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
 		m, err := st.GetMsg(ctx, seq)
@@ -71,12 +100,42 @@ func recordsIn(t *testing.T, js jetstream.JetStream, stream string) map[string]i
 	return ids
 }
 
+func pages(run string, journals []int64, from, to int) []frontier.Job {
+	var jobs []frontier.Job
+	for _, j := range journals {
+		for p := from; p <= to; p++ {
+			jobs = append(jobs, frontier.Job{Journal: j, Page: p, RunID: run})
+		}
+	}
+	return jobs
+}
+
+// The fleet's key-value ledger is a ledger: the conformance suite, across
+// reconnections.
+func TestLedgerConformance(t *testing.T) {
+	n := natstest.Start(t)
+	var buckets sync.Mutex
+	ledgertest.Run(t, func(t *testing.T) (ledger.Ledger, func() ledger.Ledger) {
+		buckets.Lock() // one frontier's bucket: empty it for each test
+		t.Cleanup(buckets.Unlock)
+		nc, _ := nats.Connect(n.URL())
+		js, _ := jetstream.New(nc)
+		js.DeleteKeyValue(ctx, frontier.PapersBucket)
+		nc.Close()
+		f := connect(t, n.URL(), frontier.Options{})
+		return f.Ledger(), func() ledger.Ledger {
+			f.Close()
+			return connect(t, n.URL(), frontier.Options{}).Ledger()
+		}
+	})
+}
+
 // Three workers and one that dies mid-job share a backfill of a flaky
 // site: the frontier drains, every paper reaches the records stream
 // exactly once, and a page that cannot be fetched is dead-lettered with
 // its error.
 func TestWorkersShareABackfill(t *testing.T) {
-	natsURL := startNATS(t)
+	n := natstest.Start(t)
 	site := testsite.New()
 	site.SynthJournal(11, 5, 20)
 	site.SynthJournal(12, 5, 20)
@@ -87,50 +146,23 @@ func TestWorkersShareABackfill(t *testing.T) {
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 
-	ctx := context.Background()
-	fr, err := frontier.Connect(ctx, natsURL, frontier.Options{AckWait: time.Second, MaxDeliver: 4})
-	if err != nil {
-		t.Fatal(err)
+	fr := connect(t, n.URL(), frontier.Options{AckWait: time.Second, MaxDeliver: 4})
+	jobs := pages("run-1", []int64{11, 12}, 1, 6) // page 6 is past the end
+	if got, err := fr.Enqueue(ctx, jobs...); err != nil || got.Added != 12 {
+		t.Fatalf("enqueue: %+v %v", got, err)
 	}
-	defer fr.Close()
-	var jobs []frontier.Job
-	for _, j := range []int64{11, 12} {
-		for pg := 1; pg <= 6; pg++ { // page 6 is past the end
-			jobs = append(jobs, frontier.Job{Journal: j, Page: pg, RunID: "run-1"})
-		}
-	}
-	if n, err := fr.Enqueue(ctx, jobs...); err != nil || n != 12 {
-		t.Fatalf("enqueue: %d %v", n, err)
-	}
-	if n, _ := fr.Enqueue(ctx, jobs...); n != 0 {
-		t.Fatalf("a second enqueue added %d jobs; each job is published once", n)
-	}
-
-	recordsURL := natsURL + "/papers.new?stream=RECORDS"
+	recordsURL := n.URL() + "/papers.new?stream=RECORDS"
 	var wg sync.WaitGroup
 	run := func(die bool) {
-		out, err := sink.Open(ctx, recordsURL, sink.Options{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer out.Close()
-		f, err := frontier.Connect(ctx, natsURL, frontier.Options{AckWait: time.Second, MaxDeliver: 4})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer f.Close()
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		w := &frontier.Worker{F: f, Crawler: newCrawler(t, srv, f, out), Out: out, Concurrency: 2,
-			IdleExit: 3 * time.Second, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond}
+		o := frontier.WorkerOptions{Concurrency: 2, IdleExit: 3 * time.Second}
 		if die {
 			// This worker dies as soon as it holds a job: that job must be
 			// redelivered to another worker after its ack wait.
-			w.OnJob = func(frontier.Job) { cancel() }
+			o.OnJob = func(frontier.Job) { cancel() }
 		}
-		w.Run(wctx)
+		newWorker(t, n.URL(), srv.URL, recordsURL, o).Run(wctx)
 	}
 	wg.Go(func() { run(true) })
 	for range 3 {
@@ -145,26 +177,71 @@ func TestWorkersShareABackfill(t *testing.T) {
 	if st.Pending != 0 || st.InFlight != 0 || st.Dead != 1 {
 		t.Errorf("status: pending %d, in flight %d, dead %d; want 0, 0, 1", st.Pending, st.InFlight, st.Dead)
 	}
-	dls, _ := fr.DeadLetters(ctx)
+	dls, _ := fr.DeadLetters(ctx, 0)
 	if len(dls) != 1 || dls[0].Job.Journal != 11 || dls[0].Job.Page != 3 || !strings.Contains(dls[0].Error, "HTTP 403") {
 		t.Errorf("dead letters: %+v", dls)
 	}
-	js, _ := jetstream.New(fr.NC)
-	ids := recordsIn(t, js, "RECORDS")
+	ids := recordsIn(t, n.URL(), "RECORDS")
 	if len(ids) != 180 {
 		t.Errorf("%d papers in the records stream, want 180 (200 less the dead page's 20)", len(ids))
 	}
-	for id, n := range ids {
-		if n != 1 {
-			t.Errorf("paper %s is in the records stream %d times", id, n)
+	for id, c := range ids {
+		if c != 1 {
+			t.Errorf("paper %s is in the records stream %d times", id, c)
 		}
+	}
+}
+
+// Enqueueing pages whose jobs are pending adds nothing (whatever the run),
+// and a journal has one nightly walk at a time; once the jobs are done the
+// same pages can be enqueued again.
+func TestEnqueueIsIdempotent(t *testing.T) {
+	n := natstest.Start(t)
+	fr := connect(t, n.URL(), frontier.Options{})
+	first, err := fr.Enqueue(ctx, pages("run-1", []int64{5}, 1, 3)...)
+	if err != nil || first.Added != 3 {
+		t.Fatalf("first enqueue: %+v %v", first, err)
+	}
+	again, err := fr.Enqueue(ctx, pages("run-2", []int64{5}, 1, 4)...)
+	if err != nil || again.Added != 1 || again.Queued != 3 {
+		t.Fatalf("second enqueue of pages 1-4 while 1-3 are pending: %+v %v (want 1 added, 3 queued)", again, err)
+	}
+	walk := frontier.Job{Journal: 5, Page: 1, Nightly: true, StopAfterKnown: 1, MaxPages: 9}
+	for i, run := range []string{"n-1", "n-2", "n-2"} {
+		walk.RunID = run
+		got, err := fr.Enqueue(ctx, walk)
+		if err != nil || got.Added != map[bool]int{true: 1}[i == 0] {
+			t.Fatalf("walk enqueue %d: %+v %v", i+1, got, err)
+		}
+	}
+	st, _ := fr.Status(ctx)
+	if st.Pending != 5 || len(st.Journals) != 1 || !st.Journals[0].Walking {
+		t.Fatalf("status: %+v", st)
+	}
+	// Drain the queue as workers would (ack everything), then enqueue again.
+	nc, _ := nats.Connect(n.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	cons, _ := js.Consumer(ctx, frontier.JobsStream, frontier.ConsumerName)
+	batch, err := cons.Fetch(5, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := fr.Enqueue(ctx, pages("run-3", []int64{5}, 1, 2)...); err != nil || got.Added != 2 {
+		t.Errorf("enqueue after the jobs were done: %+v %v", got, err)
 	}
 }
 
 // A nightly walk is a chain of page jobs: the first night walks to the
 // last page; the next one stops at the first page of papers known before.
+// A second enqueue of the walk while it goes on adds nothing.
 func TestNightlyWalkChain(t *testing.T) {
-	natsURL := startNATS(t)
+	n := natstest.Start(t)
 	site := testsite.New()
 	var listing []string
 	for i := range 100 {
@@ -173,94 +250,134 @@ func TestNightlyWalkChain(t *testing.T) {
 	site.SetListing(21, listing, 20)
 	srv := httptest.NewServer(site)
 	defer srv.Close()
-	ctx := context.Background()
-	fr, err := frontier.Connect(ctx, natsURL, frontier.Options{AckWait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
-	out, err := sink.Open(ctx, natsURL+"/papers.nightly?stream=NIGHTLY", sink.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	night := func(run string) map[string]int {
-		fr.Enqueue(ctx, frontier.Job{Journal: 21, Page: 1, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: 50})
+	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
+	sinkURL := n.URL() + "/papers.nightly?stream=NIGHTLY"
+	night := func(run string) (pages, delivered int64) {
+		walk := frontier.Job{Journal: 21, Page: 1, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: 50}
+		if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
+			t.Fatalf("enqueue the walk: %+v %v", got, err)
+		}
 		var wg sync.WaitGroup
-		counts := make([]map[string]int, 2)
-		for i := range 2 {
+		var mu sync.Mutex
+		for range 2 {
 			wg.Go(func() {
-				w := &frontier.Worker{F: fr, Crawler: newCrawler(t, srv, fr, out), Out: out, IdleExit: time.Second}
+				w := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second,
+					OnJob: func(j frontier.Job) {
+						// Mid-walk, the walk is enqueued again: nothing is added.
+						if j.Page == 2 {
+							if got, err := fr.Enqueue(ctx, frontier.Job{Journal: 21, Page: 1, RunID: run + "-again", Nightly: true, StopAfterKnown: 1, MaxPages: 50}); err != nil || got.Added != 0 {
+								t.Errorf("a second walk of journal 21 was enqueued: %+v %v", got, err)
+							}
+						}
+					}})
 				w.Run(ctx)
-				counts[i] = w.Counts()
+				mu.Lock()
+				defer mu.Unlock()
+				pages += w.Jobs().Done
+				delivered += w.run.Summary().PapersNew.Load()
 			})
 		}
 		wg.Wait()
-		total := map[string]int{}
-		for _, c := range counts {
-			for k, v := range c {
-				total[k] += v
-			}
-		}
-		return total
+		return pages, delivered
 	}
-	if c := night("n1"); c["pages"] != 5 || c["papers_delivered"] != 100 || site.Hits(testsite.PagePath(21, 6)) != 0 {
-		t.Fatalf("night 1: %v (the walk must end at the last page its pager names)", c)
+	if p, d := night("n1"); p != 5 || d != 100 || site.Hits(testsite.PagePath(21, 6)) != 0 {
+		t.Fatalf("night 1: %d pages, %d papers (the walk must end at the last page its pager names)", p, d)
 	}
 	var fresh []string
 	for i := range 10 {
 		fresh = append(fresh, fmt.Sprintf("78%04d", i))
 	}
 	site.SetListing(21, append(fresh, listing...), 20)
-	if c := night("n2"); c["pages"] != 2 || c["papers_delivered"] != 10 || site.Hits(testsite.PagePath(21, 3)) != 1 {
-		t.Fatalf("night 2: %v (want pages 1-2, 10 new papers)", c)
+	if p, d := night("n2"); p != 2 || d != 10 || site.Hits(testsite.PagePath(21, 3)) != 1 {
+		t.Fatalf("night 2: %d pages, %d papers (want pages 1-2, 10 new papers)", p, d)
 	}
 }
 
 // A worker that dies on a job's last try: the server stops delivering it
 // and says so in an advisory, and a watching worker dead-letters it.
 func TestWorkerDiedOnLastTry(t *testing.T) {
-	natsURL := startNATS(t)
+	n := natstest.Start(t)
 	site := testsite.New()
 	site.SynthJournal(41, 1, 5)
 	srv := httptest.NewServer(site)
 	defer srv.Close()
-	ctx := context.Background()
-	opts := frontier.Options{AckWait: 300 * time.Millisecond, MaxDeliver: 1}
-	fr, err := frontier.Connect(ctx, natsURL, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
-	out, err := sink.Open(ctx, natsURL+"/papers.adv?stream=ADV", sink.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
+	fr := connect(t, n.URL(), frontier.Options{AckWait: 300 * time.Millisecond, MaxDeliver: 1})
+	sinkURL := n.URL() + "/papers.adv?stream=ADV"
 	// The victim takes the job, and dies with it (its only try).
-	f2, err := frontier.Connect(ctx, natsURL, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f2.Close()
 	dctx, die := context.WithCancel(ctx)
 	took := make(chan struct{})
-	victim := &frontier.Worker{F: f2, Crawler: newCrawler(t, srv, f2, out), Out: out, IdleExit: time.Second,
-		OnJob: func(frontier.Job) { die(); close(took) }}
+	victim := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second,
+		OnJob: func(frontier.Job) { die(); close(took) }})
 	go victim.Run(dctx)
 	fr.Enqueue(ctx, frontier.Job{Journal: 41, Page: 1, RunID: "r"})
 	<-took
 	// The watcher starts while the victim's try is still in its ack wait:
 	// the server gives up on the job after it, and the watcher hears so.
-	watcher := &frontier.Worker{F: fr, Crawler: newCrawler(t, srv, fr, out), Out: out, IdleExit: 2 * time.Second}
+	watcher := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: 2 * time.Second})
 	if err := watcher.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dls, _ := fr.DeadLetters(ctx)
-	if len(dls) != 1 || !strings.Contains(dls[0].Error, "max deliveries reached") || dls[0].Job.Page != 1 || watcher.Counts()["pages"] != 0 {
-		t.Fatalf("dead letters %+v, watcher %v", dls, watcher.Counts())
+	dls, _ := fr.DeadLetters(ctx, 0)
+	if len(dls) != 1 || !strings.Contains(dls[0].Error, "max deliveries reached") || dls[0].Job.Page != 1 || watcher.Jobs().Done != 0 {
+		t.Fatalf("dead letters %+v, watcher %+v", dls, watcher.Jobs())
 	}
 	if st, _ := fr.Status(ctx); st.Pending != 0 {
 		t.Errorf("the dead job is still pending: %+v", st)
+	}
+}
+
+// A job that fails for good is dead-lettered and leaves the work queue, on
+// the Go module's server and on Debian's nats-server 2.9.10 (which ignores
+// a terminate that carries a reason): after the worker, nothing is pending
+// or in flight, and another worker gets nothing.
+func TestDeadLettersLeaveTheQueue(t *testing.T) {
+	for _, server := range []string{"module", "debian"} {
+		t.Run(server, func(t *testing.T) {
+			site := testsite.New()
+			site.SynthJournal(61, 2, 5)
+			site.Inject(testsite.PagePath(61, 1), testsite.Fault{Kind: testsite.Status, Status: 404}) // page 1: not "the end"
+			srv := httptest.NewServer(site)
+			defer srv.Close()
+			var url string
+			if server == "module" {
+				url = natstest.Start(t).URL()
+			} else {
+				b := natstest.StartBinary(t)
+				url = b.URL
+				t.Logf("nats-server %s", b.Version)
+			}
+			fr := connect(t, url, frontier.Options{AckWait: time.Second})
+			if got, err := fr.Enqueue(ctx, pages("r", []int64{61}, 1, 2)...); err != nil || got.Added != 2 {
+				t.Fatalf("enqueue: %+v %v", got, err)
+			}
+			sinkURL := url + "/papers.dl?stream=DL"
+			w := newWorker(t, url, srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: 500 * time.Millisecond})
+			if err := w.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if j := w.Jobs(); j.Done != 1 || j.DeadLettered != 1 {
+				t.Fatalf("jobs: %+v", j)
+			}
+			st, err := fr.Status(ctx)
+			if err != nil || st.Pending != 0 || st.InFlight != 0 || st.Dead != 1 {
+				t.Fatalf("status after the worker: %+v %v; want 0 pending, 0 in flight, 1 dead", st, err)
+			}
+			// After the ack wait, another worker finds nothing to take.
+			late := newWorker(t, url, srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: 1500 * time.Millisecond})
+			late.Run(ctx)
+			if j := late.Jobs(); j != (frontier.JobCounts{}) {
+				t.Errorf("a dead-lettered job was taken again: %+v", j)
+			}
+		})
+	}
+}
+
+// A server older than the oldest supported is refused, naming both.
+func TestRefusesAnOldServer(t *testing.T) {
+	n := natstest.Start(t)
+	defer frontier.SetMinServerVersion("99.1.0")()
+	_, err := frontier.Connect(ctx, n.URL(), frontier.Options{})
+	if err == nil || !strings.Contains(err.Error(), "is older than 99.1.0") || !strings.Contains(err.Error(), "nats-server 2.") {
+		t.Fatalf("Connect to an old server: %v", err)
 	}
 }

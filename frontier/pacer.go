@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/internal/jsadmin"
 )
 
 // Pacer makes the per-host request rate a fleet-wide budget: the pace
@@ -19,45 +22,40 @@ import (
 // NTP-synchronised); each request costs a round trip to NATS; the delay
 // applies to request starts, so slow responses can overlap.
 type Pacer struct {
-	KV    jetstream.KeyValue
-	Delay time.Duration
+	kv    jetstream.KeyValue
+	delay time.Duration
 }
+
+// Pacer spaces requests to a host delay apart across the fleet.
+func (f *Frontier) Pacer(delay time.Duration) *Pacer { return &Pacer{kv: f.pace, delay: delay} }
 
 // Wait blocks until a request to host may start.
 func (p *Pacer) Wait(ctx context.Context, host string) error {
-	if p.Delay <= 0 {
+	if p.delay <= 0 {
 		return nil
 	}
 	key := strings.NewReplacer(":", "_", "[", "_", "]", "_").Replace(host)
 	for {
 		now := time.Now()
 		var start time.Time
-		e, err := p.KV.Get(ctx, key)
+		e, err := p.kv.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			start = now
-			_, err = p.KV.Create(ctx, key, []byte(strconv.FormatInt(start.Add(p.Delay).UnixNano(), 10)))
+			_, err = p.kv.Create(ctx, key, []byte(strconv.FormatInt(start.Add(p.delay).UnixNano(), 10)))
 		case err != nil:
 			return err
 		default:
 			next, _ := strconv.ParseInt(string(e.Value()), 10, 64)
-			start = time.Unix(0, next)
-			if start.Before(now) {
+			if start = time.Unix(0, next); start.Before(now) {
 				start = now
 			}
-			_, err = p.KV.Update(ctx, key, []byte(strconv.FormatInt(start.Add(p.Delay).UnixNano(), 10)), e.Revision())
+			_, err = p.kv.Update(ctx, key, []byte(strconv.FormatInt(start.Add(p.delay).UnixNano(), 10)), e.Revision())
 		}
 		if err == nil {
-			t := time.NewTimer(time.Until(start))
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-t.C:
-				return nil
-			}
+			return backoff.Until(ctx, start)
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !strings.Contains(err.Error(), "wrong last sequence") {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !jsadmin.WrongLastSequence(err) {
 			return err
 		}
 		// Another worker took the slot: read again.

@@ -6,155 +6,154 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/litcrawl/litcrawl/crawler"
-	"github.com/litcrawl/litcrawl/record"
-	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/ledger"
 )
 
-// Worker takes jobs from the frontier, fetches and parses their pages with
-// a crawler, delivers the papers not delivered before to its sinks, and
-// acks a job only after every sink acknowledged. It is safe to run any
-// number of workers, in any number of processes.
-type Worker struct {
-	F       *Frontier
-	Crawler *crawler.Crawler
-	Out     sink.Sink
-	Log     *slog.Logger
-	// Concurrency is the jobs handled at once.
+// WorkerOptions make a worker.
+type WorkerOptions struct {
+	// Run is the engine run the worker's pages go through: a fetcher
+	// (with the fleet's Pacer), the frontier's Ledger and the sinks.
+	Run *engine.Run
+	Log *slog.Logger
+	// Concurrency is the jobs handled at once (at least 1).
 	Concurrency int
 	// IdleExit, when set, makes Run return after this long without a job
-	// (tests, and batch use); zero runs until ctx ends.
+	// (batch use, tests); zero runs until ctx ends.
 	IdleExit time.Duration
 	// OnJob, when set, is called as a job starts (tests use it).
 	OnJob func(Job)
 	// Stop, when closed, stops taking jobs; the jobs in hand finish.
 	Stop <-chan struct{}
-	// Retry bounds the backoff between deliveries of a failing job.
-	RetryBase, RetryMax time.Duration
-
-	mu   sync.Mutex
-	done map[string]int // counts for the summary
+	// Retry spaces the deliveries of a failing job (default 5s to 5m).
+	Retry backoff.Policy
 }
 
-// Counts are what a worker did.
-func (w *Worker) Counts() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range w.done {
-		out[k] = v
+// JobCounts are what a worker did with its jobs.
+type JobCounts struct {
+	Done, PastEnd, Retried, DeadLettered int64
+}
+
+// Worker takes jobs from the frontier and does each through the engine's
+// page step: fetch, deliver the papers the fleet has not delivered, commit
+// them to the fleet's ledger. It acks a job only after that; a failing job
+// is retried later, and given up on (dead-lettered) when it fails
+// permanently or after the consumer's max deliveries. Any number of
+// workers, in any number of processes, may run at once.
+type Worker struct {
+	f *Frontier
+	o WorkerOptions
+
+	done, pastEnd, retried, dead atomic.Int64
+}
+
+// NewWorker makes a worker over the frontier.
+func (f *Frontier) NewWorker(o WorkerOptions) *Worker {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return out
-}
-
-func (w *Worker) count(k string, n int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done == nil {
-		w.done = map[string]int{}
+	if o.Retry.Base <= 0 {
+		o.Retry = backoff.Policy{Base: 5 * time.Second, Max: 5 * time.Minute}
 	}
-	w.done[k] += n
+	o.Concurrency = max(o.Concurrency, 1)
+	return &Worker{f: f, o: o}
 }
 
-// Run handles jobs until ctx ends (or the worker has been idle IdleExit).
-// A job in hand when ctx ends is neither acked nor given up: the frontier
-// redelivers it after its ack wait.
+// Jobs counts the jobs the worker handled.
+func (w *Worker) Jobs() JobCounts {
+	return JobCounts{Done: w.done.Load(), PastEnd: w.pastEnd.Load(), Retried: w.retried.Load(), DeadLettered: w.dead.Load()}
+}
+
+// Run handles jobs until ctx ends, Stop closes, or the worker has been idle
+// IdleExit. A job in hand when ctx ends is neither acked nor given up: the
+// frontier redelivers it after its ack wait. A lost connection is waited
+// out (the client reconnects, to any server of a cluster).
 func (w *Worker) Run(ctx context.Context) error {
-	if w.Log == nil {
-		w.Log = slog.New(slog.DiscardHandler)
-	}
-	if w.RetryBase <= 0 {
-		w.RetryBase, w.RetryMax = 5*time.Second, 5*time.Minute
-	}
-	cons, err := w.F.Jobs.Consumer(ctx, ConsumerName)
-	if err != nil {
-		return fmt.Errorf("frontier: consumer: %w", err)
-	}
 	adv, err := w.watchMaxDeliveries()
 	if err != nil {
 		return err
 	}
 	defer adv.Unsubscribe()
 	var wg sync.WaitGroup
-	errs := make(chan error, max(w.Concurrency, 1))
-	for range max(w.Concurrency, 1) {
-		wg.Go(func() { errs <- w.loop(ctx, cons) })
+	for range w.o.Concurrency {
+		wg.Go(func() { w.loop(ctx) })
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil
 	}
 	return ctx.Err()
 }
 
-func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) error {
+func (w *Worker) loop(ctx context.Context) {
 	idleSince := time.Now()
-	for ctx.Err() == nil {
-		select {
-		case <-w.Stop:
-			return nil
-		default:
-		}
+	for ctx.Err() == nil && !stopped(w.o.Stop) {
 		wait := 5 * time.Second
-		if w.IdleExit > 0 {
-			wait = min(wait, w.IdleExit)
+		if w.o.IdleExit > 0 {
+			wait = min(wait, w.o.IdleExit)
 		}
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
+		batch, err := w.f.cons.Fetch(1, jetstream.FetchMaxWait(wait))
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return
 			}
-			w.Log.Warn("frontier fetch failed", "error", err)
+			w.o.Log.Warn("frontier fetch failed; trying again", "error", err)
+			backoff.Sleep(ctx, 200*time.Millisecond)
 			continue
 		}
 		got := false
 		for msg := range batch.Messages() {
 			got = true
-			if err := w.handle(ctx, msg); err != nil {
-				return err
-			}
+			w.handle(ctx, msg)
 		}
 		if got {
 			idleSince = time.Now()
-		} else if w.IdleExit > 0 && time.Since(idleSince) >= w.IdleExit {
-			return nil
+		} else if w.o.IdleExit > 0 && time.Since(idleSince) >= w.o.IdleExit {
+			return
 		}
 	}
-	return ctx.Err()
 }
 
-// handle does one job. An error stops the worker (the state of the world
-// is not what it expects); failures of the job itself are naks or dead
-// letters.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) error {
-	var job Job
-	if err := json.Unmarshal(msg.Data(), &job); err != nil {
-		w.Log.Warn("unreadable job: dead-lettered", "error", err)
-		return w.giveUp(ctx, msg, Job{}, fmt.Errorf("unreadable job: %w", err), 0)
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
+}
+
+// handle does one job. Nothing here stops the worker: a job that cannot be
+// done now is retried later (nak) or given up on (dead letter).
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	md, err := msg.Metadata()
 	if err != nil {
-		return err
+		w.o.Log.Warn("job without metadata: skipped", "error", err)
+		return
 	}
-	if w.OnJob != nil {
-		w.OnJob(job)
+	var job Job
+	if err := json.Unmarshal(msg.Data(), &job); err != nil || job.Journal <= 0 || job.Page < 1 {
+		w.giveUp(ctx, msg, job, fmt.Errorf("unreadable job %q", msg.Data()), md.NumDelivered)
+		return
 	}
-	// Heartbeats keep a slow page from being redelivered to another worker.
+	if w.o.OnJob != nil {
+		w.o.OnJob(job)
+	}
+	// Heartbeats keep a slow page from going to another worker.
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
 	go func() {
-		t := time.NewTicker(max(w.F.Opts.AckWait/3, 10*time.Millisecond))
+		t := time.NewTicker(max(w.f.AckWait()/3, 10*time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
@@ -166,117 +165,90 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) error {
 		}
 	}()
 
-	page, err := w.Crawler.FetchPage(ctx, job.Journal, job.Page, job.RunID)
+	oc, err := w.o.Run.Page(ctx, ledger.PageKey{Journal: job.Journal, Page: job.Page}, engine.PageOptions{RunID: job.RunID})
 	switch {
 	case ctx.Err() != nil:
-		return nil // no ack: redelivered to a living worker
-	case errors.Is(err, crawler.ErrEndOfListing):
-		w.count("pages_past_end", 1)
-		return msg.DoubleAck(ctx)
-	case err != nil:
-		return w.failed(ctx, msg, job, err, md.NumDelivered)
-	}
-
-	// Deliver the papers not delivered before, then mark them known.
-	var fresh []record.Record
-	knownBefore := 0
-	seen := map[string]bool{}
-	for _, r := range page.Records {
-		if seen[r.ID] {
-			continue
-		}
-		seen[r.ID] = true
-		run, err := w.F.known(ctx, r.ID, r.DOI)
-		if err != nil {
-			return w.failed(ctx, msg, job, fmt.Errorf("papers bucket: %w", err), md.NumDelivered)
-		}
-		if run != "" && run != job.RunID {
-			knownBefore++
-		}
-		if run == "" {
-			fresh = append(fresh, r)
-		}
-	}
-	if len(fresh) > 0 {
-		if err := w.Out.Write(ctx, fresh); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return w.failed(ctx, msg, job, fmt.Errorf("deliver: %w", err), md.NumDelivered)
-		}
-		for _, r := range fresh {
-			if err := w.F.markKnown(ctx, r.ID, r.DOI, job.RunID); err != nil {
-				return w.failed(ctx, msg, job, fmt.Errorf("papers bucket: %w", err), md.NumDelivered)
+		return // no ack: redelivered to a living worker
+	case err != nil: // the sinks or the ledger: worth another try
+		w.failed(ctx, msg, job, err, true, md.NumDelivered)
+		return
+	case oc.Result == engine.PastEnd:
+		w.pastEnd.Add(1)
+	case oc.Result == engine.Failed:
+		var fe *crawler.FetchError
+		w.failed(ctx, msg, job, oc.Err, crawler.IsRetryable(oc.Err) || !errors.As(oc.Err, &fe), md.NumDelivered)
+		return
+	default:
+		if job.Nightly {
+			if next, goOn := job.Walk().Next(oc.Delivered); goOn {
+				nj := job
+				nj.Page, nj.KnownRun = next.Page, next.KnownRun
+				if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
+					w.failed(ctx, msg, job, err, true, md.NumDelivered)
+					return
+				}
+			} else {
+				w.o.Log.Info("nightly walk done", "journal", job.Journal, "page", job.Page, "run", job.RunID)
 			}
 		}
+		w.done.Add(1)
+		w.o.Log.Info("job done", "journal", job.Journal, "page", job.Page, "delivered", oc.Delivered.Sent, "run", job.RunID)
 	}
-	if job.Nightly {
-		if err := w.continueWalk(ctx, job, page.LastPage == job.Page, len(page.Records), knownBefore); err != nil {
-			return w.failed(ctx, msg, job, err, md.NumDelivered)
-		}
-	}
-	w.count("pages", 1)
-	w.count("papers_delivered", len(fresh))
-	w.Log.Info("job done", "journal", job.Journal, "page", job.Page, "delivered", len(fresh))
-	return msg.DoubleAck(ctx)
+	w.ack(ctx, msg, job)
 }
 
-// continueWalk enqueues the next page of a nightly walk unless the walk
-// reached enough all-known pages, its page limit, or the last page. The
-// msg-id makes the enqueue idempotent if this job is redelivered.
-func (w *Worker) continueWalk(ctx context.Context, job Job, last bool, records, knownBefore int) error {
-	next := job
-	next.Page++
-	if records > 0 && knownBefore == records {
-		next.KnownRun++
-	} else {
-		next.KnownRun = 0
+// ack acknowledges a job and waits for the server to confirm. A lost
+// acknowledgement (the server or its leader went away) is not a failure:
+// the job is redelivered, and its papers are in the ledger by then, so
+// nothing is delivered twice.
+func (w *Worker) ack(ctx context.Context, msg jetstream.Msg, job Job) {
+	if err := msg.DoubleAck(ctx); err != nil && ctx.Err() == nil {
+		w.o.Log.Warn("job ack not confirmed: it may be redelivered (its papers are known)", "journal", job.Journal, "page", job.Page, "error", err)
 	}
-	if last || next.KnownRun >= max(job.StopAfterKnown, 1) || next.Page > job.MaxPages {
-		w.Log.Info("nightly walk done", "journal", job.Journal, "page", job.Page)
-		return nil
-	}
-	_, err := w.F.Enqueue(ctx, next)
-	return err
 }
 
-// failed naks a failing job for a later try, or gives up on it.
-func (w *Worker) failed(ctx context.Context, msg jetstream.Msg, job Job, cause error, deliveries uint64) error {
-	if !crawler.IsRetryable(cause) && !isInfraError(cause) || deliveries >= uint64(w.F.Opts.MaxDeliver) {
-		return w.giveUp(ctx, msg, job, cause, deliveries)
+// failed naks a failing job for a later try, or gives up on it when the
+// failure is permanent or the job had its last try.
+func (w *Worker) failed(ctx context.Context, msg jetstream.Msg, job Job, cause error, retryable bool, deliveries uint64) {
+	if !retryable || deliveries >= uint64(w.f.MaxDeliver()) {
+		w.giveUp(ctx, msg, job, cause, deliveries)
+		return
 	}
-	d := w.RetryBase << min(deliveries-1, 20)
-	d = rand.N(min(d, w.RetryMax)) + w.RetryBase/2
-	w.count("naks", 1)
-	w.Log.Warn("job failed: retried later", "journal", job.Journal, "page", job.Page, "delivery", deliveries, "error", cause)
-	return msg.NakWithDelay(d)
+	d := w.o.Retry.Delay(int(deliveries)-1) + w.o.Retry.Base/2
+	w.retried.Add(1)
+	w.o.Log.Warn("job failed: retried later", "journal", job.Journal, "page", job.Page, "delivery", deliveries, "retry_in", d.Round(time.Millisecond), "error", cause)
+	if err := msg.NakWithDelay(d); err != nil {
+		w.o.Log.Warn("job nak failed: redelivered after its ack wait", "journal", job.Journal, "page", job.Page, "error", err)
+	}
 }
 
-// isInfraError: a sink or bucket error, worth retrying later.
-func isInfraError(err error) bool {
-	var fe *crawler.FetchError
-	return !errors.As(err, &fe)
-}
-
-// giveUp dead-letters a job with its error, then terminates it.
-func (w *Worker) giveUp(ctx context.Context, msg jetstream.Msg, job Job, cause error, deliveries uint64) error {
+// giveUp dead-letters a job with its error, then terminates it, which
+// removes it from the work queue. A dead letter that cannot be published
+// leaves the job for a later try.
+func (w *Worker) giveUp(ctx context.Context, msg jetstream.Msg, job Job, cause error, deliveries uint64) {
 	id := msg.Headers().Get(jetstream.MsgIDHeader)
 	if id == "" {
 		id = job.MsgID()
 	}
-	w.count("dead_letters", 1)
-	w.Log.Warn("job dead-lettered", "journal", job.Journal, "page", job.Page, "deliveries", deliveries, "error", cause)
-	if err := w.F.deadLetter(ctx, id, DeadLetter{Job: job, Error: cause.Error(), Deliveries: deliveries, At: time.Now().UTC()}); err != nil {
-		return err
+	if err := w.f.deadLetter(ctx, id, DeadLetter{Job: job, Error: cause.Error(), Deliveries: deliveries, At: time.Now().UTC()}); err != nil {
+		w.o.Log.Warn("dead letter not published: the job is tried again later", "journal", job.Journal, "page", job.Page, "error", err)
+		msg.NakWithDelay(w.o.Retry.Base)
+		return
 	}
-	return msg.TermWithReason(cause.Error())
+	w.dead.Add(1)
+	w.o.Log.Warn("job dead-lettered", "journal", job.Journal, "page", job.Page, "deliveries", deliveries, "error", cause)
+	// A plain terminate: nats-server 2.9 ignores a terminate that carries
+	// a reason, and the job would stay in the queue.
+	if err := msg.Term(); err != nil {
+		w.o.Log.Warn("job terminate failed: it may be redelivered and dead-lettered again (once)", "error", err)
+	}
 }
 
 // watchMaxDeliveries dead-letters jobs whose worker died on their last
 // try: the server then stops delivering them and says so in an advisory.
 func (w *Worker) watchMaxDeliveries() (*nats.Subscription, error) {
 	subj := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", JobsStream, ConsumerName)
-	return w.F.NC.Subscribe(subj, func(m *nats.Msg) {
+	return w.f.nc.Subscribe(subj, func(m *nats.Msg) {
 		var adv struct {
 			StreamSeq  uint64 `json:"stream_seq"`
 			Deliveries uint64 `json:"deliveries"`
@@ -286,7 +258,7 @@ func (w *Worker) watchMaxDeliveries() (*nats.Subscription, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		raw, err := w.F.Jobs.GetMsg(ctx, adv.StreamSeq)
+		raw, err := w.f.jobs.GetMsg(ctx, adv.StreamSeq)
 		if err != nil {
 			return // already dead-lettered by the worker that gave up, or by another watcher
 		}
@@ -297,8 +269,9 @@ func (w *Worker) watchMaxDeliveries() (*nats.Subscription, error) {
 			id = "seq-" + strconv.FormatUint(adv.StreamSeq, 10)
 		}
 		dl := DeadLetter{Job: job, Error: "max deliveries reached: the worker holding the last try died or stalled", Deliveries: adv.Deliveries, At: time.Now().UTC()}
-		if w.F.deadLetter(ctx, id, dl) == nil {
-			w.F.Jobs.DeleteMsg(ctx, adv.StreamSeq)
+		if w.f.deadLetter(ctx, id, dl) == nil {
+			w.dead.Add(1)
+			w.f.jobs.DeleteMsg(ctx, adv.StreamSeq)
 		}
 	})
 }

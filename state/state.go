@@ -1,27 +1,31 @@
-// Package state is the crawler's durable memory: an embedded bbolt file in
-// the state directory holding the papers already delivered (by id and by
-// DOI), the status of every listing page, the sinks' commit token and the
-// run history. Everything lives on disk, so memory does not grow with the
-// crawl.
+// Package state is the crawl's durable memory on one machine: an embedded
+// bbolt file in the state directory holding the papers already delivered
+// (by id and by DOI), the status of every listing page, the sinks' commit
+// token and the run history. Everything lives on disk, so memory does not
+// grow with the crawl.
 //
-// The commit order the crawler follows: the sinks acknowledge a page's
-// records, then CommitPage marks the page done, adds its papers and stores
-// the sinks' new token in one transaction. After a crash the token rolls the
-// sinks back to the last commit, so nothing is delivered twice.
+// Store implements the engine's ledger port (ledger.Ledger, with the
+// PageBook and TokenStore abilities), atomically: the sinks acknowledge a
+// group of pages' records, then Commit marks the pages done, adds their
+// papers and stores the sinks' new token in one transaction. After a crash
+// the token rolls the sinks back to the last commit, so nothing is
+// delivered twice.
 package state
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/litcrawl/litcrawl/ledger"
 )
 
 var (
@@ -38,6 +42,12 @@ const FileName = "crawl.db"
 
 // ErrLocked means another process has the store open.
 var ErrLocked = errors.New("the state store is in use by another process")
+
+var (
+	_ ledger.Ledger     = (*Store)(nil)
+	_ ledger.PageBook   = (*Store)(nil)
+	_ ledger.TokenStore = (*Store)(nil)
+)
 
 // Store is an open state file. It is safe for concurrent use.
 type Store struct {
@@ -81,12 +91,9 @@ func Open(dir string) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 // PageKey names one listing page.
-type PageKey struct {
-	Journal int64
-	Page    int
-}
+type PageKey = ledger.PageKey
 
-func (k PageKey) bytes() []byte {
+func pageKeyBytes(k PageKey) []byte {
 	b := make([]byte, 12)
 	binary.BigEndian.PutUint64(b, uint64(k.Journal))
 	binary.BigEndian.PutUint32(b[8:], uint32(k.Page))
@@ -117,7 +124,7 @@ type PageStatus struct {
 // Page returns a page's status; ok is false for a page never seen.
 func (s *Store) Page(k PageKey) (st PageStatus, ok bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketPages).Get(k.bytes())
+		v := tx.Bucket(bucketPages).Get(pageKeyBytes(k))
 		if v == nil {
 			return nil
 		}
@@ -125,6 +132,15 @@ func (s *Store) Page(k PageKey) (st PageStatus, ok bool, err error) {
 		return json.Unmarshal(v, &st)
 	})
 	return st, ok, err
+}
+
+// PageDone reports whether a page was committed (and not failed since).
+func (s *Store) PageDone(ctx context.Context, k PageKey) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	st, ok, err := s.Page(k)
+	return ok && st.State == PageDone, err
 }
 
 // FailedPages lists the pages whose last attempt failed.
@@ -145,31 +161,25 @@ func (s *Store) FailedPages() ([]PageKey, error) {
 	return out, err
 }
 
-// Seen is what the store knows of a paper, relative to one run.
-type Seen uint8
-
-const (
-	Unknown     Seen = iota // never delivered
-	SeenThisRun             // delivered earlier in the same run
-	SeenBefore              // delivered by an earlier run
-)
-
 // Lookup tells, for each paper, whether it was delivered before, by id or
 // by DOI, and whether by runID or an earlier run, in one read transaction.
 // A paper seen once without its JSON (id "doi:…") and later with it is the
 // same paper.
-func (s *Store) Lookup(ps []Paper, runID string) ([]Seen, error) {
-	out := make([]Seen, len(ps))
+func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]ledger.Seen, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]ledger.Seen, len(ps))
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := buckets(tx)
 		for i, p := range ps {
 			switch known, by := knownTx(b, p.ID, p.DOI); {
 			case !known:
-				out[i] = Unknown
+				out[i] = ledger.Unknown
 			case string(by) == runID: // compared without a copy
-				out[i] = SeenThisRun
+				out[i] = ledger.SeenThisRun
 			default:
-				out[i] = SeenBefore
+				out[i] = ledger.SeenBefore
 			}
 		}
 		return nil
@@ -191,7 +201,7 @@ func knownTx(b paperBuckets, id, doi string) (known bool, runID []byte) {
 	if v := b.papers.Get([]byte(id)); v != nil {
 		return true, v
 	}
-	if doi = doiKey(doi); doi != "" {
+	if doi = ledger.DOIKey(doi); doi != "" {
 		if pid := b.dois.Get([]byte(doi)); pid != nil {
 			return true, b.papers.Get(pid)
 		}
@@ -203,47 +213,25 @@ func knownTx(b paperBuckets, id, doi string) (known bool, runID []byte) {
 	return false, nil
 }
 
-func doiKey(doi string) string { return strings.ToLower(strings.TrimSpace(doi)) }
-
-// Paper identifies a delivered paper.
-type Paper struct {
-	ID, DOI string
-}
-
-// Commit is everything recorded when a page's records were acknowledged
-// by every sink.
-type Commit struct {
-	Page      PageKey
-	Papers    []Paper // the papers delivered from the page
-	OnPage    int     // records on the page (delivered or already known)
-	SinkToken []byte  // the sinks' token after this page; nil keeps the old one
-	RunID     string
-	At        time.Time
-}
-
-// CommitPage marks the page done, records its papers as known and stores
-// the sink token, in one transaction: either all of it is durable, or none.
-// It returns how many of the papers were new.
-func (s *Store) CommitPage(c Commit) (newPapers int, err error) {
-	n, err := s.CommitPages([]Commit{c})
-	if err != nil {
-		return 0, err
+// Commit marks a group's pages done, records their papers as known and
+// stores the sinks' token, in one transaction (a group commit): either all
+// of it is durable, or none. It returns how many papers of each page were
+// new.
+func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return n[0], nil
-}
-
-// CommitPages commits several pages in one transaction (a group commit):
-// all of them are durable, or none. The last non-nil token is stored. It
-// returns how many papers of each page were new.
-func (s *Store) CommitPages(cs []Commit) (newPapers []int, err error) {
-	newPapers = make([]int, len(cs))
+	newPapers = make([]int, len(g.Pages))
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		for i, c := range cs {
+		for i, c := range g.Pages {
 			n, err := commitTx(tx, c)
 			if err != nil {
 				return err
 			}
 			newPapers[i] = n
+		}
+		if g.SinkToken != nil {
+			return tx.Bucket(bucketMeta).Put(keySinkToken, g.SinkToken)
 		}
 		return nil
 	})
@@ -269,12 +257,12 @@ func (s *Store) maybeReleaseMap() {
 	}
 }
 
-func commitTx(tx *bolt.Tx, c Commit) (newPapers int, err error) {
+func commitTx(tx *bolt.Tx, c ledger.Page) (newPapers int, err error) {
 	b := buckets(tx)
 	for _, p := range c.Papers {
 		// Each key is read once: the id, then the DOI, then "doi:<doi>"
 		// only when neither is known (as knownTx does).
-		id, doi := []byte(p.ID), doiKey(p.DOI)
+		id, doi := []byte(p.ID), ledger.DOIKey(p.DOI)
 		idKnown := b.papers.Get(id) != nil
 		doiKnown := doi != "" && b.dois.Get([]byte(doi)) != nil
 		if !idKnown && !doiKnown && (doi == "" || b.papers.Get([]byte("doi:"+doi)) == nil) {
@@ -292,7 +280,7 @@ func commitTx(tx *bolt.Tx, c Commit) (newPapers int, err error) {
 		}
 	}
 	st := PageStatus{State: PageDone, Papers: c.OnPage, NewPapers: newPapers, RunID: c.RunID, UpdatedAt: c.At.UTC()}
-	if prev := tx.Bucket(bucketPages).Get(c.Page.bytes()); prev != nil {
+	if prev := tx.Bucket(bucketPages).Get(pageKeyBytes(c.Key)); prev != nil {
 		var old PageStatus
 		if json.Unmarshal(prev, &old) == nil {
 			st.Attempts = old.Attempts
@@ -303,21 +291,18 @@ func commitTx(tx *bolt.Tx, c Commit) (newPapers int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := tx.Bucket(bucketPages).Put(c.Page.bytes(), v); err != nil {
-		return 0, err
-	}
-	if c.SinkToken != nil {
-		return newPapers, tx.Bucket(bucketMeta).Put(keySinkToken, c.SinkToken)
-	}
-	return newPapers, nil
+	return newPapers, tx.Bucket(bucketPages).Put(pageKeyBytes(c.Key), v)
 }
 
 // FailPage records a failed attempt at a page; a later run retries it.
-func (s *Store) FailPage(k PageKey, runID string, cause error, at time.Time) error {
+func (s *Store) FailPage(ctx context.Context, k PageKey, runID string, cause error, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPages)
 		var st PageStatus
-		if prev := b.Get(k.bytes()); prev != nil {
+		if prev := b.Get(pageKeyBytes(k)); prev != nil {
 			if err := json.Unmarshal(prev, &st); err != nil {
 				return err
 			}
@@ -330,12 +315,15 @@ func (s *Store) FailPage(k PageKey, runID string, cause error, at time.Time) err
 		if err != nil {
 			return err
 		}
-		return b.Put(k.bytes(), v)
+		return b.Put(pageKeyBytes(k), v)
 	})
 }
 
-// SinkToken is the token stored by the last CommitPage, or nil.
-func (s *Store) SinkToken() ([]byte, error) {
+// SinkToken is the token stored by the last Commit that had one, or nil.
+func (s *Store) SinkToken(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var tok []byte
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keySinkToken); v != nil {

@@ -1,21 +1,51 @@
 package state_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/ledger/ledgertest"
 	"github.com/litcrawl/litcrawl/state"
 )
+
+var ctx = context.Background()
+
+// The store is a ledger: the conformance suite, across reopens of a real
+// bbolt file.
+func TestLedgerConformance(t *testing.T) {
+	ledgertest.Run(t, func(t *testing.T) (ledger.Ledger, func() ledger.Ledger) {
+		dir := t.TempDir()
+		s := open(t, dir)
+		t.Cleanup(func() { s.Close() })
+		return s, func() ledger.Ledger {
+			s.Close()
+			s = open(t, dir)
+			return s
+		}
+	})
+}
+
+// commitPage commits one page in a group of its own.
+func commitPage(t *testing.T, s *state.Store, c ledger.Page, token []byte) int {
+	t.Helper()
+	n, err := s.Commit(ctx, ledger.Group{Pages: []ledger.Page{c}, SinkToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n[0]
+}
 
 var t0 = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 
 // seen looks one paper up for run.
-func seen(t *testing.T, s *state.Store, id, doi, run string) state.Seen {
+func seen(t *testing.T, s *state.Store, id, doi, run string) ledger.Seen {
 	t.Helper()
-	got, err := s.Lookup([]state.Paper{{ID: id, DOI: doi}}, run)
+	got, err := s.Lookup(ctx, []ledger.Paper{{ID: id, DOI: doi}}, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +67,11 @@ func TestCommitSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	page := state.PageKey{Journal: 501422, Page: 7}
-	n, err := s.CommitPage(state.Commit{Page: page, OnPage: 3, RunID: "run-1", At: t0,
-		SinkToken: []byte(`{"0":{"path":"out.jsonl","offset":42}}`),
-		Papers:    []state.Paper{{ID: "142210977", DOI: "arxiv-2409.01075"}, {ID: "doi:10.1000/x.1", DOI: "10.1000/X.1"}}})
-	if err != nil || n != 2 {
-		t.Fatalf("CommitPage: new=%d err=%v", n, err)
+	n := commitPage(t, s, ledger.Page{Key: page, OnPage: 3, RunID: "run-1", At: t0,
+		Papers: []ledger.Paper{{ID: "142210977", DOI: "arxiv-2409.01075"}, {ID: "doi:10.1000/x.1", DOI: "10.1000/X.1"}}},
+		[]byte(`{"0":{"path":"out.jsonl","offset":42}}`))
+	if n != 2 {
+		t.Fatalf("Commit: new=%d", n)
 	}
 	s.Close()
 
@@ -56,14 +86,14 @@ func TestCommitSurvivesReopen(t *testing.T) {
 		{"other-id", "ARXIV-2409.01075"}, // same DOI, other case, other id
 		{"160000009", "10.1000/x.1"},     // seen before only as doi:…, now with its JSON id
 	} {
-		if got := seen(t, s, q.id, q.doi, "run-1"); got != state.SeenThisRun {
+		if got := seen(t, s, q.id, q.doi, "run-1"); got != ledger.SeenThisRun {
 			t.Errorf("Lookup(%q, %q) for run-1 = %v, want delivered by run-1", q.id, q.doi, got)
 		}
 	}
-	if got := seen(t, s, "nope", "10.9/none", "run-1"); got != state.Unknown {
+	if got := seen(t, s, "nope", "10.9/none", "run-1"); got != ledger.Unknown {
 		t.Error("an unknown paper is known")
 	}
-	tok, err := s.SinkToken()
+	tok, err := s.SinkToken(ctx)
 	if err != nil || string(tok) != `{"0":{"path":"out.jsonl","offset":42}}` {
 		t.Errorf("sink token = %s %v", tok, err)
 	}
@@ -74,16 +104,16 @@ func TestCommitSurvivesReopen(t *testing.T) {
 func TestKnownKeepsFirstRun(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
-	p := []state.Paper{{ID: "1", DOI: "10.1/a"}}
-	s.CommitPage(state.Commit{Page: state.PageKey{Journal: 1, Page: 1}, Papers: p, RunID: "r1", At: t0})
-	n, _ := s.CommitPage(state.Commit{Page: state.PageKey{Journal: 1, Page: 2}, Papers: p, RunID: "r2", At: t0})
+	p := []ledger.Paper{{ID: "1", DOI: "10.1/a"}}
+	commitPage(t, s, ledger.Page{Key: state.PageKey{Journal: 1, Page: 1}, Papers: p, RunID: "r1", At: t0}, nil)
+	n := commitPage(t, s, ledger.Page{Key: state.PageKey{Journal: 1, Page: 2}, Papers: p, RunID: "r2", At: t0}, nil)
 	if n != 0 {
 		t.Errorf("a known paper counted as new")
 	}
-	if got := seen(t, s, "1", "", "r1"); got != state.SeenThisRun {
+	if got := seen(t, s, "1", "", "r1"); got != ledger.SeenThisRun {
 		t.Errorf("Lookup for r1 = %v: the first run is not kept", got)
 	}
-	if tok, _ := s.SinkToken(); tok != nil {
+	if tok, _ := s.SinkToken(ctx); tok != nil {
 		t.Errorf("commits without a token stored one: %s", tok)
 	}
 }
@@ -92,10 +122,15 @@ func TestFailedPages(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
 	a, b := state.PageKey{Journal: 7, Page: 3}, state.PageKey{Journal: 7, Page: 4}
-	s.FailPage(a, "r1", errors.New("503 Service Unavailable"), t0)
-	s.FailPage(a, "r1", errors.New("timeout"), t0)
-	s.FailPage(b, "r1", errors.New("reset"), t0)
-	s.CommitPage(state.Commit{Page: b, RunID: "r1", At: t0})
+	for _, f := range []struct {
+		k   state.PageKey
+		err string
+	}{{a, "503 Service Unavailable"}, {a, "timeout"}, {b, "reset"}} {
+		if err := s.FailPage(ctx, f.k, "r1", errors.New(f.err), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitPage(t, s, ledger.Page{Key: b, RunID: "r1", At: t0}, nil)
 	failed, err := s.FailedPages()
 	if err != nil || !slices.Equal(failed, []state.PageKey{a}) {
 		t.Fatalf("failed pages = %v %v", failed, err)
@@ -150,7 +185,7 @@ func TestReleasedMapReadsBack(t *testing.T) {
 					return
 				default:
 				}
-				if got, err := s.Lookup([]state.Paper{{ID: id(0, 0)}}, "run-1"); err != nil || got[0] != state.SeenThisRun {
+				if got, err := s.Lookup(ctx, []ledger.Paper{{ID: id(0, 0)}}, "run-1"); err != nil || got[0] != ledger.SeenThisRun {
 					readErr <- fmt.Errorf("Lookup(%s) = %v, %v during commits", id(0, 0), got, err)
 					return
 				}
@@ -158,12 +193,12 @@ func TestReleasedMapReadsBack(t *testing.T) {
 		}()
 	}
 	for p := range pages {
-		c := state.Commit{Page: state.PageKey{Journal: 9, Page: p + 1}, OnPage: 20, RunID: "run-1", At: t0}
+		c := ledger.Page{Key: state.PageKey{Journal: 9, Page: p + 1}, OnPage: 20, RunID: "run-1", At: t0}
 		for i := range 20 {
-			c.Papers = append(c.Papers, state.Paper{ID: id(p, i), DOI: "10.1/" + id(p, i)})
+			c.Papers = append(c.Papers, ledger.Paper{ID: id(p, i), DOI: "10.1/" + id(p, i)})
 		}
-		if n, err := s.CommitPage(c); err != nil || n != 20 {
-			t.Fatalf("page %d: new=%d err=%v", p+1, n, err)
+		if n := commitPage(t, s, c, nil); n != 20 {
+			t.Fatalf("page %d: new=%d", p+1, n)
 		}
 		if p == 0 {
 			startReader()
@@ -177,7 +212,7 @@ func TestReleasedMapReadsBack(t *testing.T) {
 		t.Helper()
 		for p := range pages {
 			for i := range 20 {
-				if got := seen(t, s, "other", "10.1/"+id(p, i), "run-1"); got != state.SeenThisRun {
+				if got := seen(t, s, "other", "10.1/"+id(p, i), "run-1"); got != ledger.SeenThisRun {
 					t.Fatalf("paper %s: %v, want delivered by run-1", id(p, i), got)
 				}
 			}
@@ -196,15 +231,13 @@ func TestReleasedMapReadsBack(t *testing.T) {
 func TestLookup(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
-	commit := func(run string, page int, ps ...state.Paper) {
+	commit := func(run string, page int, ps ...ledger.Paper) {
 		t.Helper()
-		if _, err := s.CommitPage(state.Commit{Page: state.PageKey{Journal: 1, Page: page}, Papers: ps, RunID: run, At: t0}); err != nil {
-			t.Fatal(err)
-		}
+		commitPage(t, s, ledger.Page{Key: state.PageKey{Journal: 1, Page: page}, Papers: ps, RunID: run, At: t0}, nil)
 	}
-	commit("run-1", 1, state.Paper{ID: "a", DOI: "10.1/A"}, state.Paper{ID: "doi:10.1/b", DOI: "10.1/b"})
-	commit("run-2", 2, state.Paper{ID: "c"})
-	got, err := s.Lookup([]state.Paper{
+	commit("run-1", 1, ledger.Paper{ID: "a", DOI: "10.1/A"}, ledger.Paper{ID: "doi:10.1/b", DOI: "10.1/b"})
+	commit("run-2", 2, ledger.Paper{ID: "c"})
+	got, err := s.Lookup(ctx, []ledger.Paper{
 		{ID: "a"},                   // by id, earlier run
 		{ID: "a2", DOI: " 10.1/a "}, // by DOI, other case and spaces
 		{ID: "b", DOI: "10.1/B"},    // known as "doi:10.1/b" alone
@@ -212,7 +245,7 @@ func TestLookup(t *testing.T) {
 		{ID: "d", DOI: "10.1/d"},    // never
 		{ID: "", DOI: ""},           // nothing to go by
 	}, "run-2")
-	want := []state.Seen{state.SeenBefore, state.SeenBefore, state.SeenBefore, state.SeenThisRun, state.Unknown, state.Unknown}
+	want := []ledger.Seen{ledger.SeenBefore, ledger.SeenBefore, ledger.SeenBefore, ledger.SeenThisRun, ledger.Unknown, ledger.Unknown}
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("Lookup = %v, %v; want %v", got, err, want)
 	}

@@ -1,38 +1,59 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/crawler"
-	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/app"
 )
 
+// frontierFlags name the shared frontier.
 type frontierFlags struct {
 	url        string
 	ackWait    time.Duration
 	maxDeliver int
+	replicas   int
 }
 
 func (f *frontierFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "frontier", "", "the shared frontier: nats://[user:pass@]host:port (JetStream)")
-	fl.DurationVar(&f.ackWait, "ack-wait", 2*time.Minute, "how long a worker may hold a job without a heartbeat before it is redelivered")
-	fl.IntVar(&f.maxDeliver, "max-deliver", 5, "tries of a job before it is dead-lettered")
+	fl.StringVar(&f.url, "frontier", "", "the shared frontier: nats://[user:pass@]host:port[,host:port…] (JetStream, nats-server 2.9.10 or newer)")
+	fl.DurationVar(&f.ackWait, "ack-wait", 0, "how long a worker may hold a job without a heartbeat before it is redelivered (default: as the frontier has it; 2m when it is created)")
+	fl.IntVar(&f.maxDeliver, "max-deliver", 0, "tries of a job before it is dead-lettered (default: as the frontier has it; 5 when it is created)")
+	fl.IntVar(&f.replicas, "replicas", 0, "replicas of the frontier's streams and buckets, 1 to 5: existing ones are moved in place (default: frontier.replicas; as they are, 1 when created)")
 }
 
-func (f *frontierFlags) connect(cmd *cobra.Command) (*frontier.Frontier, error) {
+// fleet turns the flags into the frontier's options; a flag not given
+// leaves the frontier as it is.
+func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, error) {
+	fl := app.Fleet{URL: f.url, Replicas: env.Config.Frontier.Replicas}
 	if f.url == "" {
-		return nil, usageError{errors.New("--frontier nats://host:port is required")}
+		return fl, usageError{errors.New("--frontier nats://host:port is required")}
 	}
-	if f.ackWait <= 0 || f.maxDeliver < 1 {
-		return nil, usageError{fmt.Errorf("--ack-wait %v and --max-deliver %d: expected a positive duration and at least 1", f.ackWait, f.maxDeliver)}
+	if cmd.Flags().Changed("ack-wait") {
+		if f.ackWait <= 0 {
+			return fl, usageError{fmt.Errorf("--ack-wait %v: expected a positive duration such as 2m", f.ackWait)}
+		}
+		fl.AckWait = f.ackWait
 	}
-	return frontier.Connect(cmd.Context(), f.url, frontier.Options{AckWait: f.ackWait, MaxDeliver: f.maxDeliver})
+	if cmd.Flags().Changed("max-deliver") {
+		if f.maxDeliver < 1 {
+			return fl, usageError{fmt.Errorf("--max-deliver %d: expected at least 1", f.maxDeliver)}
+		}
+		fl.MaxDeliver = f.maxDeliver
+	}
+	if cmd.Flags().Changed("replicas") {
+		if f.replicas < 1 || f.replicas > 5 {
+			return fl, usageError{fmt.Errorf("--replicas %d: expected 1 to 5", f.replicas)}
+		}
+		fl.Replicas = f.replicas
+	}
+	return fl, nil
 }
 
 func noArgs(name string) cobra.PositionalArgs {
@@ -52,20 +73,31 @@ func newEnqueueCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "enqueue --frontier URL (--journal J … --pages A-B | --nightly)",
 		Short: "Publish crawl jobs to the shared frontier for workers",
-		Long: `enqueue publishes page jobs to the frontier's JetStream work queue, each
-once (its msg-id is journal-page-run, so a repeated enqueue adds nothing).
---pages A-B enqueues those pages of each journal; --nightly enqueues page 1
-of each journal's nightly walk, which the workers continue page by page
-until nightly.stop_after_known_pages pages of known papers, the last page
-or nightly.max_pages.`,
+		Long: `enqueue publishes page jobs to the frontier's JetStream work queue.
+--pages A-B enqueues those pages of each journal; --nightly enqueues each
+journal's nightly walk, which the workers continue page by page until
+nightly.stop_after_known_pages pages of known papers, the last page or
+nightly.max_pages.
+
+A repeated enqueue adds nothing: a page whose job is pending or in
+flight (taken by a worker, not yet done) is not enqueued again, whatever
+run enqueued it, and a journal whose nightly walk is under way gets no
+second walk. Once a job is done or dead-lettered, its page can be
+enqueued again.`,
+		Example: `  crawl enqueue --frontier nats://127.0.0.1:4222 --journal 501422 --pages 1-200
+  crawl enqueue --frontier nats://127.0.0.1:4222 --nightly`,
 		Args: noArgs("enqueue"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
+			env, err := newEnv(cmd)
+			if err != nil {
+				return err
+			}
+			fl, err := ff.fleet(cmd, env)
 			if err != nil {
 				return err
 			}
 			if len(journals) == 0 {
-				journals = cfg.Journals
+				journals = env.Config.Journals
 			}
 			if len(journals) == 0 {
 				return usageError{errors.New("no journal: give --journal J or set journals in the config")}
@@ -73,37 +105,24 @@ or nightly.max_pages.`,
 			if nightly == (pages != "") {
 				return usageError{errors.New("give either --pages A-B or --nightly")}
 			}
-			runID := newRunID(time.Now())
-			var jobs []frontier.Job
-			if nightly {
-				for _, j := range journals {
-					jobs = append(jobs, frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
-						StopAfterKnown: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages})
-				}
-			} else {
-				from, to, err := parsePages(pages)
-				if err != nil {
+			o := app.Enqueue{Fleet: fl, Journals: journals, Nightly: nightly}
+			if !nightly {
+				if o.From, o.To, err = parsePages(pages); err != nil {
 					return err
 				}
-				if to == 0 {
+				if o.To == 0 {
 					return usageError{fmt.Errorf("--pages %q: a distributed backfill needs its last page (A-B); use --nightly for walks", pages)}
 				}
-				for _, j := range journals {
-					for p := from; p <= to; p++ {
-						jobs = append(jobs, frontier.Job{Journal: j, Page: p, RunID: runID})
-					}
-				}
 			}
-			f, err := ff.connect(cmd)
+			runID, n, err := env.Enqueue(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			n, err := f.Enqueue(cmd.Context(), jobs...)
-			if err != nil {
-				return err
+			if env.JSON {
+				env.Log.Info("enqueued", "run_id", runID, "added", n.Added, "already_queued", n.Queued)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "enqueued %d jobs (run %s); %d already pending or in flight\n", n.Added, runID, n.Queued)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "enqueued %d jobs (run %s)\n", n, runID)
 			return nil
 		},
 	}
@@ -124,109 +143,93 @@ func newWorkerCmd() *cobra.Command {
 		Long: `worker takes page jobs from the frontier, fetches and parses them,
 delivers the papers not delivered before (fleet-wide: a shared key-value
 bucket) to its sinks, and acks a job only after every sink acknowledged.
-A job that fails is retried later, and after --max-deliver tries goes to
-the dead-letter stream with its error. A killed worker loses nothing: its
-jobs are redelivered. fetch.delay is a fleet-wide pace per host. Run any
-number of workers on any number of machines; deliver to a queue sink with
+A job that fails is retried later, and after the frontier's max
+deliveries (or at once, when it fails for good) goes to the dead-letter
+stream with its error. A killed worker loses nothing: its jobs are
+redelivered. fetch.delay is a fleet-wide pace per host. Run any number
+of workers on any number of machines; deliver to a queue sink with
 dedupe (nats://…?stream=…) so that a job redelivered after a delivery
-leaves each paper once. The first SIGINT/SIGTERM stops taking jobs.`,
-		Args: noArgs("worker"),
+leaves each paper once. The first SIGINT/SIGTERM stops taking jobs; at
+the end the worker prints its summary (JSON with --log-format json).`,
+		Example: `  crawl worker --frontier nats://127.0.0.1:4222 --sink 'nats://127.0.0.1:4222/papers.new?stream=PAPERS'`,
+		Args:    noArgs("worker"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
+			env, err := newEnv(cmd)
 			if err != nil {
 				return err
 			}
-			log, err := newLogger(cmd)
+			if err := f.apply(cmd, env.Config); err != nil {
+				return err
+			}
+			fl, err := ff.fleet(cmd, env)
 			if err != nil {
 				return err
 			}
-			ccfg, err := f.crawlerConfig(cmd, cfg)
-			if err != nil {
-				return err
+			if idle < 0 {
+				return usageError{fmt.Errorf("--exit-when-idle %v: expected 0 (never) or a positive duration", idle)}
 			}
-			limitMemory(ccfg.Concurrency)
-			sinks := cfg.Sinks
-			if cmd.Flags().Changed("sink") {
-				sinks = f.sinks
-			}
-			fr, err := ff.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer fr.Close()
-			ctx, cancel := stopOnSignal(cmd.Context(), cfg.ShutdownTimeout.D())
+			limitMemory(env.Config.Fetch.Concurrency)
+			ctx, cancel := stopOnSignal(cmd.Context(), env.Config.ShutdownTimeout.D())
 			defer cancel()
-			out, err := openSinks(ctx, sinks, cmd.OutOrStdout())
-			if err != nil {
-				return err
-			}
-			defer out.Close()
-			ccfg.Pacer = &frontier.Pacer{KV: fr.Pace, Delay: ccfg.Delay}
-			ccfg.Delay = 0 // the pacer spaces the requests fleet-wide
-			c, err := crawler.New(ctx, ccfg, nil, out, log)
-			if err != nil {
-				return err
-			}
-			depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "litcrawl_frontier_jobs_pending",
-				Help: "Jobs in the shared frontier (taken or not)."}, func() float64 {
-				st, err := fr.Status(ctx)
-				if err != nil {
-					return -1
-				}
-				return float64(st.Pending)
-			})
-			if metricsRegistry.Register(depth) == nil {
-				atEnd(func() { metricsRegistry.Unregister(depth) })
-			}
-			w := &frontier.Worker{F: fr, Crawler: c, Out: out, Log: log, Concurrency: ccfg.Concurrency, IdleExit: idle, Stop: stopChan(ctx)}
-			err = w.Run(ctx)
-			fmt.Fprintf(cmd.ErrOrStderr(), "crawl worker: %v\n", w.Counts())
-			return err
+			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, IdleExit: idle})
 		},
 	}
 	ff.register(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server")
-	fl.StringArrayVar(&f.sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "jobs handled at once (default: fetch.concurrency)")
-	fl.DurationVar(&f.delay, "delay", -1, "fleet-wide delay between requests to a host (default: fetch.delay)")
-	fl.DurationVar(&idle, "exit-when-idle", 0, "exit after this long without a job (batch runs); 0 runs until interrupted")
+	f.registerSite(cmd)
+	cmd.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit after this long without a job (batch runs); 0 runs until interrupted")
 	return cmd
 }
 
 func newStatusCmd() *cobra.Command {
 	var ff frontierFlags
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status --frontier URL",
 		Short: "Show the frontier's jobs: pending, in flight, dead-lettered",
-		Args:  noArgs("status"),
+		Long: `status prints the jobs pending in the frontier (and how many of them a
+worker holds), the dead-lettered ones, per journal (with whether a
+nightly walk is under way), and the last dead letters with their errors.
+While a cluster elects a new leader it keeps asking, up to 30 seconds.`,
+		Args: noArgs("status"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.connect(cmd)
+			env, err := newEnv(cmd)
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			st, err := f.Status(cmd.Context())
+			fl, err := ff.fleet(cmd, env)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := stopOnSignal(cmd.Context(), 0)
+			defer cancel()
+			ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
+			defer cancelT()
+			st, dls, err := env.Status(ctx, fl, 5)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"status": st, "dead_letters": dls})
+			}
 			fmt.Fprintf(w, "jobs: %d pending (%d in flight), %d dead-lettered\n", st.Pending, st.InFlight, st.Dead)
-			fmt.Fprintf(w, "%-12s %10s %8s\n", "journal", "pending", "dead")
+			fmt.Fprintf(w, "%-12s %10s %8s  %s\n", "journal", "pending", "dead", "nightly walk")
 			for _, j := range st.Journals {
-				fmt.Fprintf(w, "%-12d %10d %8d\n", j.Journal, j.Pending, j.Dead)
+				walk := "-"
+				if j.Walking {
+					walk = "under way"
+				}
+				fmt.Fprintf(w, "%-12d %10d %8d  %s\n", j.Journal, j.Pending, j.Dead, walk)
 			}
-			dls, err := f.DeadLetters(cmd.Context())
-			if err != nil {
-				return err
-			}
-			for i := max(0, len(dls)-5); i < len(dls); i++ {
-				d := dls[i]
+			for _, d := range dls {
 				fmt.Fprintf(w, "dead: journal %d page %d after %d tries: %s\n", d.Job.Journal, d.Job.Page, d.Deliveries, d.Error)
 			}
 			return nil
 		},
 	}
 	ff.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
 )
 
@@ -152,12 +153,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fmt.Fprintf(stderr, "crawl: %v\n", err)
 	var ue usageError
 	var ce exitCodeError
+	var cfgErr *app.ConfigError
+	var qe *app.QualityError
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &cfgErr):
 		fmt.Fprintln(stderr, "Run 'crawl --help' for usage.")
 		return exitUsage
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, &qe):
+		return exitQuality
+	case errors.Is(err, app.ErrPagesFailed):
+		return exitIncomplete
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
 	}
@@ -218,6 +225,22 @@ fields: the site's layout has probably changed), 130 interrupted
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	f := cmd.Flags().Lookup("config")
 	return config.Load(f.Value.String(), !f.Changed)
+}
+
+// newEnv loads the configuration and makes the logger the command's
+// application layer works with.
+func newEnv(cmd *cobra.Command) (*app.Env, error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, err
+	}
+	log, err := newLogger(cmd)
+	if err != nil {
+		return nil, err
+	}
+	format, _ := cmd.Flags().GetString("log-format")
+	return &app.Env{Config: cfg, Log: log, JSON: format == "json", Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+		Metrics: appMetrics, Stop: stopChan(cmd.Context())}, nil
 }
 
 // argsAtLeast is cobra.MinimumNArgs reporting a usage error.

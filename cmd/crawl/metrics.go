@@ -11,8 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/litcrawl/litcrawl/crawler"
-	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/app"
 )
 
 // metricsRegistry holds every metric of the process (--metrics-addr).
@@ -22,30 +21,8 @@ var metricsRegistry = func() *prometheus.Registry {
 	return r
 }()
 
-var (
-	crawlerMetrics = crawler.NewMetrics(metricsRegistry)
-	sinkPapers     = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "litcrawl_sink_papers_total",
-		Help: "Papers acknowledged by each sink."}, []string{"sink"})
-	sinkErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "litcrawl_sink_errors_total",
-		Help: "Failed writes, by sink."}, []string{"sink"})
-	sinkLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "litcrawl_sink_write_seconds",
-		Help: "How long a sink took to acknowledge a write.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}, []string{"sink"})
-)
-
-func init() { metricsRegistry.MustRegister(sinkPapers, sinkErrors, sinkLatency) }
-
-// observeSink counts a sink's deliveries, errors and latency.
-func observeSink(s sink.Sink) sink.Sink {
-	name := sink.Describe(s)
-	return sink.Observe(s, func(n int, took time.Duration, err error) {
-		sinkLatency.WithLabelValues(name).Observe(took.Seconds())
-		if err != nil {
-			sinkErrors.WithLabelValues(name).Inc()
-			return
-		}
-		sinkPapers.WithLabelValues(name).Add(float64(n))
-	})
-}
+// appMetrics are the crawl's metrics, registered once per process.
+var appMetrics = app.NewMetrics(metricsRegistry)
 
 // startMetrics serves /metrics (Prometheus) and /debug/pprof on addr and
 // returns the address it listens on.

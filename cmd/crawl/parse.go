@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,8 +14,8 @@ import (
 	"github.com/sourcegraph/conc/stream"
 	"github.com/spf13/cobra"
 
+	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/parser"
-	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/site"
 )
 
@@ -103,7 +102,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 
 	ctx, cancel := stopOnSignal(ctx, 0) // a signal stops parsing at once
 	defer cancel()
-	out, err := openSinks(ctx, f.sinks, stdout)
+	out, err := app.OpenSinks(ctx, f.sinks, stdout, appMetrics)
 	if err != nil {
 		return err
 	}
@@ -156,31 +155,6 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
 	}
 	return nil
-}
-
-// openSinks opens each --sink URL, wrapped in the default retry policy, or
-// standard output when there are none.
-func openSinks(ctx context.Context, urls []string, stdout io.Writer) (sink.Sink, error) {
-	opts := sink.Options{Stdout: stdout}
-	if len(urls) == 0 {
-		return sink.Open(ctx, "-", opts)
-	}
-	var sinks []sink.Sink
-	for _, u := range urls {
-		s, err := sink.Open(ctx, u, opts)
-		if err != nil {
-			for _, o := range sinks {
-				o.Close()
-			}
-			var ue *sink.URLError
-			if errors.As(err, &ue) {
-				return nil, usageError{fmt.Errorf("--sink: %w", err)}
-			}
-			return nil, fmt.Errorf("--sink: %w", err)
-		}
-		sinks = append(sinks, sink.Retry(observeSink(s), sink.DefaultRetry))
-	}
-	return sink.NewMulti(sinks...), nil
 }
 
 // walkInputs calls submit for path, or for each page file below it in

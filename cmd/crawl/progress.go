@@ -10,7 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/engine"
 )
 
 // progressLogEvery is how often progress is logged when stderr is not a
@@ -21,7 +21,7 @@ const progressLogEvery = 10 * time.Second
 // progress bar (pages done of total, papers, retries, ETA; a spinner when
 // the total is unknown), otherwise a log line every 10 seconds. total < 0
 // means unknown. The returned function stops it.
-func startProgress(w io.Writer, total int64, sum *crawler.Summary, log *slog.Logger) (stop func()) {
+func startProgress(w io.Writer, total int64, sum *engine.Summary, log *slog.Logger) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -67,6 +67,6 @@ func startProgress(w io.Writer, total int64, sum *crawler.Summary, log *slog.Log
 }
 
 // progressLine is the bar's description.
-func progressLine(s *crawler.Summary) string {
+func progressLine(s *engine.Summary) string {
 	return fmt.Sprintf("pages (%d new papers, %d retries, %d failed)", s.PapersNew.Load(), s.RetriesTotal(), s.Failed.Load())
 }

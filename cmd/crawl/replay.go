@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/record"
@@ -41,11 +42,11 @@ parser fix to re-derive records from what was fetched.`,
 			scheme := cfg.Site.Scheme()
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
-			out, err := openSinks(ctx, sinks, cmd.OutOrStdout())
+			out, err := app.OpenSinks(ctx, sinks, cmd.OutOrStdout(), appMetrics)
 			if err != nil {
 				return err
 			}
-			runID := "replay-" + newRunID(time.Now())
+			runID := "replay-" + app.NewRunID(time.Now())
 			seen := map[string]bool{}
 			pages, records := 0, 0
 			err = archive.Responses(dir, func(r archive.Response) error {

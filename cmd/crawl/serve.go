@@ -15,11 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/archive"
-	"github.com/litcrawl/litcrawl/crawler"
-	"github.com/litcrawl/litcrawl/sink"
-	listing "github.com/litcrawl/litcrawl/site"
-	"github.com/litcrawl/litcrawl/state"
+	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -177,6 +176,19 @@ gives the same faults. It serves until interrupted.`,
 	return cmd
 }
 
+// demoConfig is the configuration of crawl demo: the test site at base,
+// four requests at once and no delay (it is on this machine), retries
+// quick enough for a demo.
+func demoConfig(base string) *config.Config {
+	cfg := config.Default()
+	cfg.Site.BaseURL, cfg.Site.AllowedHosts = base, []string{"127.0.0.1"}
+	f := &cfg.Fetch
+	f.Concurrency, f.Delay, f.Jitter, f.Timeout = 4, 0, 0, config.Duration(5*time.Second)
+	f.Attempts, f.BackoffBase, f.BackoffMax, f.MaxRetryAfter = 8, config.Duration(20*time.Millisecond), config.Duration(500*time.Millisecond), config.Duration(time.Second)
+	f.BreakerThreshold, f.BreakerCooldown, f.UserAgent = 10, config.Duration(200*time.Millisecond), "litcrawl-demo"
+	return cfg
+}
+
 // demoJournals are the synthetic journals of crawl demo: 3 journals of 6
 // pages of 20 papers.
 var demoJournals = []int64{1001, 1002, 1003}
@@ -221,51 +233,22 @@ output and state. No network is needed.`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "demo: test site on %s (faults: %s, seed %d); backfilling journals %v into %s\n", base, faults, seed, demoJournals, out)
-			st, err := state.Open(stateDir)
+			env, err := newEnv(cmd)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			s, err := sink.Open(cmd.Context(), "jsonl:"+out, sink.Options{})
-			if err != nil {
-				return err
-			}
-			log, err := newLogger(cmd)
-			if err != nil {
-				return err
-			}
-			cfg := crawler.Config{BaseURL: base, FirstPage: listing.Default.FirstPage(), PageN: listing.Default.PageN(),
-				Concurrency: 4, Timeout: 5 * time.Second, MaxBodyBytes: 8 << 20,
-				Retry:            crawler.RetryPolicy{MaxAttempts: 8, BackoffBase: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond, MaxRetryAfter: time.Second},
-				BreakerThreshold: 10, BreakerCooldown: 200 * time.Millisecond, SlowdownMax: 200 * time.Millisecond,
-				UserAgent: "litcrawl-demo", Robots: true}
+			env.Config = demoConfig(base)
 			ctx, cancel := stopOnSignal(cmd.Context(), 5*time.Second)
 			defer cancel()
-			c, err := crawler.New(ctx, cfg, st, s, log)
-			if err != nil {
-				s.Close()
-				return err
+			sum, err := env.Crawl(ctx, app.Crawl{Kind: "backfill", Journals: demoJournals, From: 1, To: 0,
+				Sinks: []string{"jsonl:" + out}, StateDir: stateDir,
+				Progress: func(total int64, sum *engine.Summary) func() {
+					return startProgress(cmd.ErrOrStderr(), int64(len(demoJournals)*demoPages), sum, env.Log)
+				}})
+			if sum != nil && (err == nil || errors.Is(err, app.ErrPagesFailed)) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "demo: %d papers in %s (state in %s)\n", sum.PapersNew.Load(), out, stateDir)
 			}
-			progress := crawler.NewSummary()
-			stop := startProgress(cmd.ErrOrStderr(), int64(len(demoJournals)*demoPages), progress, log)
-			sum, err := c.Backfill(ctx, crawler.BackfillOptions{Journals: demoJournals, From: 1, RunID: newRunID(time.Now()),
-				Stop: stopChan(ctx), Progress: progress})
-			stop()
-			if cerr := s.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "demo: %s\n", sum)
-			for _, pf := range sum.Failures() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "  failed: journal %d page %d: %s\n", pf.Journal, pf.Page, pf.Error)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "demo: %d papers in %s (state in %s)\n", sum.PapersNew.Load(), out, stateDir)
-			if sum.Failed.Load() > 0 {
-				return exitCodeError{exitIncomplete, fmt.Errorf("%d pages failed", sum.Failed.Load())}
-			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "out", "directory for demo.jsonl and demo-state")

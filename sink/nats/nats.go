@@ -15,6 +15,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/litcrawl/litcrawl/internal/jsadmin"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -211,7 +212,7 @@ func (s *natsSink) ensureStream(ctx context.Context) error {
 			Replicas:   max(c.replicas, 1),
 		})
 		if err != nil {
-			return retryableUnlessAPI(fmt.Errorf("nats %s: create stream %s: %w%s", c.description, c.stream, err, ReplicasHint(err, max(c.replicas, 1))))
+			return retryableUnlessAPI(fmt.Errorf("nats %s: create stream %s: %w%s", c.description, c.stream, err, jsadmin.ReplicasHint(err, max(c.replicas, 1))))
 		}
 		return nil
 	}
@@ -223,43 +224,16 @@ func (s *natsSink) ensureStream(ctx context.Context) error {
 		return fmt.Errorf("nats %s: stream %s does not take subject %s (its subjects: %s)",
 			c.description, c.stream, c.subject, strings.Join(info.Config.Subjects, ", "))
 	}
-	if c.replicas > 0 && info.Config.Replicas != c.replicas {
-		if err := SetReplicas(ctx, s.js, info.Config, c.replicas); err != nil {
-			return fmt.Errorf("nats %s: %w", c.description, err)
-		}
-		s.log("nats stream replicas changed", "sink", c.description, "stream", c.stream, "from", info.Config.Replicas, "to", c.replicas)
+	if changed, err := jsadmin.EnsureReplicas(ctx, s.js, c.stream, c.replicas); err != nil {
+		return fmt.Errorf("nats %s: %w", c.description, err)
+	} else if changed {
+		s.log("nats stream replicas changed", "sink", c.description, "stream", c.stream, "from", max(info.Config.Replicas, 1), "to", c.replicas)
 	}
 	if info.Config.Duplicates < c.dupeWindow {
 		s.log("nats stream duplicate window is shorter than asked: a resend after it is not deduplicated",
 			"sink", c.description, "stream", c.stream, "window", info.Config.Duplicates, "asked", c.dupeWindow)
 	}
 	return nil
-}
-
-// SetReplicas moves an existing stream to n replicas in place. A server
-// that cannot (a single server asked for more than one, a cluster with
-// fewer servers) refuses, or keeps the old count: the error then says so
-// and what to do.
-func SetReplicas(ctx context.Context, js jetstream.StreamManager, cfg jetstream.StreamConfig, n int) error {
-	from := max(cfg.Replicas, 1)
-	cfg.Replicas = n
-	st, err := js.UpdateStream(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("stream %s has %d replica(s) and the server refused to change it to %d: %w%s", cfg.Name, from, n, err, ReplicasHint(err, n))
-	}
-	if got := max(st.CachedInfo().Config.Replicas, 1); got != n {
-		return fmt.Errorf("stream %s has %d replica(s) and the server kept %d when asked for %d%s", cfg.Name, from, got, n, ReplicasHint(nil, n))
-	}
-	return nil
-}
-
-// ReplicasHint says how to get out of a replica count the server cannot
-// hold, or "" when err is not about replicas.
-func ReplicasHint(err error, n int) string {
-	if err != nil && !strings.Contains(err.Error(), "replicas") && !strings.Contains(err.Error(), "insufficient resources") {
-		return ""
-	}
-	return fmt.Sprintf(" (a single server holds 1 replica and a cluster at most one per server: ask for 1, or for %d on a cluster of at least %d servers)", n, n)
 }
 
 // SubjectsCover reports whether any of the stream's subject filters matches

@@ -1,4 +1,4 @@
-package crawler_test
+package engine_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 	_ "github.com/litcrawl/litcrawl/sink/jsonl"
@@ -48,7 +49,7 @@ func newSite(t *testing.T) (*testsite.Site, *httptest.Server) {
 
 func config(srv *httptest.Server) crawler.Config {
 	return crawler.Config{
-		BaseURL: srv.URL, FirstPage: "/literature_d{journal}.htm", PageN: "/literature_d{journal}_{page}.htm",
+		BaseURL:     srv.URL,
 		Concurrency: 2, Timeout: 5 * time.Second, MaxBodyBytes: 4 << 20,
 		Retry:            crawler.RetryPolicy{MaxAttempts: 6, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, MaxRetryAfter: time.Second},
 		BreakerThreshold: 20, BreakerCooldown: 10 * time.Millisecond, SlowdownMax: 5 * time.Millisecond,
@@ -61,10 +62,18 @@ func config(srv *httptest.Server) crawler.Config {
 type run struct {
 	store *state.Store
 	out   sink.Sink
-	c     *crawler.Crawler
+	r     *engine.Run
 }
 
-func start(t *testing.T, cfg crawler.Config, stateDir, jsonl string) *run {
+// start makes a run over a fetcher for cfg, the state in stateDir and a
+// JSONL sink, as the application does (without its sink restore: these
+// runs do not crash).
+func start(t *testing.T, cfg crawler.Config, stateDir, jsonl, runID string) *run {
+	t.Helper()
+	return startWith(t, cfg, stateDir, jsonl, runID, nil)
+}
+
+func startWith(t *testing.T, cfg crawler.Config, stateDir, jsonl, runID string, m *engine.Metrics) *run {
 	t.Helper()
 	st, err := state.Open(stateDir)
 	if err != nil {
@@ -74,14 +83,15 @@ func start(t *testing.T, cfg crawler.Config, stateDir, jsonl string) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := crawler.New(context.Background(), cfg, st, out, nil)
+	f, err := crawler.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &run{store: st, out: out, c: c}
+	r := engine.Start(engine.Options{ID: runID, Fetcher: f, Ledger: st, Sink: out, Concurrency: cfg.Concurrency, Metrics: m})
+	return &run{store: st, out: out, r: r}
 }
 
-func (r *run) close() { r.out.Close(); r.store.Close() }
+func (r *run) close() { r.r.Close(); r.out.Close(); r.store.Close() }
 
 func readIDs(t *testing.T, path string) map[string]int {
 	t.Helper()
@@ -111,9 +121,12 @@ func TestBackfillFlakySiteEveryPaperOnce(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "papers.jsonl")
 	cfg := config(srv)
-	cfg.Metrics = crawler.NewMetrics(prometheus.NewRegistry())
-	r := start(t, cfg, filepath.Join(dir, "state"), out)
-	sum, err := r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, RunID: "run-1"})
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = crawler.NewMetrics(reg)
+	em := engine.NewMetrics(reg)
+	r := startWith(t, cfg, filepath.Join(dir, "state"), out, "run-1", em)
+	err := r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{501422}, From: 1})
+	sum := r.r.Summary()
 	r.close()
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +135,11 @@ func TestBackfillFlakySiteEveryPaperOnce(t *testing.T) {
 		t.Fatalf("summary: %s", sum)
 	}
 	m := cfg.Metrics
-	if testutil.ToFloat64(m.Pages.WithLabelValues("done")) != 4 || testutil.ToFloat64(m.Fetches.WithLabelValues("5xx")) != 2 ||
-		testutil.ToFloat64(m.Retries.WithLabelValues("soft-block")) != 2 || testutil.ToFloat64(m.Fetches.WithLabelValues("error")) < 2 {
+	if testutil.ToFloat64(em.Pages.WithLabelValues("done")) != 4 || testutil.ToFloat64(m.Fetches.WithLabelValues("5xx")) != 2 ||
+		testutil.ToFloat64(em.Retries.WithLabelValues("soft-block")) != 2 || testutil.ToFloat64(m.Fetches.WithLabelValues("error")) < 2 {
 		t.Errorf("metrics: pages done %v, 5xx %v, soft-block retries %v, fetch errors %v",
-			testutil.ToFloat64(m.Pages.WithLabelValues("done")), testutil.ToFloat64(m.Fetches.WithLabelValues("5xx")),
-			testutil.ToFloat64(m.Retries.WithLabelValues("soft-block")), testutil.ToFloat64(m.Fetches.WithLabelValues("error")))
+			testutil.ToFloat64(em.Pages.WithLabelValues("done")), testutil.ToFloat64(m.Fetches.WithLabelValues("5xx")),
+			testutil.ToFloat64(em.Retries.WithLabelValues("soft-block")), testutil.ToFloat64(m.Fetches.WithLabelValues("error")))
 	}
 	retries := sum.Retries()
 	for _, c := range []string{"network", "http-5xx", "http-429", "truncated", "soft-block"} {
@@ -157,8 +170,9 @@ func TestBackfillFlakySiteEveryPaperOnce(t *testing.T) {
 
 	// A second run skips the committed pages and delivers nothing.
 	hits := site.Hits(testsite.PagePath(501422, 2))
-	r = start(t, config(srv), filepath.Join(dir, "state"), out)
-	sum, err = r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, To: 4, RunID: "run-2"})
+	r = start(t, config(srv), filepath.Join(dir, "state"), out, "run-2")
+	err = r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{501422}, From: 1, To: 4})
+	sum = r.r.Summary()
 	r.close()
 	if err != nil || sum.Skipped.Load() != 4 || sum.Done.Load() != 0 || site.Hits(testsite.PagePath(501422, 2)) != hits {
 		t.Fatalf("resume: %s (err %v)", sum, err)
@@ -178,8 +192,9 @@ func TestBackfillFailuresEndsAndCharset(t *testing.T) {
 	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.RedirectAway, Location: "https://elsewhere.example/x"})
 	dir := t.TempDir()
 	out := filepath.Join(dir, "papers.jsonl")
-	r := start(t, config(srv), filepath.Join(dir, "state"), out)
-	sum, err := r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422, 7788}, From: 1, To: 6, RunID: "run-1"})
+	r := start(t, config(srv), filepath.Join(dir, "state"), out, "run-1")
+	err := r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{501422, 7788}, From: 1, To: 6})
+	sum := r.r.Summary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +222,9 @@ func TestBackfillFailuresEndsAndCharset(t *testing.T) {
 
 	// The next run retries the failed pages (the redirect is gone now).
 	site.SetRobots("")
-	r = start(t, config(srv), filepath.Join(dir, "state"), out)
-	sum, err = r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, To: 4, RunID: "run-2"})
+	r = start(t, config(srv), filepath.Join(dir, "state"), out, "run-2")
+	err = r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{501422}, From: 1, To: 4})
+	sum = r.r.Summary()
 	failed, _ = r.store.FailedPages()
 	r.close()
 	if err != nil || sum.Done.Load() != 2 || len(failed) != 0 {
@@ -237,15 +253,14 @@ func TestNightlyShiftingListing(t *testing.T) {
 	site.SetListing(j, listing, 20)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "papers.jsonl")
-	night := func(runID string) *crawler.Summary {
+	night := func(runID string) *engine.Summary {
 		t.Helper()
-		r := start(t, config(srv), filepath.Join(dir, "state"), out)
+		r := start(t, config(srv), filepath.Join(dir, "state"), out, runID)
 		defer r.close()
-		sum, err := r.c.Nightly(context.Background(), crawler.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: 50, RunID: runID})
-		if err != nil {
+		if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: 50}); err != nil {
 			t.Fatal(err)
 		}
-		return sum
+		return r.r.Summary()
 	}
 
 	// Night 1: everything is new; the walk goes to the last page, which
@@ -302,9 +317,10 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 	cfg.BreakerThreshold, cfg.BreakerCooldown = 2, 20*time.Millisecond
 	cfg.Retry.MaxAttempts = 8
 	dir := t.TempDir()
-	r := start(t, cfg, filepath.Join(dir, "state"), filepath.Join(dir, "p.jsonl"))
+	r := start(t, cfg, filepath.Join(dir, "state"), filepath.Join(dir, "p.jsonl"), "r")
 	defer r.close()
-	sum, err := r.c.Backfill(context.Background(), crawler.BackfillOptions{Journals: []int64{501422}, From: 1, To: 1, RunID: "r"})
+	err := r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{501422}, From: 1, To: 1})
+	sum := r.r.Summary()
 	if err != nil || sum.Done.Load() != 1 {
 		t.Fatalf("%s (err %v)", sum, err)
 	}

@@ -1,19 +1,18 @@
-package crawler
+package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/record"
-	"github.com/litcrawl/litcrawl/state"
 )
 
 // Summary counts what a run did. It is safe for concurrent use while the
@@ -140,7 +139,7 @@ func (s *Summary) addDone(delivered, known int) {
 	s.PapersKnown.Add(int64(known))
 }
 
-func (s *Summary) addFailure(k state.PageKey, err error) {
+func (s *Summary) addFailure(k ledger.PageKey, err error) {
 	s.Failed.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -151,27 +150,7 @@ func (s *Summary) addFailure(k state.PageKey, err error) {
 func (s *Summary) countRetry(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.retries[cause(err)]++
-}
-
-// cause names a retryable error's kind for the summary and metrics.
-func cause(err error) string {
-	var fe *FetchError
-	switch {
-	case errors.Is(err, ErrSoftBlock):
-		return "soft-block"
-	case errors.Is(err, ErrTruncated):
-		return "truncated"
-	case errors.Is(err, ErrCircuitOpen):
-		return "circuit-open"
-	case errors.As(err, &fe) && fe.Status == http.StatusTooManyRequests:
-		return "http-429"
-	case errors.As(err, &fe) && fe.Status >= 500:
-		return "http-5xx"
-	case errors.As(err, &fe) && fe.Status != 0:
-		return fmt.Sprintf("http-%d", fe.Status)
-	}
-	return "network"
+	s.retries[crawler.Cause(err)]++
 }
 
 // Retries are the failed tries by cause.

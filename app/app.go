@@ -1,0 +1,70 @@
+package app
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/litcrawl/litcrawl/config"
+)
+
+// Env is what every command shares: the configuration (flags already
+// applied), the logger and where output goes.
+type Env struct {
+	Config *config.Config
+	Log    *slog.Logger
+	// JSON: the log is JSON, so summaries are JSON log lines too.
+	JSON bool
+	// Stdout receives records for the "-" sink; Stderr the text summary.
+	Stdout, Stderr io.Writer
+	// Metrics, when set, count fetches, pages and sink writes.
+	Metrics *Metrics
+	// Stop, when closed, stops starting work (the first signal); nil never.
+	Stop <-chan struct{}
+}
+
+func (e *Env) log() *slog.Logger {
+	if e.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Log
+}
+
+// ErrPagesFailed: the run finished, but some pages failed (exit 3); the
+// next run retries them. errors.Is tells it.
+var ErrPagesFailed = errors.New("pages failed")
+
+type pagesFailed struct{ n int64 }
+
+func (e pagesFailed) Error() string {
+	return fmt.Sprintf("%d pages failed; the next run retries them", e.n)
+}
+func (e pagesFailed) Is(target error) bool { return target == ErrPagesFailed }
+
+// QualityError is a quality alarm (exit 4): the parsed papers lack a field
+// or pages hold too few papers.
+type QualityError struct{ msg string }
+
+func (e *QualityError) Error() string { return e.msg }
+
+// ConfigError is a mistake in what the caller asked for (a usage error
+// for the command line): it names the option and what is expected.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func badOption(format string, a ...any) error { return &ConfigError{fmt.Errorf(format, a...)} }
+
+// NewRunID names a run: its start time (ids sort by it) and 8 random hex
+// digits, so two runs never share an id, even in the same second (a
+// nightly run must not take the previous run's papers for its own).
+func NewRunID(now time.Time) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}

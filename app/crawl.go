@@ -1,0 +1,152 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+// Crawl is one local run: a backfill or a nightly run.
+type Crawl struct {
+	Kind     string // "backfill" or "nightly"
+	Journals []int64
+	// Sinks are the sink URLs (none: standard output).
+	Sinks []string
+	// StateDir holds the crawl state.
+	StateDir string
+	// Report, when set, is where the run report goes (JSON, with a page log).
+	Report string
+	Transport
+	// A backfill's pages: From..To (To 0: until the listing ends).
+	From, To            int
+	NoResume, Redeliver bool
+	// Progress, when set, shows the run's progress while it goes on; total
+	// is the pages expected (-1: unknown). It returns the function that
+	// stops it.
+	Progress func(total int64, sum *engine.Summary) (stop func())
+}
+
+// Crawl runs c: it opens the state and the sinks, rolls the sinks back to
+// the state's token, records the run in the history, runs the engine,
+// prints the summary, writes the report, and applies the quality gate. It
+// returns the run's summary (nil when the run did not start) and an error
+// that says how it ended: nil, a *ConfigError, a *QualityError,
+// ErrPagesFailed (wrapped), ctx's error, or another (fatal) error.
+func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
+	cfg := e.Config
+	if len(c.Journals) == 0 {
+		return nil, badOption("no journal: give --journal J or set journals in the config")
+	}
+	for _, j := range c.Journals {
+		if j <= 0 {
+			return nil, badOption("--journal %d: expected a positive journal id", j)
+		}
+	}
+	if c.Kind == "backfill" && (c.From < 1 || c.To != 0 && c.To < c.From) {
+		return nil, badOption("pages %d-%d: expected 1 <= A <= B", c.From, c.To)
+	}
+	runID := NewRunID(time.Now())
+	rt, closeRT, err := c.Transport.open(runID, cfg.Fetch.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer closeRT()
+	st, err := state.Open(c.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	out, err := OpenSinks(ctx, c.Sinks, e.Stdout, e.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	if err := restore(ctx, st, out); err != nil {
+		return nil, err
+	}
+	fcfg := FetcherConfig(cfg)
+	fcfg.Transport, fcfg.Metrics = rt, e.Metrics.fetch()
+	fetch, err := crawler.New(fcfg, e.log())
+	if err != nil {
+		return nil, err
+	}
+	sum := engine.NewSummary()
+	var report *reportFile
+	if c.Report != "" {
+		if report, err = openReport(c.Report); err != nil {
+			return nil, err
+		}
+		defer report.discard()
+		sum.LogPagesTo(report.pages())
+	}
+	started := time.Now()
+	if err := st.PutRun(state.Run{ID: runID, Kind: c.Kind, Started: started}); err != nil {
+		return nil, fmt.Errorf("run history: %w", err)
+	}
+
+	run := engine.Start(engine.Options{ID: runID, Fetcher: fetch, Ledger: st, Sink: out,
+		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine(), Summary: sum})
+	stopProgress := func() {}
+	if c.Progress != nil {
+		total := int64(-1)
+		if c.Kind == "backfill" && c.To != 0 {
+			total = int64(len(c.Journals) * (c.To - c.From + 1))
+		}
+		stopProgress = c.Progress(total, sum)
+	}
+	var runErr error
+	switch c.Kind {
+	case "backfill":
+		runErr = run.Backfill(ctx, engine.BackfillOptions{Journals: c.Journals, From: c.From, To: c.To,
+			NoResume: c.NoResume, Redeliver: c.Redeliver, Stop: e.Stop})
+	case "nightly":
+		runErr = run.Nightly(ctx, engine.NightlyOptions{Journals: c.Journals, Stop: e.Stop,
+			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages})
+	default:
+		runErr = badOption("run kind %q: expected backfill or nightly", c.Kind)
+	}
+	run.Close()
+	stopProgress()
+	if err := out.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("close sinks: %w", err)
+	}
+	if err := closeRT(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("--archive: %w", err)
+	}
+
+	rep := newRunReport(runID, c.Kind, sum, nil, runErr)
+	e.printSummary(rep, sum)
+	data, _ := json.Marshal(rep)
+	if err := st.PutRun(state.Run{ID: runID, Kind: c.Kind, Started: started, Finished: time.Now(), Summary: data}); err != nil && runErr == nil {
+		runErr = fmt.Errorf("run history: %w", err)
+	}
+	if report != nil {
+		err := sum.PageLogErr()
+		if err == nil {
+			err = report.write(data)
+		}
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	switch {
+	case runErr != nil:
+		return sum, runErr
+	case qualityAlarm(cfg.Quality, sum.QualityCounts()) != nil:
+		return sum, qualityAlarm(cfg.Quality, sum.QualityCounts())
+	case sum.Failed.Load() > 0:
+		return sum, pagesFailed{sum.Failed.Load()}
+	}
+	return sum, nil
+}
+
+// IsInterrupted reports whether err is a run stopped by its context.
+func IsInterrupted(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

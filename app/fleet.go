@@ -1,0 +1,165 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/sink"
+)
+
+// Fleet names the shared frontier and how to set it up.
+type Fleet struct {
+	// URL is nats://[user:pass@]host:port, several servers comma-separated.
+	URL string
+	// AckWait and MaxDeliver change the workers' consumer when given (0:
+	// as it is; the defaults when it is created).
+	AckWait    time.Duration
+	MaxDeliver int
+	// Replicas of the frontier's streams and buckets (0: as they are; 1
+	// when created).
+	Replicas int
+}
+
+func (e *Env) connect(ctx context.Context, f Fleet) (*frontier.Frontier, error) {
+	switch {
+	case f.URL == "":
+		return nil, badOption("--frontier nats://host:port is required")
+	case f.AckWait < 0:
+		return nil, badOption("--ack-wait %v: expected a positive duration", f.AckWait)
+	case f.MaxDeliver < 0:
+		return nil, badOption("--max-deliver %d: expected at least 1", f.MaxDeliver)
+	case f.Replicas < 0 || f.Replicas > 5:
+		return nil, badOption("--replicas %d: expected 1 to 5", f.Replicas)
+	}
+	return frontier.Connect(ctx, f.URL, frontier.Options{AckWait: f.AckWait, MaxDeliver: f.MaxDeliver, Replicas: f.Replicas, Log: e.log()})
+}
+
+// Enqueue is what to put on the frontier: pages From..To of each journal,
+// or each journal's nightly walk.
+type Enqueue struct {
+	Fleet
+	Journals []int64
+	From, To int
+	Nightly  bool
+}
+
+// Enqueue publishes the jobs under a new run id. Pages (or walks) whose
+// jobs are pending or in flight are not added again.
+func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.Enqueued, err error) {
+	if len(o.Journals) == 0 {
+		return "", n, badOption("no journal: give --journal J or set journals in the config")
+	}
+	for _, j := range o.Journals {
+		if j <= 0 {
+			return "", n, badOption("--journal %d: expected a positive journal id", j)
+		}
+	}
+	if !o.Nightly && (o.From < 1 || o.To < o.From) {
+		return "", n, badOption("pages %d-%d: a distributed backfill needs 1 <= A <= B (A-B); use --nightly for walks", o.From, o.To)
+	}
+	runID = NewRunID(time.Now())
+	var jobs []frontier.Job
+	for _, j := range o.Journals {
+		if o.Nightly {
+			jobs = append(jobs, frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
+				StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, MaxPages: e.Config.Nightly.MaxPages})
+			continue
+		}
+		for p := o.From; p <= o.To; p++ {
+			jobs = append(jobs, frontier.Job{Journal: j, Page: p, RunID: runID})
+		}
+	}
+	f, err := e.connect(ctx, o.Fleet)
+	if err != nil {
+		return "", n, err
+	}
+	defer f.Close()
+	n, err = f.Enqueue(ctx, jobs...)
+	return runID, n, err
+}
+
+// Status reads the frontier: jobs pending, in flight and dead-lettered,
+// and the last dead letters.
+func (e *Env) Status(ctx context.Context, fl Fleet, lastDead int) (*frontier.Status, []frontier.DeadLetter, error) {
+	f, err := e.connect(ctx, fl)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Status(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	dls, err := f.DeadLetters(ctx, lastDead)
+	return st, dls, err
+}
+
+// Work is a fleet worker's session.
+type Work struct {
+	Fleet
+	// Sinks are the sink URLs (none: standard output); a queue sink that
+	// deduplicates by record id (nats://…?stream=…) is the one that keeps
+	// every paper once across redeliveries.
+	Sinks []string
+	// IdleExit, when set, ends the session after this long without a job.
+	IdleExit time.Duration
+}
+
+// Work takes jobs from the frontier until ctx ends, Env.Stop closes, or
+// the worker is idle IdleExit, doing each through the engine with the
+// fleet's ledger and pacer; then it prints the session's summary.
+func (e *Env) Work(ctx context.Context, o Work) error {
+	cfg := e.Config
+	f, err := e.connect(ctx, o.Fleet)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	out, err := OpenSinks(ctx, o.Sinks, e.Stdout, e.Metrics)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	for _, u := range o.Sinks {
+		if u == sink.Stdout || len(u) > 6 && u[:6] == "jsonl:" {
+			e.log().Warn("a JSON-lines sink on a worker cannot drop a redelivered job's records: give workers a queue sink (nats://…?stream=…)", "sink", u)
+		}
+	}
+	fcfg := FetcherConfig(cfg)
+	fcfg.Metrics = e.Metrics.fetch()
+	fcfg.Pacer = f.Pacer(fcfg.Delay) // the pace is fleet-wide
+	fcfg.Delay = 0
+	fetch, err := crawler.New(fcfg, e.log())
+	if err != nil {
+		return err
+	}
+	id := NewRunID(time.Now())
+	run := engine.Start(engine.Options{ID: id, Fetcher: fetch, Ledger: f.Ledger(), Sink: out,
+		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine()})
+	defer e.Metrics.gauge(prometheus.GaugeOpts{Name: "litcrawl_frontier_jobs_pending", Help: "Jobs in the shared frontier (taken or not)."},
+		func() float64 {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			st, err := f.Status(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(st.Pending)
+		})()
+	w := f.NewWorker(frontier.WorkerOptions{Run: run, Log: e.log(), Concurrency: cfg.Fetch.Concurrency, IdleExit: o.IdleExit, Stop: e.Stop})
+	e.log().Info("worker started", "server", f.ServerVersion(), "ack_wait", f.AckWait(), "max_deliver", f.MaxDeliver())
+	runErr := w.Run(ctx)
+	run.Close()
+	if err := out.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("close sinks: %w", err)
+	}
+	jobs := w.Jobs()
+	e.printSummary(newRunReport(id, "worker", run.Summary(), &jobs, runErr), run.Summary())
+	return runErr
+}

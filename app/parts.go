@@ -1,0 +1,117 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/litcrawl/litcrawl/archive"
+	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/sink"
+)
+
+// FetcherConfig is the fetcher the configuration describes.
+func FetcherConfig(cfg *config.Config) crawler.Config {
+	f := cfg.Fetch
+	return crawler.Config{
+		BaseURL: cfg.Site.BaseURL, Scheme: cfg.Site.Scheme(), AllowedHosts: cfg.Site.AllowedHosts,
+		Concurrency: f.Concurrency, Delay: f.Delay.D(), Jitter: f.Jitter.D(), Timeout: f.Timeout.D(),
+		MaxBodyBytes: f.MaxBodyBytes,
+		Retry: crawler.RetryPolicy{MaxAttempts: f.Attempts, BackoffBase: f.BackoffBase.D(),
+			BackoffMax: f.BackoffMax.D(), MaxRetryAfter: f.MaxRetryAfter.D()},
+		BreakerThreshold: f.BreakerThreshold, BreakerCooldown: f.BreakerCooldown.D(),
+		SlowdownMax: f.BackoffMax.D(), UserAgent: f.UserAgent, Robots: f.Robots,
+	}
+}
+
+// Transport says where fetches go: to the site (live), to the site while
+// every exchange is recorded as WARC files (Archive), or nowhere, answered
+// from an archive (Offline).
+type Transport struct {
+	Archive string // record every fetch as WARC files in this directory
+	Offline string // answer every fetch from the WARC files of this directory
+}
+
+// open makes the transport's http.RoundTripper (nil: live) and a function
+// that closes it (once; later calls return nil).
+func (t Transport) open(runID string, maxBody int64) (http.RoundTripper, func() error, error) {
+	rt, closeRT, err := t.open1(runID, maxBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return rt, func() (err error) {
+		once.Do(func() { err = closeRT() })
+		return err
+	}, nil
+}
+
+func (t Transport) open1(runID string, maxBody int64) (http.RoundTripper, func() error, error) {
+	switch {
+	case t.Archive != "" && t.Offline != "":
+		return nil, nil, badOption("--archive and --offline: give one (an offline run fetches nothing to record)")
+	case t.Offline != "":
+		a, err := archive.Load(t.Offline)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--offline: %w", err)
+		}
+		return a, func() error { return nil }, nil
+	case t.Archive != "":
+		rec, err := archive.NewRecorder(nil, archive.RecorderOptions{Dir: t.Archive, RunID: runID, MaxBody: maxBody})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--archive: %w", err)
+		}
+		return rec, rec.Close, nil
+	}
+	return nil, func() error { return nil }, nil
+}
+
+// OpenSinks opens each sink URL, each retried with the default policy and
+// observed by the metrics, fanned out behind one sink; standard output
+// when there are none. A malformed URL is a *ConfigError.
+func OpenSinks(ctx context.Context, urls []string, stdout io.Writer, m *Metrics) (sink.Sink, error) {
+	opts := sink.Options{Stdout: stdout}
+	if len(urls) == 0 {
+		urls = []string{sink.Stdout}
+	}
+	var sinks []sink.Sink
+	for _, u := range urls {
+		s, err := sink.Open(ctx, u, opts)
+		if err != nil {
+			for _, o := range sinks {
+				o.Close()
+			}
+			var ue *sink.URLError
+			if errors.As(err, &ue) {
+				return nil, &ConfigError{fmt.Errorf("--sink: %w", err)}
+			}
+			return nil, fmt.Errorf("--sink: %w", err)
+		}
+		sinks = append(sinks, sink.Retry(m.observe(s), sink.DefaultRetry))
+	}
+	return sink.NewMulti(sinks...), nil
+}
+
+// restore rolls the sinks back to the token the ledger stored with its
+// last commit, so that records written after it (a crash between a write
+// and its commit) are not there twice.
+func restore(ctx context.Context, l ledger.Ledger, out sink.Sink) error {
+	r, ok := out.(sink.Restorer)
+	ts, ok2 := l.(ledger.TokenStore)
+	if !ok || !ok2 {
+		return nil
+	}
+	tok, err := ts.SinkToken(ctx)
+	if err != nil || tok == nil {
+		return err
+	}
+	if err := r.Restore(ctx, tok); err != nil {
+		return fmt.Errorf("restore the sinks to the last commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/site"
+)
+
+// Config is how the fetcher fetches.
+type Config struct {
+	// BaseURL is the site, e.g. https://m.booksci.cn.
+	BaseURL string
+	// Scheme formats the listing URLs (nil: site.Default).
+	Scheme *site.Scheme
+	// AllowedHosts are the only hosts fetched (default: BaseURL's host).
+	AllowedHosts []string
+	// Concurrency is the requests in flight per host.
+	Concurrency int
+	// Delay and Jitter space the requests to one host.
+	Delay, Jitter time.Duration
+	// Timeout bounds one fetch.
+	Timeout time.Duration
+	// MaxBodyBytes caps a response.
+	MaxBodyBytes int64
+	// Retry bounds the retries of one page.
+	Retry RetryPolicy
+	// BreakerThreshold consecutive failures open a host's circuit for
+	// BreakerCooldown.
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
+	// SlowdownMax caps the extra delay soft blocks add.
+	SlowdownMax time.Duration
+	// UserAgent is sent with every request, and is the robots.txt agent.
+	UserAgent string
+	// Robots: honour robots.txt (and its Crawl-delay).
+	Robots bool
+	// Transport is the base transport (nil: http.DefaultTransport); the
+	// fetcher's rules wrap it. Archive recording and replay plug in here.
+	Transport http.RoundTripper
+	// Pacer, when set, is asked before every request to a host, on top of
+	// the local limiter: a fleet of workers shares one politeness budget
+	// through it.
+	Pacer Pacer
+	// Metrics, when set, count fetches and breaker states.
+	Metrics *Metrics
+}
+
+// Pacer spaces the requests to a host across processes. Wait blocks until
+// a request to host may start, or ctx ends.
+type Pacer interface {
+	Wait(ctx context.Context, host string) error
+}
+
+// Fetcher fetches listing pages politely and resiliently and parses them:
+// robots.txt, the per-host circuit breaker, limiter and (fleet) pacer,
+// retries with backoff, colly as the request executor, judging the
+// response. It holds no store, no sink and no per-run state: one fetcher
+// serves any number of runs, and is safe for concurrent use.
+type Fetcher struct {
+	cfg     Config
+	log     *slog.Logger
+	fetcher *fetcher
+	robots  *robots
+	breaker *Breaker
+
+	mu       sync.Mutex
+	limiters map[string]*hostLimiter
+}
+
+// New makes a fetcher.
+func New(cfg Config, log *slog.Logger) (*Fetcher, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base, err := url.Parse(cfg.BaseURL)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, fmt.Errorf("base URL %q: expected an absolute URL such as https://m.booksci.cn", cfg.BaseURL)
+	}
+	if cfg.Scheme == nil {
+		cfg.Scheme = site.Default
+	}
+	if len(cfg.AllowedHosts) == 0 {
+		cfg.AllowedHosts = []string{base.Hostname()}
+	}
+	rt := NewTransport(cfg.Transport, TransportConfig{AllowedHosts: cfg.AllowedHosts, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent})
+	f := &Fetcher{cfg: cfg, log: log, fetcher: newFetcher(rt, cfg.Timeout),
+		breaker: &Breaker{Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown}, limiters: map[string]*hostLimiter{}}
+	agent := cfg.UserAgent
+	if agent == "" {
+		agent = "litcrawl"
+	}
+	f.robots = &robots{agent: agent, fetch: f.fetcher.fetch, retry: cfg.Retry}
+	return f, nil
+}
+
+// PageURL is the URL of a listing page.
+func (f *Fetcher) PageURL(journal int64, page int) string {
+	return f.cfg.Scheme.URL(f.cfg.BaseURL, journal, page)
+}
+
+func (f *Fetcher) limiter(host string) *hostLimiter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.limiters[host]
+	if l == nil {
+		l = newHostLimiter(f.cfg.Concurrency, f.cfg.Delay, f.cfg.Jitter)
+		f.limiters[host] = l
+	}
+	return l
+}
+
+// ErrEndOfListing: the page is past the journal's last page.
+var ErrEndOfListing = errors.New("past the end of the listing")
+
+// Request names a listing page to fetch.
+type Request struct {
+	Journal int64
+	Page    int
+	// RunID is recorded in the records' source.
+	RunID string
+	// OnTryFailed, when set, is told of every try that failed with a
+	// retryable error (the last one included): summaries and metrics count
+	// retries by cause with it.
+	OnTryFailed func(err error)
+}
+
+// Result is a fetched and parsed listing page.
+type Result struct {
+	Page  *parser.Page // nil when the fetch failed
+	Tries int          // tries made
+	URL   string
+}
+
+// Fetch fetches and parses one listing page with the fetcher's retries,
+// politeness and checks. It returns ErrEndOfListing for a page past the
+// end (404 or 410 past page 1, or an empty listing page, which is then in
+// the result), a permanent or exhausted *FetchError (or a pacer's error),
+// or ctx's error.
+func (f *Fetcher) Fetch(ctx context.Context, r Request) (Result, error) {
+	res := Result{URL: f.PageURL(r.Journal, r.Page)}
+	u, err := url.Parse(res.URL)
+	if err != nil {
+		return res, err
+	}
+	err = f.cfg.Retry.Retry(ctx, func(ctx context.Context, attempt int) error {
+		var err error
+		res.Tries = attempt
+		res.Page, err = f.fetchPage(ctx, u, r)
+		if err != nil && IsRetryable(err) && r.OnTryFailed != nil {
+			r.OnTryFailed(err)
+		}
+		return err
+	})
+	return res, err
+}
+
+// fetchPage makes one try at a page: robots.txt, the host's circuit, its
+// politeness, the fetch, and the checks on what came back.
+func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r Request) (*parser.Page, error) {
+	host := u.Hostname()
+	lim := f.limiter(host)
+	if f.cfg.Robots {
+		allowed, crawlDelay, err := f.robots.check(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		if !allowed {
+			return nil, &FetchError{URL: u.String(), Err: ErrRobotsDisallowed}
+		}
+		lim.atLeast(crawlDelay)
+	}
+	if ok, wait := f.breaker.Allow(host, time.Now()); !ok {
+		return nil, &FetchError{URL: u.String(), RetryAfter: wait, Err: ErrCircuitOpen}
+	}
+	release, err := lim.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if f.cfg.Pacer != nil {
+		if err := f.cfg.Pacer.Wait(ctx, host); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	fetched, err := f.fetcher.fetch(ctx, u.String())
+	release()
+	if fetched != nil {
+		f.cfg.Metrics.fetch(fetched.Status, false)
+	} else if ctx.Err() == nil {
+		f.cfg.Metrics.fetch(0, true)
+	}
+	defer func() { f.cfg.Metrics.breaker(host, f.breaker.State(host, time.Now())) }()
+	if err == nil {
+		err = judge(fetched, time.Now())
+	}
+	if err != nil {
+		var fe *FetchError
+		if errors.As(err, &fe) && (fe.Status == http.StatusNotFound || fe.Status == http.StatusGone) && r.Page > 1 {
+			f.breaker.Success(host) // the site answered: the listing just ends here
+			return nil, ErrEndOfListing
+		}
+		if ctx.Err() == nil && IsRetryable(err) {
+			f.breaker.Failure(host, time.Now())
+		}
+		return nil, err
+	}
+	page, err := parser.Parse(fetched.Body, parser.Options{URL: u.String(), Journal: r.Journal, Page: r.Page,
+		ContentType: fetched.ContentType, FetchedAt: fetched.FetchedAt, RunID: r.RunID})
+	if err != nil {
+		return nil, &FetchError{URL: u.String(), Status: fetched.Status, Err: err}
+	}
+	if !page.IsListing() {
+		lim.slowDown(f.cfg.SlowdownMax)
+		f.breaker.Failure(host, time.Now())
+		return nil, &FetchError{URL: u.String(), Status: fetched.Status, Err: ErrSoftBlock}
+	}
+	f.breaker.Success(host)
+	lim.recover()
+	if r.Page > 1 && len(page.Records) == 0 {
+		return page, ErrEndOfListing
+	}
+	return page, nil
+}

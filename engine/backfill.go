@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/litcrawl/litcrawl/ledger"
+)
+
+// maxFailedInRow stops an open-ended walk that only meets failures (a site
+// that answers every page number with an error would otherwise be walked
+// forever).
+const maxFailedInRow = 10
+
+// BackfillOptions choose the pages of a backfill.
+type BackfillOptions struct {
+	Journals []int64
+	// From and To are the page range; To 0 means until the listing ends.
+	From, To int
+	// NoResume refetches pages committed by earlier runs (their papers are
+	// still delivered only if not known, unless Redeliver).
+	NoResume  bool
+	Redeliver bool
+	// Stop, when closed, stops starting pages; the pages in flight finish
+	// (ctx bounds them). nil never stops.
+	Stop <-chan struct{}
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Backfill fetches the pages From..To of each journal, at most the run's
+// concurrency at once, and commits them in the background in groups. The
+// error is non-nil only for what stops a run (the ledger, a sink,
+// cancellation); failed pages are in the summary.
+func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
+	if o.From < 1 || (o.To != 0 && o.To < o.From) {
+		return fmt.Errorf("pages %d-%d: expected 1 <= A <= B", o.From, o.To)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	po := PageOptions{Resume: !o.NoResume, Redeliver: o.Redeliver}
+	// The pool bounds the pages in flight; Go blocks when it is full, so
+	// an open-ended walk never runs more than the pool's size past the end.
+	p := pool.New().WithMaxGoroutines(r.conc)
+	for _, journal := range o.Journals {
+		var end atomic.Int64         // first page found past the end (0: none yet)
+		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
+		for pageNo := o.From; o.To == 0 || pageNo <= o.To; pageNo++ {
+			if e := end.Load(); e != 0 && int64(pageNo) >= e || ctx.Err() != nil || stopped(o.Stop) {
+				break
+			}
+			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
+				r.log.Warn("giving up on the journal's open-ended walk after failed pages in a row", "journal", journal, "failed", maxFailedInRow)
+				break
+			}
+			p.Go(func() {
+				if e := end.Load(); e != 0 && int64(pageNo) >= e || stopped(o.Stop) {
+					return
+				}
+				err := r.page(ctx, ledger.PageKey{Journal: journal, Page: pageNo}, po, true, func(oc Outcome, err error) {
+					if err != nil {
+						cancel(err)
+						return
+					}
+					if oc.Result == Failed {
+						failedInRow.Add(1)
+					} else {
+						failedInRow.Store(0)
+					}
+					// The end: this page (a 404, an empty listing), or the
+					// page after a last page its pager names.
+					pastEnd := int64(0)
+					switch {
+					case oc.Result == PastEnd:
+						pastEnd = int64(pageNo)
+					case oc.Result == Done && oc.Delivered.Last:
+						pastEnd = int64(pageNo) + 1
+					}
+					for pastEnd != 0 {
+						e := end.Load()
+						if e != 0 && e <= pastEnd || end.CompareAndSwap(e, pastEnd) {
+							break
+						}
+					}
+				})
+				if err != nil {
+					cancel(err)
+				}
+			})
+		}
+	}
+	p.Wait()
+	r.commit.stop() // the last pages are committed before the run returns
+	return context.Cause(ctx)
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+)
+
+// Item is one fetched page waiting to be delivered.
+type Item struct {
+	Key   ledger.PageKey
+	Page  *parser.Page
+	RunID string // the run its records carry, and that the ledger records
+	// Redeliver sends the page's records even if delivered before.
+	Redeliver bool
+}
+
+// Delivered is what delivering one page did.
+type Delivered struct {
+	Records     int  // records on the page
+	KnownBefore int  // distinct papers on it delivered by an earlier run
+	Sent        int  // records sent to the sinks
+	New         int  // papers the ledger recorded for the first time
+	Last        bool // the page's pager says it is the last page
+	Group       int  // pages committed together with it (itself included)
+}
+
+// Deliver is the one delivery step, for local runs and the fleet alike:
+// it looks each page's papers up in the ledger (one Lookup per page),
+// decides what each page delivers, writes those records to the sink in one
+// Write, and only then commits the pages, their papers and the sink's token
+// in one ledger Commit. A failure before the commit commits nothing: the
+// pages are delivered again later, and the sink's token (or its dedupe by
+// id) keeps the records from being there twice.
+func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) ([]Delivered, error) {
+	ds := make([]Delivered, len(items))
+	group := ledger.Group{Pages: make([]ledger.Page, len(items))}
+	var send []record.Record
+	var sent sentInGroup
+	for i, it := range items {
+		recs, papers := distinct(it.Page.Records)
+		seen, err := l.Lookup(ctx, papers, it.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("look up the papers of %s: %w", pageName(it.Key), err)
+		}
+		fresh, knownBefore := decide(recs, seen, it.Redeliver, &sent)
+		send = append(send, fresh...)
+		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Sent: len(fresh),
+			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page}
+		group.Pages[i] = ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()}
+	}
+	if len(send) > 0 {
+		if err := out.Write(ctx, send); err != nil {
+			return nil, fmt.Errorf("deliver %d pages (from %s): %w", len(items), pageName(items[0].Key), err)
+		}
+	}
+	if c, ok := out.(sink.Committer); ok {
+		tok, err := c.Token()
+		if err != nil {
+			return nil, fmt.Errorf("sink token: %w", err)
+		}
+		group.SinkToken = tok
+	}
+	newPapers, err := l.Commit(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("commit %d pages (from %s): %w", len(items), pageName(items[0].Key), err)
+	}
+	for i := range ds {
+		ds[i].New, ds[i].Group = newPapers[i], len(items)
+	}
+	return ds, nil
+}
+
+// distinct is a page's records with a repeated paper (the same id twice)
+// kept once, and the papers the ledger is asked about.
+func distinct(recs []record.Record) ([]record.Record, []ledger.Paper) {
+	out := make([]record.Record, 0, len(recs))
+	papers := make([]ledger.Paper, 0, len(recs))
+	seen := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		out = append(out, r)
+		papers = append(papers, ledger.Paper{ID: r.ID, DOI: r.DOI})
+	}
+	return out, papers
+}
+
+// sentInGroup is what earlier pages of a group send, by id and by DOI.
+type sentInGroup map[string]bool
+
+func (s *sentInGroup) has(r record.Record) bool {
+	return (*s)[r.ID] || r.DOI != "" && (*s)["doi:"+ledger.DOIKey(r.DOI)]
+}
+
+func (s *sentInGroup) add(r record.Record) {
+	if *s == nil {
+		*s = sentInGroup{}
+	}
+	(*s)[r.ID] = true
+	if r.DOI != "" {
+		(*s)["doi:"+ledger.DOIKey(r.DOI)] = true
+	}
+}
+
+// decide is the one rule of what a page delivers. recs are its distinct
+// records and seen what the ledger knows of each. A record is sent when
+// the ledger has never seen its paper (by id or DOI) and no earlier page of
+// the same group sends it; with redeliver, always. knownBefore counts the
+// papers an earlier run delivered: the nightly stop rule asks for it
+// (papers delivered earlier in this run do not count as known).
+func decide(recs []record.Record, seen []ledger.Seen, redeliver bool, sent *sentInGroup) (send []record.Record, knownBefore int) {
+	for i, r := range recs {
+		if seen[i] == ledger.SeenBefore {
+			knownBefore++
+		}
+		if redeliver || seen[i] == ledger.Unknown && !sent.has(r) {
+			send = append(send, r)
+		}
+		sent.add(r)
+	}
+	return send, knownBefore
+}
+
+func pageName(k ledger.PageKey) string { return fmt.Sprintf("journal %d page %d", k.Journal, k.Page) }

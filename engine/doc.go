@@ -1,0 +1,22 @@
+// Package engine is the one engine every crawl mode drives: a local
+// backfill, a local nightly run and a fleet worker's job all fetch a page
+// through a crawler.Fetcher, deliver it through the same step, and count it
+// in the same summary.
+//
+// Files:
+//   - deliver.go: Deliver, the one delivery step (look up → decide → sink
+//     write → ledger commit), and decide, the one rule of what a page
+//     delivers
+//   - committer.go: the group committer (pages that queue up while a commit
+//     runs go out in one sink write and one ledger commit)
+//   - run.go: Run (one run over shared parts: fetcher, ledger, sink) and
+//     Page, the step for one page
+//   - backfill.go: a range of pages, committed in the background
+//   - nightly.go: Walk.Next, the one nightly stop rule, and Nightly
+//   - summary.go: what a run did (pages, papers, retries, quality, a page
+//     log)
+//   - metrics.go: pages by result, retries by cause
+//
+// The engine knows the ledger only through its port (package ledger): the
+// bbolt store on one machine, the JetStream key-value ledger in a fleet.
+package engine

@@ -1,0 +1,9 @@
+package frontier
+
+// SetMinServerVersion makes Connect require version v, for a test that
+// plays an old server; it returns the restore.
+func SetMinServerVersion(v string) (restore func()) {
+	old := minServerVersion
+	minServerVersion = v
+	return func() { minServerVersion = old }
+}

@@ -1,0 +1,123 @@
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/internal/jsadmin"
+)
+
+// Job is one listing page to crawl.
+type Job struct {
+	Journal int64  `json:"journal"`
+	Page    int    `json:"page"`
+	RunID   string `json:"run_id"`
+	// Nightly jobs are a journal's walk: the worker that did this page
+	// enqueues the next one unless the walk stops (engine.Walk.Next).
+	Nightly        bool `json:"nightly,omitempty"`
+	KnownRun       int  `json:"known_run,omitempty"` // all-known pages in a row so far
+	StopAfterKnown int  `json:"stop_after_known,omitempty"`
+	MaxPages       int  `json:"max_pages,omitempty"`
+}
+
+// Subject is the job's subject: one per page of a journal
+// (litcrawl.jobs.<journal>.<page>), and one per journal's nightly walk
+// (litcrawl.jobs.<journal>.walk), whatever page the walk is at.
+func (j Job) Subject() string {
+	if j.Nightly {
+		return fmt.Sprintf("%s.%d.walk", JobsSubject, j.Journal)
+	}
+	return fmt.Sprintf("%s.%d.%d", JobsSubject, j.Journal, j.Page)
+}
+
+// MsgID names one publication of the job; the dead letter of a job is
+// deduplicated by it.
+func (j Job) MsgID() string {
+	if j.Nightly {
+		return fmt.Sprintf("walk-%d-%d-%s", j.Journal, j.Page, j.RunID)
+	}
+	return fmt.Sprintf("%d-%d-%s", j.Journal, j.Page, j.RunID)
+}
+
+// Walk is the nightly walk a job stands at.
+func (j Job) Walk() engine.Walk {
+	return engine.Walk{Page: j.Page, KnownRun: j.KnownRun, StopAfterKnown: j.StopAfterKnown, MaxPages: j.MaxPages}
+}
+
+// journalOf reads the journal from a job or dead-letter subject.
+func journalOf(subject, prefix string) (int64, bool) {
+	rest, ok := strings.CutPrefix(subject, prefix+".")
+	if !ok {
+		return 0, false
+	}
+	tok, _, _ := strings.Cut(rest, ".")
+	j, err := strconv.ParseInt(tok, 10, 64)
+	return j, err == nil
+}
+
+// Enqueued counts what Enqueue did.
+type Enqueued struct {
+	Added int // jobs published
+	// Queued were already there: pending or in flight (for a walk: the
+	// journal's walk is under way).
+	Queued int
+}
+
+// Enqueue publishes jobs. A job is published only while its subject holds
+// no message: enqueueing a page whose job is pending or in flight adds
+// nothing, and so does a walk of a journal whose walk is under way. Once a
+// job is done (or dead-lettered) its page can be enqueued again.
+func (f *Frontier) Enqueue(ctx context.Context, jobs ...Job) (Enqueued, error) {
+	var n Enqueued
+	for _, j := range jobs {
+		data, _ := json.Marshal(j)
+		ack, err := f.js.PublishMsg(ctx, &nats.Msg{Subject: j.Subject(), Data: data},
+			jetstream.WithMsgID(j.MsgID()), jetstream.WithExpectLastSequencePerSubject(0))
+		switch {
+		case jsadmin.WrongLastSequence(err):
+			n.Queued++
+		case err != nil:
+			return n, fmt.Errorf("frontier: enqueue journal %d page %d: %w", j.Journal, j.Page, err)
+		case ack.Duplicate:
+			n.Queued++
+		default:
+			n.Added++
+		}
+	}
+	return n, nil
+}
+
+// continueWalk replaces the job at sequence seq on its walk subject by
+// the walk's next page: published only if seq is still the subject's last
+// message, so a walk never forks. A job redelivered after its successor was
+// published finds the successor (or a later page of the same run) there,
+// and adds nothing.
+func (f *Frontier) continueWalk(ctx context.Context, seq uint64, next Job) error {
+	data, _ := json.Marshal(next)
+	_, err := f.js.PublishMsg(ctx, &nats.Msg{Subject: next.Subject(), Data: data},
+		jetstream.WithMsgID(next.MsgID()), jetstream.WithExpectLastSequencePerSubject(seq))
+	if err == nil || !jsadmin.WrongLastSequence(err) {
+		return err
+	}
+	last, gerr := f.jobs.GetLastMsgForSubject(ctx, next.Subject())
+	if errors.Is(gerr, jetstream.ErrMsgNotFound) {
+		return nil // the walk's job is gone (acked meanwhile): nothing to continue
+	}
+	if gerr != nil {
+		return fmt.Errorf("frontier: continue the walk of journal %d: %w (and reading the walk: %v)", next.Journal, err, gerr)
+	}
+	var cur Job
+	if json.Unmarshal(last.Data, &cur) == nil && cur.RunID == next.RunID && cur.Page >= next.Page {
+		return nil // this page's successor is there already
+	}
+	return fmt.Errorf("frontier: continue the walk of journal %d at page %d: another job holds the walk (run %s page %d)",
+		next.Journal, next.Page, cur.RunID, cur.Page)
+}

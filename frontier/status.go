@@ -1,0 +1,157 @@
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/litcrawl/litcrawl/internal/backoff"
+)
+
+// DeadLetter is what the dead-letter stream holds for a job given up on.
+type DeadLetter struct {
+	Job        Job       `json:"job"`
+	Error      string    `json:"error"`
+	Deliveries uint64    `json:"deliveries"`
+	At         time.Time `json:"at"`
+}
+
+// deadLetter publishes a job's dead letter, once per job publication.
+func (f *Frontier) deadLetter(ctx context.Context, msgID string, dl DeadLetter) error {
+	data, _ := json.Marshal(dl)
+	_, err := f.js.PublishMsg(ctx, &nats.Msg{Subject: fmt.Sprintf("%s.%d", DeadSubject, dl.Job.Journal), Data: data},
+		jetstream.WithMsgID("dead-"+msgID))
+	return err
+}
+
+// JournalStatus counts one journal's jobs.
+type JournalStatus struct {
+	Journal int64  `json:"journal"`
+	Pending uint64 `json:"pending"` // in the work queue, taken or not
+	Walking bool   `json:"walking"` // a nightly walk is under way
+	Dead    uint64 `json:"dead"`
+}
+
+// Status is the frontier at a glance.
+type Status struct {
+	Pending  uint64          `json:"pending"`
+	InFlight uint64          `json:"in_flight"`
+	Dead     uint64          `json:"dead"`
+	Journals []JournalStatus `json:"journals"`
+	Server   string          `json:"server_version"`
+}
+
+// statusRetry spaces the tries of a status read while a cluster elects a
+// leader (the API then answers nothing for a few seconds).
+var statusRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
+
+// retry runs read until it succeeds or ctx ends, so that a status asked
+// during a cluster's leader election answers once there is a leader; the
+// last error is returned with ctx's.
+func retry(ctx context.Context, read func(ctx context.Context) error) error {
+	var last error
+	for n := 0; ; n++ {
+		tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := read(tctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		if werr := backoff.Sleep(ctx, statusRetry.Delay(n)); werr != nil {
+			return fmt.Errorf("%w (last error: %v)", werr, last)
+		}
+	}
+}
+
+// Status counts jobs pending, in flight and dead-lettered, per journal. It
+// keeps asking while the cluster has no leader for the streams, until ctx
+// ends.
+func (f *Frontier) Status(ctx context.Context) (*Status, error) {
+	st := &Status{Server: f.ServerVersion()}
+	per := map[int64]*JournalStatus{}
+	get := func(j int64) *JournalStatus {
+		if per[j] == nil {
+			per[j] = &JournalStatus{Journal: j}
+		}
+		return per[j]
+	}
+	var ji, di *jetstream.StreamInfo
+	var ci *jetstream.ConsumerInfo
+	err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		if ji, err = f.jobs.Info(ctx, jetstream.WithSubjectFilter(JobsSubject+".>")); err != nil {
+			return fmt.Errorf("jobs stream: %w", err)
+		}
+		if di, err = f.dead.Info(ctx, jetstream.WithSubjectFilter(DeadSubject+".>")); err != nil {
+			return fmt.Errorf("dead-letter stream: %w", err)
+		}
+		if ci, err = f.cons.Info(ctx); err != nil {
+			return fmt.Errorf("consumer: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
+	}
+	for subj, n := range ji.State.Subjects {
+		if j, ok := journalOf(subj, JobsSubject); ok {
+			get(j).Pending += n
+			if strings.HasSuffix(subj, ".walk") {
+				get(j).Walking = true
+			}
+		}
+	}
+	st.Pending = ji.State.Msgs
+	for subj, n := range di.State.Subjects {
+		if j, ok := journalOf(subj, DeadSubject); ok {
+			get(j).Dead += n
+		}
+	}
+	st.Dead = di.State.Msgs
+	st.InFlight = uint64(ci.NumAckPending)
+	for _, v := range per {
+		st.Journals = append(st.Journals, *v)
+	}
+	sort.Slice(st.Journals, func(a, b int) bool { return st.Journals[a].Journal < st.Journals[b].Journal })
+	return st, nil
+}
+
+// DeadLetters lists the last n dead letters (all when n <= 0), oldest
+// first.
+func (f *Frontier) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
+	var info *jetstream.StreamInfo
+	if err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		info, err = f.dead.Info(ctx)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("frontier %s: dead letters: %w", f.url, err)
+	}
+	first := info.State.FirstSeq
+	if n > 0 && info.State.LastSeq >= uint64(n) && info.State.LastSeq-uint64(n)+1 > first {
+		first = info.State.LastSeq - uint64(n) + 1
+	}
+	var out []DeadLetter
+	for seq := first; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := f.dead.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // deleted
+		}
+		if err != nil {
+			return nil, fmt.Errorf("frontier %s: dead letter %d: %w", f.url, seq, err)
+		}
+		var dl DeadLetter
+		if json.Unmarshal(m.Data, &dl) == nil {
+			out = append(out, dl)
+		}
+	}
+	return out, nil
+}

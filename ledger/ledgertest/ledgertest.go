@@ -1,0 +1,180 @@
+// Package ledgertest is the conformance suite every ledger.Ledger runs:
+// papers are found by id and by DOI, the first run to deliver a paper keeps
+// it, a commit reports what was new, and the optional abilities (pages,
+// tokens) behave.
+package ledgertest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/ledger"
+)
+
+// Run runs the suite; fresh makes a new, empty ledger for each test, and
+// may give a function that reopens it (closing the first), to check that
+// what was committed outlives a restart; nil reuses the ledger.
+func Run(t *testing.T, fresh func(t *testing.T) (l ledger.Ledger, reopen func() ledger.Ledger)) {
+	t.Run("LookupByIDAndDOI", func(t *testing.T) { byIDAndDOI(t, fresh) })
+	t.Run("FirstRunKeepsAPaper", func(t *testing.T) { firstRunKeeps(t, fresh) })
+	t.Run("EmptyAndRepeatedCommits", func(t *testing.T) { emptyAndRepeated(t, fresh) })
+	t.Run("PageBook", func(t *testing.T) { pageBook(t, fresh) })
+	t.Run("TokenStore", func(t *testing.T) { tokens(t, fresh) })
+	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh) })
+}
+
+var ctx = context.Background()
+
+func lookup(t *testing.T, l ledger.Ledger, ps []ledger.Paper, run string) []ledger.Seen {
+	t.Helper()
+	got, err := l.Lookup(ctx, ps, run)
+	if err != nil {
+		t.Fatalf("Lookup: %v", err)
+	}
+	if len(got) != len(ps) {
+		t.Fatalf("Lookup answered %d papers for %d", len(got), len(ps))
+	}
+	return got
+}
+
+func commit(t *testing.T, l ledger.Ledger, run string, pages ...[]ledger.Paper) []int {
+	t.Helper()
+	g := ledger.Group{}
+	for i, ps := range pages {
+		g.Pages = append(g.Pages, ledger.Page{Key: ledger.PageKey{Journal: 7, Page: i + 1}, Papers: ps, OnPage: len(ps), RunID: run, At: time.Now()})
+	}
+	n, err := l.Commit(ctx, g)
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if len(n) != len(pages) {
+		t.Fatalf("Commit answered %d pages for %d", len(n), len(pages))
+	}
+	return n
+}
+
+func byIDAndDOI(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, reopen := fresh(t)
+	papers := []ledger.Paper{{ID: "142", DOI: "10.1000/ABC"}, {ID: "doi:10.1000/only"}, {ID: "143"}, {ID: "title:9f2c", DOI: ""}}
+	if got := lookup(t, l, papers, "r1"); !slices.Equal(got, []ledger.Seen{0, 0, 0, 0}) {
+		t.Fatalf("an empty ledger knows %v", got)
+	}
+	if n := commit(t, l, "r1", papers[:2], papers[2:]); !slices.Equal(n, []int{2, 2}) {
+		t.Fatalf("new papers %v, want [2 2]", n)
+	}
+	if reopen != nil {
+		l = reopen()
+	}
+	probe := []ledger.Paper{
+		{ID: "142"}, // by id
+		{ID: "doi:10.1000/abc", DOI: "10.1000/abc"}, // by DOI, case aside
+		{ID: "777", DOI: " 10.1000/ONLY "},          // known as doi:… alone
+		{ID: "143", DOI: "10.9/new"},                // by id, with a DOI never seen
+		{ID: "title:9f2c"},
+		{ID: "999", DOI: "10.9/unknown"},
+	}
+	want := []ledger.Seen{ledger.SeenThisRun, ledger.SeenThisRun, ledger.SeenThisRun, ledger.SeenThisRun, ledger.SeenThisRun, ledger.Unknown}
+	if got := lookup(t, l, probe, "r1"); !slices.Equal(got, want) {
+		t.Errorf("same run: %v, want %v", got, want)
+	}
+	for i := range want[:5] {
+		want[i] = ledger.SeenBefore
+	}
+	if got := lookup(t, l, probe, "r2"); !slices.Equal(got, want) {
+		t.Errorf("a later run: %v, want %v", got, want)
+	}
+}
+
+func firstRunKeeps(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, _ := fresh(t)
+	p := []ledger.Paper{{ID: "1", DOI: "10.1/one"}}
+	commit(t, l, "first", p)
+	if n := commit(t, l, "second", p); n[0] != 0 {
+		t.Errorf("a paper committed again counted as new (%d)", n[0])
+	}
+	if got := lookup(t, l, p, "second"); got[0] != ledger.SeenBefore {
+		t.Errorf("the second run took the paper over: %v", got)
+	}
+	// The same paper by its DOI only, under another id: not new either.
+	if n := commit(t, l, "third", []ledger.Paper{{ID: "doi:10.1/one", DOI: "10.1/ONE"}}); n[0] != 0 {
+		t.Errorf("a known DOI under another id counted as new")
+	}
+}
+
+func emptyAndRepeated(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, _ := fresh(t)
+	if n := commit(t, l, "r", nil); n[0] != 0 {
+		t.Errorf("an empty page made %d papers new", n[0])
+	}
+	if got := lookup(t, l, nil, "r"); len(got) != 0 {
+		t.Errorf("Lookup of nothing: %v", got)
+	}
+	// The same paper twice on one page is new once.
+	if n := commit(t, l, "r", []ledger.Paper{{ID: "5"}, {ID: "5"}}); n[0] != 1 {
+		t.Errorf("a paper twice on a page: %d new, want 1", n[0])
+	}
+}
+
+func pageBook(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, reopen := fresh(t)
+	pb, ok := l.(ledger.PageBook)
+	if !ok {
+		t.Skip("no PageBook")
+	}
+	k1, k2 := ledger.PageKey{Journal: 7, Page: 1}, ledger.PageKey{Journal: 7, Page: 2}
+	if err := pb.FailPage(ctx, k2, "r", errors.New("HTTP 403"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, l, "r", []ledger.Paper{{ID: "1"}})
+	if reopen != nil {
+		l = reopen()
+		pb = l.(ledger.PageBook)
+	}
+	if done, err := pb.PageDone(ctx, k1); err != nil || !done {
+		t.Errorf("committed page: done %v (%v)", done, err)
+	}
+	if done, err := pb.PageDone(ctx, k2); err != nil || done {
+		t.Errorf("failed page: done %v (%v)", done, err)
+	}
+}
+
+func tokens(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, reopen := fresh(t)
+	ts, ok := l.(ledger.TokenStore)
+	if !ok {
+		t.Skip("no TokenStore")
+	}
+	if tok, err := ts.SinkToken(ctx); err != nil || tok != nil {
+		t.Fatalf("a fresh ledger's token: %q (%v)", tok, err)
+	}
+	g := ledger.Group{Pages: []ledger.Page{{Key: ledger.PageKey{Journal: 1, Page: 1}, RunID: "r", At: time.Now()}}, SinkToken: []byte(`{"t":1}`)}
+	if _, err := l.Commit(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	g.SinkToken = nil // keeps the stored one
+	if _, err := l.Commit(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if reopen != nil {
+		l = reopen()
+		ts = l.(ledger.TokenStore)
+	}
+	if tok, err := ts.SinkToken(ctx); err != nil || string(tok) != `{"t":1}` {
+		t.Errorf("stored token: %q (%v)", tok, err)
+	}
+}
+
+func cancelled(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, _ := fresh(t)
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.Lookup(c, []ledger.Paper{{ID: "1"}}, "r"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Lookup with a cancelled context: %v", err)
+	}
+	if _, err := l.Commit(c, ledger.Group{Pages: []ledger.Page{{Papers: []ledger.Paper{{ID: "1"}}}}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Commit with a cancelled context: %v", err)
+	}
+}
