@@ -43,6 +43,9 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		"sink:\n  - jsonl:a\n":                       "field sink not found",
 		"sinks: jsonl:a\n":                           "cannot unmarshal",
 		"sinks:\n  - kafka://u:hunter2@h:1/t?zz=1\n": "REDACTED",
+		"frontier:\n  replicas: 7\n":                 "frontier.replicas: 7: expected 1 to 5 replicas",
+		"site:\n  page_n: /l/{journal}.htm\n":        "site.page_n",
+		"site:\n  first_page: /a/{journal}_2.htm\n  page_n: /a/{journal}_{page}.htm\n": "tell their pages apart",
 	}
 	for text, want := range tests {
 		_, err := config.Load(write(t, text), false)

@@ -86,7 +86,7 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 			o.Log.Warn("frontier reconnected", "server", nc.ConnectedUrlRedacted())
 		}))
 	if err != nil {
-		return nil, fmt.Errorf("frontier %s: connect: %s", red, redact.Error(err, url))
+		return nil, fmt.Errorf("frontier %s: connect: %s (is a nats-server with JetStream on, 2.9.10 or newer, listening there?)", red, redact.Error(err, url))
 	}
 	if err := jsadmin.CheckVersion(nc.ConnectedServerVersion(), minServerVersion); err != nil {
 		nc.Close()
@@ -100,6 +100,8 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 	return f, nil
 }
 
+// setup opens (or creates) every resource; each step is asked again while
+// a cluster has no leader for it, for 30 s at most.
 func (f *Frontier) setup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -108,22 +110,34 @@ func (f *Frontier) setup(ctx context.Context) error {
 		return err
 	}
 	r := max(f.opts.Replicas, 1)
-	if f.jobs, err = f.stream(ctx, jetstream.StreamConfig{Name: JobsStream, Subjects: []string{JobsSubject + ".>"},
-		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 24 * time.Hour, Replicas: r}); err != nil {
-		return fmt.Errorf("jobs stream: %w", err)
+	steps := []struct {
+		what string
+		do   func(ctx context.Context) error
+	}{
+		{"jobs stream", func(ctx context.Context) (err error) {
+			f.jobs, err = f.stream(ctx, jetstream.StreamConfig{Name: JobsStream, Subjects: []string{JobsSubject + ".>"},
+				Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 24 * time.Hour, Replicas: r})
+			return err
+		}},
+		{"dead-letter stream", func(ctx context.Context) (err error) {
+			f.dead, err = f.stream(ctx, jetstream.StreamConfig{Name: DeadStream, Subjects: []string{DeadSubject + ".>"},
+				Storage: jetstream.FileStorage, Duplicates: 24 * time.Hour, Replicas: r})
+			return err
+		}},
+		{"consumer", func(ctx context.Context) (err error) { f.cons, err = f.consumer(ctx); return err }},
+		{"papers bucket", func(ctx context.Context) (err error) {
+			f.papers, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PapersBucket, Storage: jetstream.FileStorage, Replicas: r})
+			return err
+		}},
+		{"pace bucket", func(ctx context.Context) (err error) {
+			f.pace, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PaceBucket, Storage: jetstream.MemoryStorage, TTL: time.Hour, Replicas: r})
+			return err
+		}},
 	}
-	if f.dead, err = f.stream(ctx, jetstream.StreamConfig{Name: DeadStream, Subjects: []string{DeadSubject + ".>"},
-		Storage: jetstream.FileStorage, Duplicates: 24 * time.Hour, Replicas: r}); err != nil {
-		return fmt.Errorf("dead-letter stream: %w", err)
-	}
-	if f.cons, err = f.consumer(ctx); err != nil {
-		return fmt.Errorf("consumer: %w", err)
-	}
-	if f.papers, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PapersBucket, Storage: jetstream.FileStorage, Replicas: r}); err != nil {
-		return fmt.Errorf("papers bucket: %w", err)
-	}
-	if f.pace, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PaceBucket, Storage: jetstream.MemoryStorage, TTL: time.Hour, Replicas: r}); err != nil {
-		return fmt.Errorf("pace bucket: %w", err)
+	for _, s := range steps {
+		if err := retry(ctx, s.do); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
 	}
 	return nil
 }
@@ -131,43 +145,38 @@ func (f *Frontier) setup(ctx context.Context) error {
 // stream opens a stream, creating it when it does not exist, and moves it
 // to the asked replica count.
 func (f *Frontier) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := f.js.Stream(ctx, cfg.Name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = f.js.CreateStream(ctx, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%w%s", err, jsadmin.ReplicasHint(err, cfg.Replicas))
-		}
-		return st, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return st, f.replicas(ctx, cfg.Name)
-}
-
-func (f *Frontier) replicas(ctx context.Context, stream string) error {
-	changed, err := jsadmin.EnsureReplicas(ctx, f.js, stream, f.opts.Replicas)
-	if changed {
-		f.opts.Log.Warn("frontier stream moved to a new replica count", "stream", stream, "replicas", f.opts.Replicas)
-	}
-	return err
+	return ensure(ctx, f, cfg.Name, cfg.Replicas, jetstream.ErrStreamNotFound,
+		func() (jetstream.Stream, error) { return f.js.Stream(ctx, cfg.Name) },
+		func() (jetstream.Stream, error) { return f.js.CreateStream(ctx, cfg) })
 }
 
 // bucket opens a key-value bucket, creating it when it does not exist,
 // and moves its stream to the asked replica count.
 func (f *Frontier) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := f.js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = f.js.CreateKeyValue(ctx, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%w%s", err, jsadmin.ReplicasHint(err, cfg.Replicas))
+	return ensure(ctx, f, "KV_"+cfg.Bucket, cfg.Replicas, jetstream.ErrBucketNotFound,
+		func() (jetstream.KeyValue, error) { return f.js.KeyValue(ctx, cfg.Bucket) },
+		func() (jetstream.KeyValue, error) { return f.js.CreateKeyValue(ctx, cfg) })
+}
+
+// ensure opens a resource backed by a stream, creates it when open says it
+// does not exist, and moves an existing one's stream to the replica count
+// the options ask for.
+func ensure[T any](ctx context.Context, f *Frontier, stream string, replicas int, notFound error, open, create func() (T, error)) (T, error) {
+	r, err := open()
+	if errors.Is(err, notFound) {
+		if r, err = create(); err != nil {
+			return r, fmt.Errorf("%w%s", err, jsadmin.ReplicasHint(err, replicas))
 		}
-		return kv, nil
+		return r, nil
 	}
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	return kv, f.replicas(ctx, "KV_"+cfg.Bucket)
+	changed, err := jsadmin.EnsureReplicas(ctx, f.js, stream, f.opts.Replicas)
+	if changed {
+		f.opts.Log.Warn("frontier stream moved to a new replica count", "stream", stream, "replicas", f.opts.Replicas)
+	}
+	return r, err
 }
 
 // consumer opens the workers' durable consumer, creating it with the
@@ -205,6 +214,10 @@ func (f *Frontier) consumer(ctx context.Context) (jetstream.Consumer, error) {
 // AckWait and MaxDeliver are the consumer's settings.
 func (f *Frontier) AckWait() time.Duration { return f.cons.CachedInfo().Config.AckWait }
 func (f *Frontier) MaxDeliver() int        { return f.cons.CachedInfo().Config.MaxDeliver }
+
+// Server is the URL of the server the connection is on now (it changes
+// when a server goes away and the client reconnects to another).
+func (f *Frontier) Server() string { return f.nc.ConnectedUrlRedacted() }
 
 // ServerVersion is the version of the server the connection is on.
 func (f *Frontier) ServerVersion() string { return f.nc.ConnectedServerVersion() }

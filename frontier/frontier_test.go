@@ -2,7 +2,6 @@ package frontier_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -42,6 +41,7 @@ func connect(t *testing.T, url string, o frontier.Options) *frontier.Frontier {
 type worker struct {
 	*frontier.Worker
 	run *engine.Run
+	f   *frontier.Frontier
 }
 
 func newWorker(t *testing.T, url, siteURL, sinkURL string, o frontier.WorkerOptions) *worker {
@@ -67,37 +67,7 @@ func newWorker(t *testing.T, url, siteURL, sinkURL string, o frontier.WorkerOpti
 		o.Retry = backoff.Policy{Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}
 	}
 	o.Run = run
-	return &worker{Worker: f.NewWorker(o), run: run}
-}
-
-// recordsIn counts each record id in a stream.
-func recordsIn(t *testing.T, url, stream string) map[string]int {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]int{}
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r struct{ ID string }
-		json.Unmarshal(m.Data, &r)
-		ids[r.ID]++
-	}
-	return ids
+	return &worker{Worker: f.NewWorker(o), run: run, f: f}
 }
 
 func pages(run string, journals []int64, from, to int) []frontier.Job {
@@ -181,7 +151,7 @@ func TestWorkersShareABackfill(t *testing.T) {
 	if len(dls) != 1 || dls[0].Job.Journal != 11 || dls[0].Job.Page != 3 || !strings.Contains(dls[0].Error, "HTTP 403") {
 		t.Errorf("dead letters: %+v", dls)
 	}
-	ids := recordsIn(t, n.URL(), "RECORDS")
+	ids := natstest.RecordIDs(t, n.URL(), "RECORDS")
 	if len(ids) != 180 {
 		t.Errorf("%d papers in the records stream, want 180 (200 less the dead page's 20)", len(ids))
 	}

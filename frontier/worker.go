@@ -97,7 +97,12 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) loop(ctx context.Context) {
 	idleSince := time.Now()
-	for ctx.Err() == nil && !stopped(w.o.Stop) {
+	for ctx.Err() == nil {
+		select {
+		case <-w.o.Stop:
+			return
+		default:
+		}
 		wait := 5 * time.Second
 		if w.o.IdleExit > 0 {
 			wait = min(wait, w.o.IdleExit)
@@ -121,15 +126,6 @@ func (w *Worker) loop(ctx context.Context) {
 		} else if w.o.IdleExit > 0 && time.Since(idleSince) >= w.o.IdleExit {
 			return
 		}
-	}
-}
-
-func stopped(stop <-chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -120,8 +120,14 @@ enqueued again.`,
 			}
 			if env.JSON {
 				env.Log.Info("enqueued", "run_id", runID, "added", n.Added, "already_queued", n.Queued)
+			} else if n.Added == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "enqueued nothing: %s already pending or in flight\n", plural(n.Queued, "job"))
 			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "enqueued %d jobs (run %s); %d already pending or in flight\n", n.Added, runID, n.Queued)
+				fmt.Fprintf(cmd.ErrOrStderr(), "enqueued %s (run %s)", plural(n.Added, "job"), runID)
+				if n.Queued > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "; %s already pending or in flight", plural(n.Queued, "job"))
+				}
+				fmt.Fprintln(cmd.ErrOrStderr())
 			}
 			return nil
 		},
@@ -232,4 +238,12 @@ While a cluster elects a new leader it keeps asking, up to 30 seconds.`,
 	ff.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -2,20 +2,17 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -27,16 +24,7 @@ func TestWorkerProcesses(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	natsURL := ns.ClientURL()
+	natsURL := natstest.Start(t).URL()
 	site := testsite.New()
 	site.SynthJournal(31, 4, 20)
 	site.SynthJournal(32, 4, 20)
@@ -51,8 +39,16 @@ func TestWorkerProcesses(t *testing.T) {
 	if code != exitOK || !strings.Contains(errs, "enqueued 10 jobs") {
 		t.Fatalf("enqueue: exit %d: %s", code, errs)
 	}
+	// A repeated enqueue adds nothing, and status shows each job once.
+	code, _, errs = crawl(t, "enqueue", "--frontier", natsURL, "--journal", "31", "--journal", "32", "--pages", "1-5", "--config", cfgPath)
+	if code != exitOK || !strings.Contains(errs, "enqueued nothing: 10 jobs already pending or in flight") {
+		t.Fatalf("second enqueue: exit %d: %s", code, errs)
+	}
+	if code, out, errs := crawl(t, "status", "--frontier", natsURL); code != exitOK || !strings.Contains(out, "jobs: 10 pending (0 in flight)") {
+		t.Fatalf("status after two enqueues: exit %d: %s%s", code, out, errs)
+	}
 	worker := func() *exec.Cmd {
-		return exec.Command(bin, "worker", "--frontier", natsURL, "--ack-wait", "1s", "--base-url", srv.URL, "--delay", "0",
+		return exec.Command(bin, "worker", "--frontier", natsURL, "--base-url", srv.URL, "--delay", "0",
 			"--sink", natsURL+"/papers.fleet?stream=FLEET", "--exit-when-idle", "3s", "--config", cfgPath)
 	}
 	// The first worker is killed after its first job.
@@ -64,8 +60,14 @@ func TestWorkerProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			if out, err := worker().CombinedOutput(); err != nil {
+			out, err := worker().CombinedOutput()
+			if err != nil {
 				t.Errorf("worker: %v\n%s", err, out)
+			}
+			// The summary reads like a crawl's.
+			if !regexp.MustCompile(`crawl worker \S+: pages: \d+ ok, \d+ failed, 0 skipped \(done before\), \d+ past the end; papers: \d+ new, \d+ known; .*; jobs: \d+ done`).Match(out) ||
+				strings.Contains(string(out), "map[") {
+				t.Errorf("worker summary:\n%s", out)
 			}
 		})
 	}
@@ -79,28 +81,11 @@ func TestWorkerProcesses(t *testing.T) {
 	victim.Wait()
 	wg.Wait()
 
-	code, out, errs := crawl(t, "status", "--frontier", natsURL, "--ack-wait", "1s")
+	code, out, errs := crawl(t, "status", "--frontier", natsURL)
 	if code != exitOK || !strings.Contains(out, "jobs: 0 pending (0 in flight), 0 dead-lettered") {
 		t.Errorf("status: exit %d: %s%s", code, out, errs)
 	}
-	nc, _ := nats.Connect(natsURL)
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	st, err := js.Stream(context.Background(), "FLEET")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _ := st.Info(context.Background())
-	ids := map[string]int{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := st.GetMsg(context.Background(), seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r struct{ ID string }
-		json.Unmarshal(m.Data, &r)
-		ids[r.ID]++
-	}
+	ids := natstest.RecordIDs(t, natsURL, "FLEET")
 	if len(ids) != 160 {
 		t.Errorf("%d papers in the records stream, want 160", len(ids))
 	}
@@ -126,5 +111,43 @@ func TestDistributedUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
 		}
+	}
+}
+
+// With --log-format json every line a worker writes on stderr is JSON,
+// its summary included.
+func TestWorkerJSONSummary(t *testing.T) {
+	natsURL := natstest.Start(t).URL()
+	site := testsite.New()
+	site.SynthJournal(71, 2, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	if code, _, errs := crawl(t, "enqueue", "--frontier", natsURL, "--journal", "71", "--pages", "1-3", "--log-format", "json"); code != exitOK {
+		t.Fatalf("enqueue: exit %d: %s", code, errs)
+	}
+	code, _, errs := crawl(t, "worker", "--frontier", natsURL, "--base-url", srv.URL, "--delay", "0", "--log-format", "json",
+		"--sink", natsURL+"/papers.json?stream=JSONSUM", "--exit-when-idle", "500ms")
+	if code != exitOK {
+		t.Fatalf("worker: exit %d: %s", code, errs)
+	}
+	var summary struct {
+		Msg     string
+		Summary struct {
+			Kind  string
+			Pages map[string]int
+			Jobs  struct{ Done, PastEnd int }
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(errs), "\n") {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("a line of the worker's stderr is not JSON: %q", l)
+		}
+		if line["msg"] == "run summary" {
+			json.Unmarshal([]byte(l), &summary)
+		}
+	}
+	if summary.Summary.Kind != "worker" || summary.Summary.Pages["done"] != 2 || summary.Summary.Jobs.Done != 2 || summary.Summary.Jobs.PastEnd != 1 {
+		t.Errorf("summary: %+v\n%s", summary, errs)
 	}
 }

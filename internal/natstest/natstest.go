@@ -7,6 +7,7 @@ package natstest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Server is one in-process nats-server with JetStream.
@@ -240,4 +243,48 @@ func StartBinary(t testing.TB) *Binary {
 		return true
 	})
 	return b
+}
+
+// Messages returns every message of a stream, in stream order.
+func Messages(t testing.TB, url, stream string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("stream %s message %d: %v", stream, seq, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// RecordIDs counts each record id in a stream of records (JSON bodies
+// with an "id").
+func RecordIDs(t testing.TB, url, stream string) map[string]int {
+	t.Helper()
+	ids := map[string]int{}
+	for _, m := range Messages(t, url, stream) {
+		var r struct{ ID string }
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			t.Fatalf("stream %s message %d is not a record: %v", stream, m.Sequence, err)
+		}
+		ids[r.ID]++
+	}
+	return ids
 }

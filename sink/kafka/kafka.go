@@ -6,6 +6,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -120,14 +121,8 @@ func (c *kafkaConfig) clientOptions() ([]kgo.Opt, error) {
 	case "scram-sha-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.user, Pass: c.pass}.AsSha512Mechanism()))
 	}
-	tlsCfg, err := c.tls.Config()
-	if err != nil {
-		return nil, err
-	}
-	if tlsCfg != nil {
-		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
-	}
-	return opts, nil
+	err := c.tls.With(func(cfg *tls.Config) { opts = append(opts, kgo.DialTLSConfig(cfg)) })
+	return opts, err
 }
 
 // kafkaSink produces each record with its id as the key, so that a

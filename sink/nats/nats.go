@@ -6,6 +6,7 @@ package nats
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -141,14 +142,8 @@ func (c *config) connectOptions(log func(msg string, args ...any)) ([]natsgo.Opt
 	case token != "":
 		opts = append(opts, natsgo.Token(token))
 	}
-	tlsCfg, err := c.tls.Config()
-	if err != nil {
-		return nil, err
-	}
-	if tlsCfg != nil {
-		opts = append(opts, natsgo.Secure(tlsCfg))
-	}
-	return opts, nil
+	err := c.tls.With(func(cfg *tls.Config) { opts = append(opts, natsgo.Secure(cfg)) })
+	return opts, err
 }
 
 // natsSink publishes each record to a JetStream subject with the record id

@@ -45,7 +45,7 @@ func (l *lockedBuffer) String() string {
 func readStream(t *testing.T, url, stream string) []record.Record {
 	t.Helper()
 	var out []record.Record
-	for _, m := range readMessages(t, url, stream) {
+	for _, m := range natstest.Messages(t, url, stream) {
 		var r record.Record
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			t.Fatalf("message %d is not a record: %v", m.Sequence, err)
@@ -54,35 +54,6 @@ func readStream(t *testing.T, url, stream string) []record.Record {
 			t.Fatalf("message %d: Nats-Msg-Id %q, record id %q", m.Sequence, id, r.ID)
 		}
 		out = append(out, r)
-	}
-	return out
-}
-
-// readMessages returns every message of the stream, in stream order.
-func readMessages(t *testing.T, url, stream string) []*jetstream.RawStreamMsg {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("message %d: %v", seq, err)
-		}
-		out = append(out, m)
 	}
 	return out
 }
@@ -98,7 +69,7 @@ func TestNATSConformance(t *testing.T) {
 			Read: func(t *testing.T) []record.Record { return readStream(t, n.URL(), stream) },
 			Raw: func(t *testing.T) [][]byte {
 				var out [][]byte
-				for _, m := range readMessages(t, n.URL(), stream) {
+				for _, m := range natstest.Messages(t, n.URL(), stream) {
 					out = append(out, m.Data)
 				}
 				return out

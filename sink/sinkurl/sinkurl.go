@@ -191,6 +191,16 @@ func (t *TLS) Check() string {
 	return ""
 }
 
+// With hands the TLS configuration to use when TLS is on (a client
+// option), and does nothing when it is off.
+func (t *TLS) With(use func(*tls.Config)) error {
+	cfg, err := t.Config()
+	if err == nil && cfg != nil {
+		use(cfg)
+	}
+	return err
+}
+
 // Config builds the TLS configuration, or nil when TLS is off.
 func (t *TLS) Config() (*tls.Config, error) {
 	if !t.On {
