@@ -8,6 +8,7 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/parser"
 )
 
 // maxFailedInRow stops an open-ended walk that only meets failures (a site
@@ -68,7 +69,23 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 				if e := end.Load(); e != 0 && int64(pageNo) >= e || stopped(o.Stop) {
 					return
 				}
-				err := r.page(ctx, ledger.PageKey{Journal: journal, Page: pageNo}, po, true, func(oc Outcome, err error) {
+				// The end: this page (a 404, an empty listing), or the page
+				// after a last page its pager names, known as soon as that
+				// page is fetched, so no page past it is started.
+				endAt := func(pastEnd int64) {
+					for {
+						e := end.Load()
+						if e != 0 && e <= pastEnd || end.CompareAndSwap(e, pastEnd) {
+							return
+						}
+					}
+				}
+				fetched := func(pg *parser.Page) {
+					if pg.LastPage != 0 && pg.LastPage == pageNo {
+						endAt(int64(pageNo) + 1)
+					}
+				}
+				err := r.page(ctx, ledger.PageKey{Journal: journal, Page: pageNo}, po, true, fetched, func(oc Outcome, err error) {
 					if err != nil {
 						cancel(err)
 						return
@@ -78,20 +95,8 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 					} else {
 						failedInRow.Store(0)
 					}
-					// The end: this page (a 404, an empty listing), or the
-					// page after a last page its pager names.
-					pastEnd := int64(0)
-					switch {
-					case oc.Result == PastEnd:
-						pastEnd = int64(pageNo)
-					case oc.Result == Done && oc.Delivered.Last:
-						pastEnd = int64(pageNo) + 1
-					}
-					for pastEnd != 0 {
-						e := end.Load()
-						if e != 0 && e <= pastEnd || end.CompareAndSwap(e, pastEnd) {
-							break
-						}
+					if oc.Result == PastEnd {
+						endAt(int64(pageNo))
 					}
 				})
 				if err != nil {

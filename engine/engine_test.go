@@ -328,3 +328,26 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 		t.Errorf("retries %v: want 3 http-5xx and at least one circuit-open wait", got)
 	}
 }
+
+// An open-ended backfill stops at the last page its pager names as soon
+// as that page is fetched: the page after it is never asked for, though
+// the last page is committed in the background.
+func TestBackfillEndsAtTheLastPage(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(66, 5, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	cfg := config(srv)
+	cfg.Concurrency = 1
+	dir := t.TempDir()
+	r := start(t, cfg, filepath.Join(dir, "state"), filepath.Join(dir, "p.jsonl"), "r")
+	err := r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{66}, From: 1})
+	sum := r.r.Summary()
+	r.close()
+	if err != nil || sum.Done.Load() != 5 || sum.PapersNew.Load() != 100 {
+		t.Fatalf("%s (err %v)", sum, err)
+	}
+	if n := site.Hits(testsite.PagePath(66, 6)); n != 0 {
+		t.Errorf("page 6 (past the last page) was asked for %d times", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -116,7 +117,7 @@ func (r *Run) Page(ctx context.Context, key ledger.PageKey, o PageOptions) (Outc
 	var out Outcome
 	var err error
 	done := make(chan struct{})
-	if serr := r.page(ctx, key, o, false, func(oc Outcome, e error) { out, err = oc, e; close(done) }); serr != nil {
+	if serr := r.page(ctx, key, o, false, nil, func(oc Outcome, e error) { out, err = oc, e; close(done) }); serr != nil {
 		return Outcome{}, serr
 	}
 	<-done
@@ -125,9 +126,11 @@ func (r *Run) Page(ctx context.Context, key ledger.PageKey, o PageOptions) (Outc
 
 // page does one page. then receives its outcome: before page returns when
 // the delivery is synchronous, from the committer when it is asynchronous
-// (a backfill's pages are committed in the background). page's own error
-// is for an asynchronous hand-over that did not happen (ctx ended).
-func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async bool, then func(Outcome, error)) error {
+// (a backfill's pages are committed in the background). fetched, when set,
+// is told of a page as soon as it is fetched, before it is committed (a
+// backfill learns there where the listing ends). page's own error is for
+// an asynchronous hand-over that did not happen (ctx ended).
+func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async bool, fetched func(*parser.Page), then func(Outcome, error)) error {
 	if o.RunID == "" {
 		o.RunID = r.id
 	}
@@ -181,6 +184,9 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 		return nil
 	}
 	r.sum.addQuality(res.Page.Records)
+	if fetched != nil {
+		fetched(res.Page)
+	}
 	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver}
 	committed := func(d Delivered, err error) {
 		if err != nil {
