@@ -56,6 +56,16 @@ func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, erro
 	return fl, nil
 }
 
+// env is the command's environment and the frontier the flags name.
+func (f *frontierFlags) env(cmd *cobra.Command) (*app.Env, app.Fleet, error) {
+	env, err := newEnv(cmd)
+	if err != nil {
+		return nil, app.Fleet{}, err
+	}
+	fl, err := f.fleet(cmd, env)
+	return env, fl, err
+}
+
 func noArgs(name string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
@@ -88,11 +98,7 @@ enqueued again.`,
   crawl enqueue --frontier nats://127.0.0.1:4222 --nightly`,
 		Args: noArgs("enqueue"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := newEnv(cmd)
-			if err != nil {
-				return err
-			}
-			fl, err := ff.fleet(cmd, env)
+			env, fl, err := ff.env(cmd)
 			if err != nil {
 				return err
 			}
@@ -198,11 +204,7 @@ nightly walk is under way), and the last dead letters with their errors.
 While a cluster elects a new leader it keeps asking, up to 30 seconds.`,
 		Args: noArgs("status"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := newEnv(cmd)
-			if err != nil {
-				return err
-			}
-			fl, err := ff.fleet(cmd, env)
+			env, fl, err := ff.env(cmd)
 			if err != nil {
 				return err
 			}
