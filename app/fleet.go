@@ -153,7 +153,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 			return float64(st.Pending)
 		})()
 	w := f.NewWorker(frontier.WorkerOptions{Run: run, Log: e.log(), Concurrency: cfg.Fetch.Concurrency, IdleExit: o.IdleExit, Stop: e.Stop})
-	e.log().Info("worker started", "server", f.ServerVersion(), "ack_wait", f.AckWait(), "max_deliver", f.MaxDeliver())
+	e.log().Info("worker started", "server", f.ServerVersion(), "ack_wait", f.AckWait().String(), "max_deliver", f.MaxDeliver())
 	runErr := w.Run(ctx)
 	run.Close()
 	if err := out.Close(); err != nil && runErr == nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -132,5 +133,18 @@ func TestDeliverGroup(t *testing.T) {
 	ds, err = Deliver(ctx, st, out, []Item{page(1, "a", "b")})
 	if err != nil || ds[0].Sent != 0 || ds[0].New != 0 {
 		t.Errorf("again: %+v %v", ds, err)
+	}
+}
+
+// A page handed to a run again after failing (a worker's redelivered job)
+// counts once as failed, with its last error.
+func TestSummaryCountsAFailedPageOnce(t *testing.T) {
+	s := NewSummary()
+	k := ledger.PageKey{Journal: 1, Page: 2}
+	s.addFailure(k, errors.New("HTTP 503"))
+	s.addFailure(k, errors.New("HTTP 502"))
+	s.addFailure(ledger.PageKey{Journal: 1, Page: 3}, errors.New("HTTP 403"))
+	if f := s.Failures(); s.Failed.Load() != 2 || len(f) != 2 || f[0].Error != "HTTP 502" {
+		t.Errorf("failed %d: %+v", s.Failed.Load(), f)
 	}
 }

@@ -20,13 +20,16 @@ import (
 type Summary struct {
 	Started time.Time
 
-	Done, Skipped, Ended, Failed atomic.Int64 // pages
+	// Pages by result; a page that failed more than once counts once in
+	// Failed.
+	Done, Skipped, Ended, Failed atomic.Int64
 	PapersNew, PapersKnown       atomic.Int64
 
 	mu       sync.Mutex
 	retries  map[string]int
 	failures []PageFailure
-	pageLog  *json.Encoder // nil: page lines are not kept
+	failedAt map[ledger.PageKey]int // index of each failed page in failures
+	pageLog  *json.Encoder          // nil: page lines are not kept
 	logErr   error
 	quality  Quality
 }
@@ -139,11 +142,22 @@ func (s *Summary) addDone(delivered, known int) {
 	s.PapersKnown.Add(int64(known))
 }
 
+// addFailure counts a failed page once, however often it failed in the
+// run (a worker may be handed the same page again): the failure keeps the
+// last error.
 func (s *Summary) addFailure(k ledger.PageKey, err error) {
-	s.Failed.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if i, ok := s.failedAt[k]; ok {
+		s.failures[i].Error = err.Error()
+		return
+	}
+	if s.failedAt == nil {
+		s.failedAt = map[ledger.PageKey]int{}
+	}
+	s.failedAt[k] = len(s.failures)
 	s.failures = append(s.failures, PageFailure{Journal: k.Journal, Page: k.Page, Error: err.Error()})
+	s.Failed.Add(1)
 }
 
 // countRetry counts a failed try by its cause.

@@ -48,6 +48,9 @@ type Options struct {
 	// moved to it in place where the cluster can hold it. 0 keeps what
 	// exists and creates with 1.
 	Replicas int
+	// Knob names the setting that asks for Replicas, in messages
+	// ("--replicas"; the default says both the flag and the key).
+	Knob string
 	// Log receives connection events; nil discards them.
 	Log *slog.Logger
 }
@@ -74,6 +77,9 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.Knob == "" {
+		o.Knob = "--replicas (frontier.replicas)"
+	}
 	red := redact.URL(url)
 	nc, err := nats.Connect(url, nats.Name("litcrawl-frontier"), nats.MaxReconnects(-1), nats.Timeout(5*time.Second),
 		nats.ReconnectWait(500*time.Millisecond),
@@ -89,6 +95,10 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 		return nil, fmt.Errorf("frontier %s: connect: %s (is a nats-server with JetStream on, 2.9.10 or newer, listening there?)", red, redact.Error(err, url))
 	}
 	if err := jsadmin.CheckVersion(nc.ConnectedServerVersion(), minServerVersion); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("frontier %s: %w", red, err)
+	}
+	if err := jsadmin.CheckClustered(nc.ConnectedClusterName(), o.Replicas, o.Knob); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("frontier %s: %w", red, err)
 	}
@@ -165,14 +175,14 @@ func ensure[T any](ctx context.Context, f *Frontier, stream string, replicas int
 	r, err := open()
 	if errors.Is(err, notFound) {
 		if r, err = create(); err != nil {
-			return r, fmt.Errorf("%w%s", err, jsadmin.ReplicasHint(err, replicas))
+			return r, fmt.Errorf("%w%s", err, jsadmin.ReplicasHint(err, replicas, f.opts.Knob))
 		}
 		return r, nil
 	}
 	if err != nil {
 		return r, err
 	}
-	changed, err := jsadmin.EnsureReplicas(ctx, f.js, stream, f.opts.Replicas)
+	changed, err := jsadmin.EnsureReplicas(ctx, f.js, stream, f.opts.Replicas, f.opts.Knob)
 	if changed {
 		f.opts.Log.Warn("frontier stream moved to a new replica count", "stream", stream, "replicas", f.opts.Replicas)
 	}

@@ -351,3 +351,29 @@ func TestRefusesAnOldServer(t *testing.T) {
 		t.Fatalf("Connect to an old server: %v", err)
 	}
 }
+
+// Three replicas on a single server are refused with what to do, before
+// anything is changed: on the module's server and on Debian's 2.9.10,
+// which would otherwise record three and keep one.
+func TestReplicasOnASingleServer(t *testing.T) {
+	for _, server := range []string{"module", "debian"} {
+		t.Run(server, func(t *testing.T) {
+			var url string
+			if server == "module" {
+				url = natstest.Start(t).URL()
+			} else {
+				url = natstest.StartBinary(t).URL
+			}
+			connect(t, url, frontier.Options{}) // an existing frontier, one replica
+			_, err := frontier.Connect(ctx, url, frontier.Options{Replicas: 3})
+			if err == nil || !strings.Contains(err.Error(), "single server, not a cluster") || !strings.Contains(err.Error(), "set --replicas (frontier.replicas) to 1") {
+				t.Fatalf("Connect with 3 replicas on a single server: %v", err)
+			}
+			for _, st := range []string{frontier.JobsStream, frontier.DeadStream, "KV_" + frontier.PapersBucket} {
+				if c := natstest.StreamConfig(t, url, st); c.Replicas > 1 {
+					t.Errorf("%s has %d replicas", st, c.Replicas)
+				}
+			}
+		})
+	}
+}

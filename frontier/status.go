@@ -46,6 +46,7 @@ type Status struct {
 	Dead     uint64          `json:"dead"`
 	Journals []JournalStatus `json:"journals"`
 	Server   string          `json:"server_version"`
+	Replicas int             `json:"replicas"` // of the jobs stream
 }
 
 // statusRetry spaces the tries of a status read while a cluster elects a
@@ -122,7 +123,7 @@ func (f *Frontier) Status(ctx context.Context) (*Status, error) {
 			}
 		}
 	}
-	st.Pending = ji.State.Msgs
+	st.Pending, st.Replicas = ji.State.Msgs, max(ji.Config.Replicas, 1)
 	for subj, n := range di.State.Subjects {
 		if j, ok := journalOf(subj, DeadSubject); ok {
 			get(j).Dead += n

@@ -41,7 +41,10 @@ type WorkerOptions struct {
 
 // JobCounts are what a worker did with its jobs.
 type JobCounts struct {
-	Done, PastEnd, Retried, DeadLettered int64
+	Done         int64 `json:"done"`
+	PastEnd      int64 `json:"past_end"`
+	Retried      int64 `json:"retried"`
+	DeadLettered int64 `json:"dead_lettered"`
 }
 
 // Worker takes jobs from the frontier and does each through the engine's

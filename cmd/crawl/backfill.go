@@ -30,6 +30,7 @@ type crawlFlags struct {
 func (f *crawlFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int64SliceVar(&f.journals, "journal", nil, "journal id to crawl (repeatable); replaces the configured journals")
+	hideDefault(cmd, "journal")
 	f.registerSite(cmd)
 	fl.StringVar(&f.stateDir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
 	fl.StringVar(&f.report, "report", "", "write the run summary as JSON to this file")
@@ -44,7 +45,7 @@ func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host becomes the only allowed host)")
 	fl.StringArrayVar(&f.sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight per host (default: fetch.concurrency)")
-	fl.DurationVar(&f.delay, "delay", -1, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
+	fl.DurationVar(&f.delay, "delay", 0, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
 }
 
 // apply overrides the configuration with the flags given.
@@ -79,6 +80,10 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	return nil
 }
+
+// hideDefault keeps help from printing a flag's empty default after the
+// one its usage names ("default: the configured journals").
+func hideDefault(cmd *cobra.Command, name string) { cmd.Flags().Lookup(name).DefValue = "" }
 
 // parsePages reads "A-B" or "A-" (until the listing ends) or "A".
 func parsePages(s string) (from, to int, err error) {

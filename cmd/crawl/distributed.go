@@ -20,12 +20,17 @@ type frontierFlags struct {
 	replicas   int
 }
 
-func (f *frontierFlags) register(cmd *cobra.Command) {
+// register registers --frontier and --replicas, and with consumer the
+// flags that change the workers' consumer (not on status, which only
+// reads).
+func (f *frontierFlags) register(cmd *cobra.Command, consumer bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "frontier", "", "the shared frontier: nats://[user:pass@]host:port[,host:port…] (JetStream, nats-server 2.9.10 or newer)")
-	fl.DurationVar(&f.ackWait, "ack-wait", 0, "how long a worker may hold a job without a heartbeat before it is redelivered (default: as the frontier has it; 2m when it is created)")
-	fl.IntVar(&f.maxDeliver, "max-deliver", 0, "tries of a job before it is dead-lettered (default: as the frontier has it; 5 when it is created)")
-	fl.IntVar(&f.replicas, "replicas", 0, "replicas of the frontier's streams and buckets, 1 to 5: existing ones are moved in place (default: frontier.replicas; as they are, 1 when created)")
+	fl.IntVar(&f.replicas, "replicas", 0, "replicas of the frontier's streams and buckets, 1 to 5, on a cluster: new ones are created with it, existing ones moved in place (default: frontier.replicas; as they are, 1 when created)")
+	if consumer {
+		fl.DurationVar(&f.ackWait, "ack-wait", 0, "how long a worker may hold a job without a heartbeat before it is redelivered (default: as the frontier has it; 2m when it is created)")
+		fl.IntVar(&f.maxDeliver, "max-deliver", 0, "tries of a job before it is dead-lettered (default: as the frontier has it; 5 when it is created)")
+	}
 }
 
 // fleet turns the flags into the frontier's options; a flag not given
@@ -35,13 +40,13 @@ func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, erro
 	if f.url == "" {
 		return fl, usageError{errors.New("--frontier nats://host:port is required")}
 	}
-	if cmd.Flags().Changed("ack-wait") {
+	if fg := cmd.Flags().Lookup("ack-wait"); fg != nil && fg.Changed {
 		if f.ackWait <= 0 {
 			return fl, usageError{fmt.Errorf("--ack-wait %v: expected a positive duration such as 2m", f.ackWait)}
 		}
 		fl.AckWait = f.ackWait
 	}
-	if cmd.Flags().Changed("max-deliver") {
+	if fg := cmd.Flags().Lookup("max-deliver"); fg != nil && fg.Changed {
 		if f.maxDeliver < 1 {
 			return fl, usageError{fmt.Errorf("--max-deliver %d: expected at least 1", f.maxDeliver)}
 		}
@@ -81,7 +86,7 @@ func newEnqueueCmd() *cobra.Command {
 	var pages string
 	var nightly bool
 	cmd := &cobra.Command{
-		Use:   "enqueue --frontier URL (--journal J … --pages A-B | --nightly)",
+		Use:   "enqueue --frontier URL [--journal J …] (--pages A-B | --nightly)",
 		Short: "Publish crawl jobs to the shared frontier for workers",
 		Long: `enqueue publishes page jobs to the frontier's JetStream work queue.
 --pages A-B enqueues those pages of each journal; --nightly enqueues each
@@ -138,9 +143,10 @@ enqueued again.`,
 			return nil
 		},
 	}
-	ff.register(cmd)
+	ff.register(cmd, true)
 	cmd.Flags().Int64SliceVar(&journals, "journal", nil, "journal id (repeatable); default: the configured journals")
-	cmd.Flags().StringVar(&pages, "pages", "", "page range A-B")
+	hideDefault(cmd, "journal")
+	cmd.Flags().StringVar(&pages, "pages", "", "pages A-B, or a page A")
 	cmd.Flags().BoolVar(&nightly, "nightly", false, "enqueue the nightly walk of each journal")
 	return cmd
 }
@@ -186,7 +192,7 @@ the end the worker prints its summary (JSON with --log-format json).`,
 			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, IdleExit: idle})
 		},
 	}
-	ff.register(cmd)
+	ff.register(cmd, true)
 	f.registerSite(cmd)
 	cmd.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit after this long without a job (batch runs); 0 runs until interrupted")
 	return cmd
@@ -199,9 +205,12 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status --frontier URL",
 		Short: "Show the frontier's jobs: pending, in flight, dead-lettered",
 		Long: `status prints the jobs pending in the frontier (and how many of them a
-worker holds), the dead-lettered ones, per journal (with whether a
-nightly walk is under way), and the last dead letters with their errors.
-While a cluster elects a new leader it keeps asking, up to 30 seconds.`,
+worker holds), the dead-lettered ones (all since the dead-letter stream
+was made: dead letters are kept), per journal with whether a nightly walk
+is under way, and the last five dead letters with their errors. While a
+cluster elects a new leader it keeps asking, up to 30 seconds. Like enqueue
+and worker it creates the frontier's streams when they do not exist yet
+(with --replicas), and changes nothing else.`,
 		Args: noArgs("status"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, fl, err := ff.env(cmd)
@@ -222,6 +231,7 @@ While a cluster elects a new leader it keeps asking, up to 30 seconds.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"status": st, "dead_letters": dls})
 			}
+			fmt.Fprintf(w, "frontier: nats-server %s, %s\n", st.Server, plural(st.Replicas, "replica"))
 			fmt.Fprintf(w, "jobs: %d pending (%d in flight), %d dead-lettered\n", st.Pending, st.InFlight, st.Dead)
 			fmt.Fprintf(w, "%-12s %10s %8s  %s\n", "journal", "pending", "dead", "nightly walk")
 			for _, j := range st.Journals {
@@ -237,7 +247,7 @@ While a cluster elects a new leader it keeps asking, up to 30 seconds.`,
 			return nil
 		},
 	}
-	ff.register(cmd)
+	ff.register(cmd, false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
 }

@@ -135,7 +135,10 @@ func TestWorkerJSONSummary(t *testing.T) {
 		Summary struct {
 			Kind  string
 			Pages map[string]int
-			Jobs  struct{ Done, PastEnd int }
+			Jobs  struct {
+				Done    int `json:"done"`
+				PastEnd int `json:"past_end"`
+			}
 		}
 	}
 	for _, l := range strings.Split(strings.TrimSpace(errs), "\n") {

@@ -46,12 +46,23 @@ func parts(v string) [3]int {
 	return out
 }
 
+// CheckClustered refuses more than one replica on a server that is not
+// part of a cluster (clusterName is what the server said, "" for a single
+// server). Asked, a single nats-server 2.9 records three replicas and keeps
+// one: nothing would be replicated. knob names the setting to change.
+func CheckClustered(clusterName string, n int, knob string) error {
+	if n > 1 && clusterName == "" {
+		return fmt.Errorf("%s asks for %d replicas, but the server is a single server, not a cluster, and holds 1: set %s to 1, or run a cluster of at least %d servers", knob, n, knob, n)
+	}
+	return nil
+}
+
 // EnsureReplicas moves a stream to n replicas in place when n > 0 and the
-// stream has another count. A server that cannot (a single server asked
-// for more than one, a cluster with fewer servers) refuses or keeps the old
-// count: the error says so and what to do. It reports whether it changed
+// stream has another count. A cluster that cannot (fewer servers than
+// replicas) refuses or keeps the old count: the error says so and what to
+// do, naming knob, the setting that asked. It reports whether it changed
 // the stream.
-func EnsureReplicas(ctx context.Context, js jetstream.StreamManager, stream string, n int) (changed bool, err error) {
+func EnsureReplicas(ctx context.Context, js jetstream.StreamManager, stream string, n int, knob string) (changed bool, err error) {
 	if n <= 0 {
 		return false, nil
 	}
@@ -67,21 +78,22 @@ func EnsureReplicas(ctx context.Context, js jetstream.StreamManager, stream stri
 	cfg.Replicas = n
 	updated, err := js.UpdateStream(ctx, cfg)
 	if err != nil {
-		return false, fmt.Errorf("stream %s has %d replica(s) and the server refused to change it to %d: %w%s", stream, from, n, err, ReplicasHint(err, n))
+		return false, fmt.Errorf("stream %s has %d replica(s) and the server refused to change it to %d: %w%s", stream, from, n, err, ReplicasHint(err, n, knob))
 	}
 	if got := max(updated.CachedInfo().Config.Replicas, 1); got != n {
-		return false, fmt.Errorf("stream %s has %d replica(s) and the server kept %d when asked for %d%s", stream, from, got, n, ReplicasHint(nil, n))
+		return false, fmt.Errorf("stream %s has %d replica(s) and the server kept %d when asked for %d%s", stream, from, got, n, ReplicasHint(nil, n, knob))
 	}
 	return true, nil
 }
 
 // ReplicasHint says how to get out of a replica count the server cannot
-// hold, or "" when err is not about replicas.
-func ReplicasHint(err error, n int) string {
+// hold, naming knob (the setting that asked), or "" when err is not about
+// replicas.
+func ReplicasHint(err error, n int, knob string) string {
 	if err != nil && !strings.Contains(err.Error(), "replicas") && !strings.Contains(err.Error(), "insufficient resources") {
 		return ""
 	}
-	return fmt.Sprintf(" (a single server holds 1 replica and a cluster at most one per server: ask for 1, or for %d on a cluster of at least %d servers)", n, n)
+	return fmt.Sprintf(" (a single server holds 1 replica and a cluster at most one per server: set %s to 1, or run a cluster of at least %d servers)", knob, n)
 }
 
 // WrongLastSequence reports whether err is the server refusing a publish

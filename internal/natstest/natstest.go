@@ -288,3 +288,19 @@ func RecordIDs(t testing.TB, url, stream string) map[string]int {
 	}
 	return ids
 }
+
+// StreamConfig is a stream's configuration as the server reports it.
+func StreamConfig(t testing.TB, url, stream string) jetstream.StreamConfig {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	st, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	return st.CachedInfo().Config
+}

@@ -180,6 +180,10 @@ func open(ctx context.Context, raw string, opts sink.Options) (sink.Sink, error)
 		s.nc.Close()
 		return nil, fmt.Errorf("nats %s: %w", cfg.description, err)
 	}
+	if err := jsadmin.CheckClustered(s.nc.ConnectedClusterName(), cfg.replicas, "replicas= on the sink URL"); err != nil {
+		s.nc.Close()
+		return nil, &sink.URLError{URL: cfg.description, Reason: err.Error()}
+	}
 	if err := s.ensureStream(ctx); err != nil {
 		s.nc.Close()
 		return nil, err
@@ -207,7 +211,7 @@ func (s *natsSink) ensureStream(ctx context.Context) error {
 			Replicas:   max(c.replicas, 1),
 		})
 		if err != nil {
-			return retryableUnlessAPI(fmt.Errorf("nats %s: create stream %s: %w%s", c.description, c.stream, err, jsadmin.ReplicasHint(err, max(c.replicas, 1))))
+			return retryableUnlessAPI(fmt.Errorf("nats %s: create stream %s: %w%s", c.description, c.stream, err, jsadmin.ReplicasHint(err, max(c.replicas, 1), "replicas= on the sink URL")))
 		}
 		return nil
 	}
@@ -219,7 +223,7 @@ func (s *natsSink) ensureStream(ctx context.Context) error {
 		return fmt.Errorf("nats %s: stream %s does not take subject %s (its subjects: %s)",
 			c.description, c.stream, c.subject, strings.Join(info.Config.Subjects, ", "))
 	}
-	if changed, err := jsadmin.EnsureReplicas(ctx, s.js, c.stream, c.replicas); err != nil {
+	if changed, err := jsadmin.EnsureReplicas(ctx, s.js, c.stream, c.replicas, "replicas= on the sink URL"); err != nil {
 		return fmt.Errorf("nats %s: %w", c.description, err)
 	} else if changed {
 		s.log("nats stream replicas changed", "sink", c.description, "stream", c.stream, "from", max(info.Config.Replicas, 1), "to", c.replicas)

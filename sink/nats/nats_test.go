@@ -204,21 +204,37 @@ func BenchmarkNATSWrite(b *testing.B) {
 // replicas= asks for a replica count: a new stream is created with it, and
 // an existing stream with another count is moved in place where the
 // server can hold it (the frontier's cluster test moves them to three); a
-// single server cannot hold three, and the error says so and what to do.
+// single server cannot hold three, and the error says so and what to do,
+// on the module's server and on Debian's 2.9.10 (which, asked, records
+// three replicas and keeps one).
 func TestNATSReplicas(t *testing.T) {
-	n := natstest.Start(t)
-	s, err := sink.Open(context.Background(), n.URL()+"/papers.r?stream=REPL&replicas=1", sink.Options{})
+	for _, server := range []string{"module", "debian"} {
+		t.Run(server, func(t *testing.T) {
+			if server == "module" {
+				replicasOn(t, natstest.Start(t).URL())
+			} else {
+				replicasOn(t, natstest.StartBinary(t).URL)
+			}
+		})
+	}
+}
+
+func replicasOn(t *testing.T, url string) {
+	s, err := sink.Open(context.Background(), url+"/papers.r?stream=REPL&replicas=1", sink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	for _, url := range []string{n.URL() + "/papers.r?stream=REPL&replicas=3", n.URL() + "/papers.q?stream=NEW3&replicas=3"} {
+	for _, url := range []string{url + "/papers.r?stream=REPL&replicas=3", url + "/papers.q?stream=NEW3&replicas=3"} {
 		_, err = sink.Open(context.Background(), url, sink.Options{})
-		if err == nil || !strings.Contains(err.Error(), "a single server holds 1 replica") || !strings.Contains(err.Error(), "ask for 1") {
+		if err == nil || !strings.Contains(err.Error(), "single server, not a cluster") || !strings.Contains(err.Error(), "set replicas= on the sink URL to 1") {
 			t.Errorf("%s: %v", url, err)
 		}
 	}
-	if _, err := sink.Open(context.Background(), n.URL()+"/papers.r?stream=REPL&replicas=9", sink.Options{}); err == nil || !strings.Contains(err.Error(), `replicas="9": expected a number of replicas from 1 to 5`) {
+	if _, err := sink.Open(context.Background(), url+"/papers.r?stream=REPL&replicas=9", sink.Options{}); err == nil || !strings.Contains(err.Error(), `replicas="9": expected a number of replicas from 1 to 5`) {
 		t.Errorf("replicas=9: %v", err)
+	}
+	if st := natstest.StreamConfig(t, url, "REPL"); st.Replicas > 1 {
+		t.Errorf("the stream has %d replicas on a single server", st.Replicas)
 	}
 }
