@@ -10,6 +10,7 @@ import (
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -49,8 +50,12 @@ type Enqueue struct {
 	Nightly  bool
 }
 
-// Enqueue publishes the jobs under a new run id. Pages (or walks) whose
-// jobs are pending or in flight are not added again.
+// MaxEnqueuePages bounds the pages of each journal one enqueue publishes.
+const MaxEnqueuePages = 100000
+
+// Enqueue publishes the jobs under a new run id, one at a time. Pages (or
+// walks) whose jobs are pending or in flight are not added again. When
+// Env.Stop closes it stops, and says what it did so far.
 func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.Enqueued, err error) {
 	if len(o.Journals) == 0 {
 		return "", n, badOption("no journal: give --journal J or set journals in the config")
@@ -63,16 +68,24 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 	if !o.Nightly && (o.From < 1 || o.To < o.From) {
 		return "", n, badOption("pages %d-%d: a distributed backfill needs 1 <= A <= B (A-B); use --nightly for walks", o.From, o.To)
 	}
+	if !o.Nightly && o.To-o.From >= MaxEnqueuePages {
+		return "", n, badOption("--pages %d-%d: at most %d pages a journal in one enqueue; enqueue a long range in parts", o.From, o.To, MaxEnqueuePages)
+	}
 	runID = NewRunID(time.Now())
-	var jobs []frontier.Job
-	for _, j := range o.Journals {
-		if o.Nightly {
-			jobs = append(jobs, frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
-				StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, MaxPages: e.Config.Nightly.MaxPages})
-			continue
-		}
-		for p := o.From; p <= o.To; p++ {
-			jobs = append(jobs, frontier.Job{Journal: j, Page: p, RunID: runID})
+	jobs := func(yield func(frontier.Job) bool) {
+		for _, j := range o.Journals {
+			if o.Nightly {
+				if !yield(frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
+					StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, MaxPages: e.Config.Nightly.MaxPages}) {
+					return
+				}
+				continue
+			}
+			for p := o.From; p <= o.To; p++ {
+				if !yield(frontier.Job{Journal: j, Page: p, RunID: runID}) {
+					return
+				}
+			}
 		}
 	}
 	f, err := e.connect(ctx, o.Fleet)
@@ -80,7 +93,18 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 		return "", n, err
 	}
 	defer f.Close()
-	n, err = f.Enqueue(ctx, jobs...)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if e.Stop != nil {
+		go func() {
+			select {
+			case <-e.Stop:
+				cancel() // the first signal stops publishing; what is published stays
+			case <-ctx.Done():
+			}
+		}()
+	}
+	n, err = f.EnqueueSeq(ctx, jobs)
 	return runID, n, err
 }
 
@@ -126,9 +150,13 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		return err
 	}
 	defer out.Close()
-	for _, u := range o.Sinks {
-		if u == sink.Stdout || len(u) > 6 && u[:6] == "jsonl:" {
-			e.log().Warn("a JSON-lines sink on a worker cannot drop a redelivered job's records: give workers a queue sink (nats://…?stream=…)", "sink", u)
+	urls := o.Sinks
+	if len(urls) == 0 {
+		urls = []string{sink.Stdout}
+	}
+	for _, u := range urls {
+		if sink.Scheme(u) == "jsonl" {
+			e.log().Warn("a JSON-lines sink on a worker cannot drop a redelivered job's records: give workers a queue sink (nats://…?stream=…)", "sink", redact.URL(u))
 		}
 	}
 	fcfg := FetcherConfig(cfg)

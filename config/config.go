@@ -20,6 +20,10 @@ import (
 	"github.com/litcrawl/litcrawl/site"
 )
 
+// MaxConcurrency bounds the requests in flight per host, in the file and
+// on the command line.
+const MaxConcurrency = 64
+
 // DefaultPath is where the commands look when --config is not given.
 const DefaultPath = "config.yaml"
 
@@ -184,8 +188,8 @@ func (c *Config) Validate() error {
 	}
 	f := c.Fetch
 	switch {
-	case f.Concurrency < 1 || f.Concurrency > 64:
-		return bad("fetch.concurrency", f.Concurrency, "1 to 64 requests per host")
+	case f.Concurrency < 1 || f.Concurrency > MaxConcurrency:
+		return bad("fetch.concurrency", f.Concurrency, fmt.Sprintf("1 to %d requests per host", MaxConcurrency))
 	case f.Delay < 0:
 		return bad("fetch.delay", f.Delay.D(), "a duration of 0 or more")
 	case f.Jitter < 0:

@@ -54,9 +54,11 @@ type Config struct {
 }
 
 // Pacer spaces the requests to a host across processes. Wait blocks until
-// a request to host may start, or ctx ends.
+// a request to host may start, or ctx ends; requests start at least the
+// pacer's own delay apart, and at least gap apart (the host's robots.txt
+// Crawl-delay and soft-block slowdown, as this process knows them).
 type Pacer interface {
-	Wait(ctx context.Context, host string) error
+	Wait(ctx context.Context, host string, gap time.Duration) error
 }
 
 // Fetcher fetches listing pages politely and resiliently and parses them:
@@ -185,9 +187,9 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r Request) (*parser
 		return nil, err
 	}
 	if f.cfg.Pacer != nil {
-		if err := f.cfg.Pacer.Wait(ctx, host); err != nil {
+		if err := f.cfg.Pacer.Wait(ctx, host, lim.gap()); err != nil {
 			release()
-			return nil, err
+			return nil, fmt.Errorf("fleet pacer (the frontier's pace bucket): %w", err)
 		}
 	}
 	fetched, err := f.fetcher.fetch(ctx, u.String())

@@ -54,6 +54,14 @@ func (h *hostLimiter) acquire(ctx context.Context) (release func(), err error) {
 	return func() { <-h.sem }, nil
 }
 
+// gap is the least time between two requests to the host: the delay (or
+// Crawl-delay) and the slowdown, without jitter.
+func (h *hostLimiter) gap() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.delay + h.slowdown
+}
+
 // atLeast raises the delay (robots.txt's Crawl-delay).
 func (h *hostLimiter) atLeast(d time.Duration) {
 	h.mu.Lock()

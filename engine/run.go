@@ -190,6 +190,10 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver}
 	committed := func(d Delivered, err error) {
 		if err != nil {
+			if ctx.Err() == nil {
+				r.sum.addFailure(key, err)
+				report(Failed, res.Tries, len(res.Page.Records), err)
+			}
 			then(Outcome{}, err)
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -80,6 +81,9 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 	if o.Knob == "" {
 		o.Knob = "--replicas (frontier.replicas)"
 	}
+	if !strings.Contains(url, "://") {
+		url = "nats://" + url // as nats.go takes it; and redaction knows where user information is
+	}
 	red := redact.URL(url)
 	nc, err := nats.Connect(url, nats.Name("litcrawl-frontier"), nats.MaxReconnects(-1), nats.Timeout(5*time.Second),
 		nats.ReconnectWait(500*time.Millisecond),
@@ -111,46 +115,77 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 }
 
 // setup opens (or creates) every resource; each step is asked again while
-// a cluster has no leader for it, for 30 s at most.
+// a cluster has no leader for it, for 30 s at most. A server without
+// JetStream is refused at once, saying so.
 func (f *Frontier) setup(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	var err error
 	if f.js, err = jetstream.New(f.nc); err != nil {
 		return err
 	}
+	return f.ensure(ctx, true)
+}
+
+// ensure opens or creates the streams, consumer and buckets; with keep it
+// keeps the handles (a recreation after the server lost them keeps the
+// ones it has: handles are names).
+func (f *Frontier) ensure(ctx context.Context, keep bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	r := max(f.opts.Replicas, 1)
+	var (
+		jobs, dead   jetstream.Stream
+		cons         jetstream.Consumer
+		papers, pace jetstream.KeyValue
+	)
 	steps := []struct {
 		what string
 		do   func(ctx context.Context) error
 	}{
+		{"JetStream", func(ctx context.Context) error {
+			_, err := f.js.AccountInfo(ctx)
+			if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+				return permanent{fmt.Errorf("JetStream is not enabled on the server: start nats-server with -js (or a jetstream block in its configuration)")}
+			}
+			return err
+		}},
 		{"jobs stream", func(ctx context.Context) (err error) {
-			f.jobs, err = f.stream(ctx, jetstream.StreamConfig{Name: JobsStream, Subjects: []string{JobsSubject + ".>"},
+			jobs, err = f.stream(ctx, jetstream.StreamConfig{Name: JobsStream, Subjects: []string{JobsSubject + ".>"},
 				Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 24 * time.Hour, Replicas: r})
 			return err
 		}},
 		{"dead-letter stream", func(ctx context.Context) (err error) {
-			f.dead, err = f.stream(ctx, jetstream.StreamConfig{Name: DeadStream, Subjects: []string{DeadSubject + ".>"},
+			dead, err = f.stream(ctx, jetstream.StreamConfig{Name: DeadStream, Subjects: []string{DeadSubject + ".>"},
 				Storage: jetstream.FileStorage, Duplicates: 24 * time.Hour, Replicas: r})
 			return err
 		}},
-		{"consumer", func(ctx context.Context) (err error) { f.cons, err = f.consumer(ctx); return err }},
+		{"consumer", func(ctx context.Context) (err error) { cons, err = f.consumer(ctx, jobs); return err }},
 		{"papers bucket", func(ctx context.Context) (err error) {
-			f.papers, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PapersBucket, Storage: jetstream.FileStorage, Replicas: r})
+			papers, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PapersBucket, Storage: jetstream.FileStorage, Replicas: r})
 			return err
 		}},
 		{"pace bucket", func(ctx context.Context) (err error) {
-			f.pace, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PaceBucket, Storage: jetstream.MemoryStorage, TTL: time.Hour, Replicas: r})
+			pace, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PaceBucket, Storage: jetstream.MemoryStorage, TTL: time.Hour, Replicas: r})
 			return err
 		}},
 	}
 	for _, s := range steps {
 		if err := retry(ctx, s.do); err != nil {
+			if s.what == "JetStream" {
+				return err
+			}
 			return fmt.Errorf("%s: %w", s.what, err)
 		}
 	}
+	if keep {
+		f.jobs, f.dead, f.cons, f.papers, f.pace = jobs, dead, cons, papers, pace
+	}
 	return nil
 }
+
+// permanent marks an error that retrying cannot mend.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
 
 // stream opens a stream, creating it when it does not exist, and moves it
 // to the asked replica count.
@@ -192,7 +227,7 @@ func ensure[T any](ctx context.Context, f *Frontier, stream string, replicas int
 // consumer opens the workers' durable consumer, creating it with the
 // options (or the defaults), and updating an existing one only for options
 // that were given and differ.
-func (f *Frontier) consumer(ctx context.Context) (jetstream.Consumer, error) {
+func (f *Frontier) consumer(ctx context.Context, jobs jetstream.Stream) (jetstream.Consumer, error) {
 	want := jetstream.ConsumerConfig{Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: DefaultAckWait, MaxDeliver: DefaultMaxDeliver, FilterSubject: JobsSubject + ".>", MaxAckPending: 1000}
 	if f.opts.AckWait > 0 {
@@ -201,9 +236,9 @@ func (f *Frontier) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	if f.opts.MaxDeliver > 0 {
 		want.MaxDeliver = f.opts.MaxDeliver
 	}
-	c, err := f.jobs.Consumer(ctx, ConsumerName)
+	c, err := jobs.Consumer(ctx, ConsumerName)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return f.jobs.CreateConsumer(ctx, want)
+		return jobs.CreateConsumer(ctx, want)
 	}
 	if err != nil {
 		return nil, err
@@ -216,7 +251,7 @@ func (f *Frontier) consumer(ctx context.Context) (jetstream.Consumer, error) {
 		if f.opts.MaxDeliver <= 0 {
 			want.MaxDeliver = have.MaxDeliver
 		}
-		return f.jobs.UpdateConsumer(ctx, want)
+		return jobs.UpdateConsumer(ctx, want)
 	}
 	return c, nil
 }
@@ -234,3 +269,77 @@ func (f *Frontier) ServerVersion() string { return f.nc.ConnectedServerVersion()
 
 // Close closes the connection.
 func (f *Frontier) Close() { f.nc.Close() }
+
+// stuck says where jobs the consumer will never deliver may lie: after a
+// crash a single server can bring back messages it had already removed,
+// below the consumer's ack floor (every job at or below it was acked, and
+// a work queue drops what is acked). ok is false when there are none.
+func (f *Frontier) stuck(ctx context.Context) (first, floor uint64, ok bool, err error) {
+	ji, err := f.jobs.Info(ctx)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	ci, err := f.cons.Info(ctx)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if ji.State.Msgs == 0 || ji.State.FirstSeq > ci.AckFloor.Stream {
+		return 0, 0, false, nil
+	}
+	return ji.State.FirstSeq, min(ci.AckFloor.Stream, ji.State.FirstSeq+maxRescue-1), true, nil
+}
+
+// belowFloor visits the stuck jobs' messages, in sequence order.
+func (f *Frontier) belowFloor(ctx context.Context, visit func(*jetstream.RawStreamMsg) error) error {
+	first, floor, ok, err := f.stuck(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	for seq := first; seq <= floor; seq++ {
+		m, err := f.jobs.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := visit(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxRescue bounds the sequences one look for stuck jobs reads.
+const maxRescue = 10000
+
+// Rescue puts stuck jobs (see Status.Stuck) back in the queue: each is
+// published again on its subject, unless a newer job holds the subject,
+// and the stuck copy deleted. It returns how many it requeued. Workers
+// call it when idle; it is safe to run from several at once (a subject's
+// expected last sequence lets one copy through).
+func (f *Frontier) Rescue(ctx context.Context) (int, error) {
+	requeued := 0
+	err := f.belowFloor(ctx, func(m *jetstream.RawStreamMsg) error {
+		_, err := f.js.PublishMsg(ctx, &nats.Msg{Subject: m.Subject, Data: m.Data},
+			jetstream.WithMsgID(fmt.Sprintf("rescue-%d-%s", m.Sequence, m.Header.Get(jetstream.MsgIDHeader))),
+			jetstream.WithExpectLastSequencePerSubject(m.Sequence))
+		switch {
+		case err == nil:
+			requeued++
+		case jsadmin.WrongLastSequence(err): // a newer job holds the subject
+		default:
+			return err
+		}
+		if err := f.jobs.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return err
+		}
+		return nil
+	})
+	return requeued, err
+}
+
+// recreate makes the streams, consumer and buckets again when the server
+// lost them (a single server restarted on a damaged store, or an operator
+// deleted one); the data they held is the server's to keep.
+func (f *Frontier) recreate(ctx context.Context) error { return f.ensure(ctx, false) }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -375,5 +376,138 @@ func TestReplicasOnASingleServer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A crashed single server can bring back jobs it had removed, below the
+// consumer's ack floor, where no worker would get them. Status counts
+// them, and an idle worker puts them back in the queue. (The state is made
+// here by narrowing the consumer's filter while a later job is acked.)
+func TestStuckJobsAreRescued(t *testing.T) {
+	n := natstest.Start(t)
+	site := testsite.New()
+	site.SynthJournal(91, 3, 5)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	fr := connect(t, n.URL(), frontier.Options{})
+	if got, err := fr.Enqueue(ctx, pages("r", []int64{91}, 1, 3)...); err != nil || got.Added != 3 {
+		t.Fatalf("enqueue: %+v %v", got, err)
+	}
+	site.SynthJournal(91, 4, 5) // page 4 exists too (it is acked without a worker)
+	nc, _ := nats.Connect(n.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	jobs, _ := js.Stream(ctx, frontier.JobsStream)
+	// The consumer sees page 4 only, takes and acks it: its ack floor
+	// passes pages 1-3, which are then stuck below it.
+	c, _ := jobs.Consumer(ctx, frontier.ConsumerName)
+	cfg := c.CachedInfo().Config
+	narrow := cfg
+	narrow.FilterSubject = frontier.Job{Journal: 91, Page: 4}.Subject()
+	if _, err := jobs.UpdateConsumer(ctx, narrow); err != nil {
+		t.Fatal(err)
+	}
+	fr.Enqueue(ctx, pages("r", []int64{91}, 4, 4)...)
+	c, _ = jobs.Consumer(ctx, frontier.ConsumerName)
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		m.DoubleAck(ctx)
+	}
+	if _, err := jobs.UpdateConsumer(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fr.Status(ctx); err != nil || st.Stuck != 3 || st.Pending != 3 {
+		t.Fatalf("status: %+v %v; want 3 stuck", st, err)
+	}
+	if got, err := fr.Enqueue(ctx, pages("r2", []int64{91}, 2, 2)...); err != nil || got.Queued != 1 {
+		t.Fatalf("a stuck page counts as queued: %+v %v", got, err)
+	}
+	w := newWorker(t, n.URL(), srv.URL, n.URL()+"/papers.stuck?stream=STUCK", frontier.WorkerOptions{IdleExit: time.Second})
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if j := w.Jobs(); j.Done != 3 {
+		t.Errorf("jobs done after the rescue: %+v", j)
+	}
+	if st, _ := fr.Status(ctx); st.Pending != 0 || st.Stuck != 0 {
+		t.Errorf("status after the rescue: %+v", st)
+	}
+	if ids := natstest.RecordIDs(t, n.URL(), "STUCK"); len(ids) != 15 {
+		t.Errorf("%d papers delivered, want 15", len(ids))
+	}
+}
+
+// A worker whose consumer is deleted while it runs makes it again and
+// goes on.
+func TestWorkerMakesALostConsumerAgain(t *testing.T) {
+	n := natstest.Start(t)
+	site := testsite.New()
+	site.SynthJournal(92, 2, 5)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	fr := connect(t, n.URL(), frontier.Options{})
+	nc, _ := nats.Connect(n.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	jobs, _ := js.Stream(ctx, frontier.JobsStream)
+	w := newWorker(t, n.URL(), srv.URL, n.URL()+"/papers.lost?stream=LOST", frontier.WorkerOptions{IdleExit: 2 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	if err := jobs.DeleteConsumer(ctx, frontier.ConsumerName); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, "the worker did not make its consumer again", func() bool {
+		_, err := jobs.Consumer(ctx, frontier.ConsumerName)
+		return err == nil
+	})
+	if got, err := fr.Enqueue(ctx, pages("r", []int64{92}, 1, 2)...); err != nil || got.Added != 2 {
+		t.Fatalf("enqueue: %+v %v", got, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if j := w.Jobs(); j.Done != 2 {
+		t.Errorf("jobs done: %+v", j)
+	}
+}
+
+// A server without JetStream is named as such at once, not after the
+// setup's 30 s of waiting for a leader.
+func TestServerWithoutJetStream(t *testing.T) {
+	n := natstest.Start(t, func(o *server.Options) { o.JetStream = false })
+	start := time.Now()
+	_, err := frontier.Connect(ctx, n.URL(), frontier.Options{})
+	if err == nil || !strings.Contains(err.Error(), "JetStream is not enabled") || time.Since(start) > 10*time.Second {
+		t.Fatalf("Connect to a server without JetStream: %v after %v", err, time.Since(start))
+	}
+}
+
+// A frontier URL without a scheme (which the client takes) keeps its
+// password out of errors too.
+func TestFrontierURLWithoutScheme(t *testing.T) {
+	_, err := frontier.Connect(ctx, "alice:s3cretPW@127.0.0.1:1", frontier.Options{})
+	if err == nil || strings.Contains(err.Error(), "s3cretPW") || !strings.Contains(err.Error(), "REDACTED") {
+		t.Fatalf("Connect: %v", err)
+	}
+}
+
+// The fleet's pace holds a host's own gap too (its robots.txt
+// Crawl-delay): two workers asking for the same host, with no fetch.delay,
+// get slots at least that far apart.
+func TestPacerHoldsTheHostsGap(t *testing.T) {
+	n := natstest.Start(t)
+	a, b := connect(t, n.URL(), frontier.Options{}).Pacer(0), connect(t, n.URL(), frontier.Options{}).Pacer(0)
+	start := time.Now()
+	if err := a.Wait(ctx, "site.example", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(ctx, "site.example", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Errorf("the second worker's slot came after %v, want at least the 300ms gap", waited)
 	}
 }

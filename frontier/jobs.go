@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,8 +78,18 @@ type Enqueued struct {
 // nothing, and so does a walk of a journal whose walk is under way. Once a
 // job is done (or dead-lettered) its page can be enqueued again.
 func (f *Frontier) Enqueue(ctx context.Context, jobs ...Job) (Enqueued, error) {
+	return f.EnqueueSeq(ctx, slices.Values(jobs))
+}
+
+// EnqueueSeq is Enqueue over jobs made one at a time (a long range of
+// pages is never held in memory); it stops when ctx ends, with what it
+// did so far.
+func (f *Frontier) EnqueueSeq(ctx context.Context, jobs iter.Seq[Job]) (Enqueued, error) {
 	var n Enqueued
-	for _, j := range jobs {
+	for j := range jobs {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
 		data, _ := json.Marshal(j)
 		ack, err := f.js.PublishMsg(ctx, &nats.Msg{Subject: j.Subject(), Data: data},
 			jetstream.WithMsgID(j.MsgID()), jetstream.WithExpectLastSequencePerSubject(0))

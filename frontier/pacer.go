@@ -29,9 +29,12 @@ type Pacer struct {
 // Pacer spaces requests to a host delay apart across the fleet.
 func (f *Frontier) Pacer(delay time.Duration) *Pacer { return &Pacer{kv: f.pace, delay: delay} }
 
-// Wait blocks until a request to host may start.
-func (p *Pacer) Wait(ctx context.Context, host string) error {
-	if p.delay <= 0 {
+// Wait blocks until a request to host may start: its slot is at least the
+// pacer's delay after the previous one, or gap when longer (the host's
+// Crawl-delay, which then holds fleet-wide too).
+func (p *Pacer) Wait(ctx context.Context, host string, gap time.Duration) error {
+	delay := max(p.delay, gap)
+	if delay <= 0 {
 		return nil
 	}
 	key := strings.NewReplacer(":", "_", "[", "_", "]", "_").Replace(host)
@@ -42,7 +45,7 @@ func (p *Pacer) Wait(ctx context.Context, host string) error {
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			start = now
-			_, err = p.kv.Create(ctx, key, []byte(strconv.FormatInt(start.Add(p.delay).UnixNano(), 10)))
+			_, err = p.kv.Create(ctx, key, []byte(strconv.FormatInt(start.Add(delay).UnixNano(), 10)))
 		case err != nil:
 			return err
 		default:
@@ -50,7 +53,7 @@ func (p *Pacer) Wait(ctx context.Context, host string) error {
 			if start = time.Unix(0, next); start.Before(now) {
 				start = now
 			}
-			_, err = p.kv.Update(ctx, key, []byte(strconv.FormatInt(start.Add(p.delay).UnixNano(), 10)), e.Revision())
+			_, err = p.kv.Update(ctx, key, []byte(strconv.FormatInt(start.Add(delay).UnixNano(), 10)), e.Revision())
 		}
 		if err == nil {
 			return backoff.Until(ctx, start)

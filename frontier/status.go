@@ -47,6 +47,10 @@ type Status struct {
 	Journals []JournalStatus `json:"journals"`
 	Server   string          `json:"server_version"`
 	Replicas int             `json:"replicas"` // of the jobs stream
+	// Stuck are jobs in the queue the consumer will not deliver (a crashed
+	// single server brought them back below its ack floor); an idle worker
+	// puts them back.
+	Stuck uint64 `json:"stuck"`
 }
 
 // statusRetry spaces the tries of a status read while a cluster elects a
@@ -77,11 +81,17 @@ func retry(ctx context.Context, op func(ctx context.Context) error) error {
 // time, no responder, a connection being re-established, or JetStream
 // saying it is temporarily unavailable (no leader yet).
 func transient(err error) bool {
+	var p permanent
+	if errors.As(err, &p) {
+		return false
+	}
 	var api *jetstream.APIError
 	if errors.As(err, &api) {
 		return api.Code == 503 || api.Code == 408 || api.Code == 504
 	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+	// No responders is not among them: every server of a cluster with
+	// JetStream answers its API, so nobody answering means no JetStream.
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
 
@@ -131,6 +141,16 @@ func (f *Frontier) Status(ctx context.Context) (*Status, error) {
 	}
 	st.Dead = di.State.Msgs
 	st.InFlight = uint64(ci.NumAckPending)
+	if ji.State.Msgs > 0 && ji.State.FirstSeq <= ci.AckFloor.Stream {
+		err := retry(ctx, func(ctx context.Context) error {
+			st.Stuck = 0
+			return f.belowFloor(ctx, func(*jetstream.RawStreamMsg) error { st.Stuck++; return nil })
+		})
+		if err != nil {
+			return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
+		}
+	}
+	st.Journals = []JournalStatus{}
 	for _, v := range per {
 		st.Journals = append(st.Journals, *v)
 	}
@@ -153,7 +173,7 @@ func (f *Frontier) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error)
 	if n > 0 && info.State.LastSeq >= uint64(n) && info.State.LastSeq-uint64(n)+1 > first {
 		first = info.State.LastSeq - uint64(n) + 1
 	}
-	var out []DeadLetter
+	out := []DeadLetter{}
 	for seq := first; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
 		m, err := f.dead.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {

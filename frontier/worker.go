@@ -100,6 +100,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) loop(ctx context.Context) {
 	idleSince := time.Now()
+	var lastRescue time.Time
 	for ctx.Err() == nil {
 		select {
 		case <-w.o.Stop:
@@ -111,25 +112,59 @@ func (w *Worker) loop(ctx context.Context) {
 			wait = min(wait, w.o.IdleExit)
 		}
 		batch, err := w.f.cons.Fetch(1, jetstream.FetchMaxWait(wait))
-		if err != nil {
+		got := false
+		if err == nil {
+			for msg := range batch.Messages() {
+				got = true
+				w.handle(ctx, msg)
+			}
+			err = batch.Error()
+		}
+		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.o.Log.Warn("frontier fetch failed; trying again", "error", err)
-			backoff.Sleep(ctx, 200*time.Millisecond)
+			w.lost(ctx, err)
 			continue
-		}
-		got := false
-		for msg := range batch.Messages() {
-			got = true
-			w.handle(ctx, msg)
 		}
 		if got {
 			idleSince = time.Now()
-		} else if w.o.IdleExit > 0 && time.Since(idleSince) >= w.o.IdleExit {
+			continue
+		}
+		if time.Since(lastRescue) >= rescueEvery {
+			lastRescue = time.Now()
+			if n, err := w.f.Rescue(ctx); err != nil {
+				w.o.Log.Warn("looking for stuck jobs failed", "error", err)
+			} else if n > 0 {
+				w.o.Log.Warn("requeued jobs the server had brought back below its ack floor (after a crash)", "jobs", n)
+				idleSince = time.Now() // there is work again
+				continue
+			}
+		}
+		if w.o.IdleExit > 0 && time.Since(idleSince) >= w.o.IdleExit {
 			return
 		}
 	}
+}
+
+// rescueEvery is how often an idle worker looks for stuck jobs.
+var rescueEvery = 30 * time.Second
+
+// lost handles a failed fetch: the consumer or the stream is gone (a server
+// restarted on a damaged store, or an operator deleted them) and is made
+// again; anything else (a reconnection, an election) is waited out.
+func (w *Worker) lost(ctx context.Context, err error) {
+	// A pull request to a consumer that is gone finds no responder.
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		w.o.Log.Warn("the frontier's consumer or stream is gone: making it again", "error", err)
+		if rerr := w.f.recreate(ctx); rerr != nil {
+			w.o.Log.Warn("making the frontier again failed; trying again", "error", rerr)
+		}
+	} else {
+		w.o.Log.Warn("frontier fetch failed; trying again", "error", err)
+	}
+	backoff.Sleep(ctx, 200*time.Millisecond)
 }
 
 // handle does one job. Nothing here stops the worker: a job that cannot be

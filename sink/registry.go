@@ -67,19 +67,35 @@ func schemesLocked() []string {
 // Stdout is the URL of standard output: an alias of jsonl:-.
 const Stdout = "-"
 
-// driverFor finds the driver of a URL's scheme.
-func driverFor(rawURL string) (Driver, error) {
+// Scheme is a sink URL's scheme in lower case ("jsonl" for "-"), or ""
+// when it has none.
+func Scheme(rawURL string) string {
+	if rawURL == Stdout {
+		return "jsonl"
+	}
+	scheme, _, ok := strings.Cut(rawURL, ":")
+	if !ok {
+		return ""
+	}
+	return strings.ToLower(scheme)
+}
+
+// driverFor finds the driver of a URL's scheme, and gives the URL with its
+// scheme in lower case (schemes are case-insensitive; drivers see one form)
+// and "-" as jsonl:-.
+func driverFor(rawURL string) (Driver, string, error) {
 	if rawURL == Stdout {
 		rawURL = "jsonl:-"
 	}
-	scheme, _, ok := strings.Cut(rawURL, ":")
+	scheme, rest, ok := strings.Cut(rawURL, ":")
+	scheme = strings.ToLower(scheme)
 	registry.RLock()
-	d, found := registry.drivers[strings.ToLower(scheme)]
+	d, found := registry.drivers[scheme]
 	registry.RUnlock()
 	if ok && found {
-		return d, nil
+		return d, scheme + ":" + rest, nil
 	}
-	return Driver{}, &URLError{URL: redact.URL(rawURL), Reason: expected()}
+	return Driver{}, rawURL, &URLError{URL: redact.URL(rawURL), Reason: expected()}
 }
 
 // expected lists the URL shapes of the registered drivers.
@@ -105,26 +121,23 @@ func expected() string {
 // created, no broker is contacted), so configuration can be checked at
 // start. "-" is standard output (jsonl:-).
 func CheckURL(rawURL string) error {
-	d, err := driverFor(rawURL)
+	d, u, err := driverFor(rawURL)
 	if err != nil {
 		return err
 	}
-	if rawURL == Stdout {
-		rawURL = "jsonl:-"
-	}
-	return d.Check(rawURL)
+	return d.Check(u)
 }
 
 // Open makes the sink a URL names, through the driver registered for its
 // scheme. A bad URL fails here, naming the URL (redacted) and what is
 // expected.
 func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
-	if err := CheckURL(rawURL); err != nil {
+	d, u, err := driverFor(rawURL)
+	if err != nil {
 		return nil, err
 	}
-	d, _ := driverFor(rawURL)
-	if rawURL == Stdout {
-		rawURL = "jsonl:-"
+	if err := d.Check(u); err != nil {
+		return nil, err
 	}
-	return d.Open(ctx, rawURL, opts)
+	return d.Open(ctx, u, opts)
 }

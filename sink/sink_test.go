@@ -153,6 +153,16 @@ func TestRegistry(t *testing.T) {
 	if err := sink.CheckURL("-"); err != nil {
 		t.Errorf("- (stdout): %v", err)
 	}
+	// Schemes are case-insensitive; the driver sees them in lower case.
+	path := filepath.Join(t.TempDir(), "upper.jsonl")
+	s := sinktest.Open(t, "JSONL:"+path, sink.Options{})
+	if err := s.Write(context.Background(), sinktest.Records("u", 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got := sinktest.ReadJSONL(t, path); len(got) != 1 || sink.Scheme("JSONL:x") != "jsonl" || sink.Scheme("-") != "jsonl" {
+		t.Errorf("JSONL: wrote %d records to %s", len(got), path)
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("a second driver for jsonl was accepted")

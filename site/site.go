@@ -48,6 +48,11 @@ func New(firstPage, pageN string) (*Scheme, error) {
 	case strings.Contains(pageN, "{journal}{page}") || strings.Contains(pageN, "{page}{journal}"):
 		return nil, fmt.Errorf("page n %q: {journal} and {page} need something between them", pageN)
 	}
+	for _, t := range []struct{ name, tmpl string }{{"first page", firstPage}, {"page n", pageN}} {
+		if digitNextToVar(t.tmpl) {
+			return nil, fmt.Errorf("%s %q: a digit next to {journal} or {page} runs into the number: put something else around them", t.name, t.tmpl)
+		}
+	}
 	s := &Scheme{first: firstPage, pageN: pageN,
 		reFirst: compile(firstPage, "^", "$"), reN: compile(pageN, "^", "$"),
 		fileFirst: compile(fileTail(firstPage), `(?:^|[^A-Za-z0-9])`, `$`),
@@ -65,6 +70,27 @@ func New(firstPage, pageN string) (*Scheme, error) {
 		}
 	}
 	return s, nil
+}
+
+// digitNextToVar reports whether a digit stands right before or after a
+// placeholder ("/d{journal}7{page}.htm" would read journal 1001 page 3 as
+// journal 10 page 13).
+func digitNextToVar(tmpl string) bool {
+	isDigit := func(i int) bool { return i >= 0 && i < len(tmpl) && tmpl[i] >= '0' && tmpl[i] <= '9' }
+	for _, v := range []string{JournalVar, PageVar} {
+		for i := 0; ; {
+			j := strings.Index(tmpl[i:], v)
+			if j < 0 {
+				break
+			}
+			at := i + j
+			if isDigit(at-1) || isDigit(at+len(v)) {
+				return true
+			}
+			i = at + len(v)
+		}
+	}
+	return false
 }
 
 // MustNew is New for templates known to be good; it panics otherwise.

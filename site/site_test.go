@@ -90,6 +90,8 @@ func TestNewRefusesBadTemplates(t *testing.T) {
 		{"/l{journal}.htm", "/l{journal}{page}.htm", "something between them"},
 		{"/l/{journal}", "/l/{journal}", "{journal} and {page}"},
 		{"/l/{journal}.htm", "/l/{journal}.htm?p={page}&x={page}", "once each"},
+		{"/d{journal}.htm", "/d{journal}7{page}.htm", "a digit next to {journal} or {page}"},
+		{"/d2{journal}.htm", "/d{journal}_{page}.htm", "a digit next to"},
 	} {
 		if _, err := New(tt.first, tt.n); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%q, %q) = %v, want an error with %q", tt.first, tt.n, err, tt.want)

@@ -58,8 +58,8 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 		cfg.Site.BaseURL, cfg.Site.AllowedHosts = strings.TrimRight(f.baseURL, "/"), []string{u.Hostname()}
 	}
 	if cmd.Flags().Changed("concurrency") {
-		if f.concurrency < 1 {
-			return usageError{fmt.Errorf("--concurrency %d: expected at least 1", f.concurrency)}
+		if f.concurrency < 1 || f.concurrency > config.MaxConcurrency {
+			return usageError{fmt.Errorf("--concurrency %d: expected 1 to %d requests per host (fetch.concurrency's bounds)", f.concurrency, config.MaxConcurrency)}
 		}
 		cfg.Fetch.Concurrency = f.concurrency
 	}

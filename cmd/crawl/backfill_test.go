@@ -106,6 +106,13 @@ func TestBackfillFailedPagesExit3(t *testing.T) {
 	if code != exitFatal || !strings.Contains(errs, "--report "+filepath.Join(dir, "no", "r.json")) {
 		t.Errorf("unwritable report: exit %d: %s", code, errs)
 	}
+	// So does a report that names a directory.
+	hits := site.Hits(testsite.PagePath(501422, 1))
+	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--no-resume", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", repDir)
+	if code != exitFatal || !strings.Contains(errs, "is a directory") || site.Hits(testsite.PagePath(501422, 1)) != hits {
+		t.Errorf("report naming a directory: exit %d: %s", code, errs)
+	}
 }
 
 func TestBackfillUsage(t *testing.T) {
@@ -120,6 +127,7 @@ func TestBackfillUsage(t *testing.T) {
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--log-format", "xml"}, "--log-format"},
 		{[]string{"backfill", "--journal", "-4", "--pages", "1"}, "--journal -4"},
 		{[]string{"backfill", "extra", "--pages", "1"}, "takes no arguments"},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--concurrency", "100000"}, "--concurrency 100000: expected 1 to 64"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
 		if code != exitUsage || !strings.Contains(errs, tt.want) {

@@ -126,9 +126,14 @@ enqueued again.`,
 				}
 			}
 			runID, n, err := env.Enqueue(cmd.Context(), o)
-			if err != nil {
+			if err != nil && n.Added+n.Queued == 0 {
 				return err
 			}
+			defer func() {
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "crawl enqueue: stopped early: the jobs above were enqueued, the rest not\n")
+				}
+			}()
 			if env.JSON {
 				env.Log.Info("enqueued", "run_id", runID, "added", n.Added, "already_queued", n.Queued)
 			} else if n.Added == 0 {
@@ -140,7 +145,7 @@ enqueued again.`,
 				}
 				fmt.Fprintln(cmd.ErrOrStderr())
 			}
-			return nil
+			return err
 		},
 	}
 	ff.register(cmd, true)
@@ -233,6 +238,9 @@ and worker it creates the frontier's streams when they do not exist yet
 			}
 			fmt.Fprintf(w, "frontier: nats-server %s, %s\n", st.Server, plural(st.Replicas, "replica"))
 			fmt.Fprintf(w, "jobs: %d pending (%d in flight), %d dead-lettered\n", st.Pending, st.InFlight, st.Dead)
+			if st.Stuck > 0 {
+				fmt.Fprintf(w, "stuck: %s the server brought back below its ack floor after a crash; an idle worker requeues them\n", plural(int(st.Stuck), "job"))
+			}
 			fmt.Fprintf(w, "%-12s %10s %8s  %s\n", "journal", "pending", "dead", "nightly walk")
 			for _, j := range st.Journals {
 				walk := "-"

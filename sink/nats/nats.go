@@ -65,7 +65,8 @@ func parseURL(raw string) (*config, error) {
 	}
 	c := &config{create: true, dupeWindow: defaultDupeWindow, maxPending: defaultMaxPending,
 		ackTimeout: defaultAckTimeout, reconnBuf: defaultReconnBuf, description: u.Redacted, raw: raw}
-	c.tls.On = strings.HasPrefix(raw, "tls://")
+	tlsScheme := strings.HasPrefix(raw, "tls://") // the registry gives the scheme in lower case
+	c.tls.On = tlsScheme
 	if u.HasPass {
 		c.user, c.pass = u.User, u.Pass
 	} else {
@@ -81,8 +82,13 @@ func parseURL(raw string) (*config, error) {
 		c.servers = append(c.servers, "nats://"+h)
 	}
 	c.subject = u.Name
-	if c.subject == "" || strings.ContainsAny(c.subject, " \t") || strings.HasSuffix(c.subject, ".") {
+	if c.subject == "" || strings.ContainsAny(c.subject, " \t") || strings.HasSuffix(c.subject, ".") || strings.HasPrefix(c.subject, ".") || strings.Contains(c.subject, "..") {
 		return nil, u.Errorf("expected a subject after the host, e.g. nats://127.0.0.1:4222/papers.new?stream=PAPERS")
+	}
+	for _, tok := range strings.Split(c.subject, ".") {
+		if tok == "*" || tok == ">" {
+			return nil, u.Errorf("subject %s: a wildcard (* or >) cannot be published to: name one subject, e.g. papers.new", c.subject)
+		}
 	}
 	params := []sinkurl.Param{
 		sinkurl.String("stream", &c.stream),
@@ -102,6 +108,9 @@ func parseURL(raw string) (*config, error) {
 	}
 	if problem := c.tls.Check(); problem != "" {
 		return nil, u.Errorf("%s", problem)
+	}
+	if tlsScheme && !c.tls.On {
+		return nil, u.Errorf("tls=false contradicts tls://: use nats:// for a connection without TLS")
 	}
 	return c, nil
 }

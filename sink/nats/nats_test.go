@@ -154,6 +154,10 @@ func TestNATSURLErrors(t *testing.T) {
 		"nats://127.0.0.1:4222/papers?stream=P&color=red":        `unknown parameter "color"`,
 		"nats://127.0.0.1:4222/papers?stream=A.B":                "expected ?stream=NAME",
 		"nats://127.0.0.1:4222/papers?stream=P&tls_cert=c.pem":   "tls_cert and tls_key go together",
+		"nats://127.0.0.1:4222/papers.*?stream=P":                "a wildcard (* or >) cannot be published to",
+		"nats://127.0.0.1:4222/papers.>?stream=P":                "a wildcard",
+		"nats://127.0.0.1:4222/papers?stream=P&stream=Q":         `parameter "stream" given 2 times`,
+		"tls://127.0.0.1:4222/papers?stream=P&tls=false":         "tls=false contradicts tls://",
 	}
 	for url, want := range tests {
 		_, err := sink.Open(context.Background(), url, sink.Options{})

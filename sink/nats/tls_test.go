@@ -75,9 +75,12 @@ func TestNATSTLS(t *testing.T) {
 	}
 	s.Close()
 
-	_, err = sink.Open(context.Background(), fmt.Sprintf("tls://127.0.0.1:%d/papers.tls?stream=TLS", port), sink.Options{})
-	if err == nil || !strings.Contains(err.Error(), "certificate") {
-		t.Fatalf("a server certificate from an unknown CA was accepted: %v", err)
+	// The scheme is case-insensitive, and TLS is on however it is spelt.
+	for _, scheme := range []string{"tls", "TLS", "Tls"} {
+		_, err = sink.Open(context.Background(), fmt.Sprintf("%s://127.0.0.1:%d/papers.tls?stream=TLS", scheme, port), sink.Options{})
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("%s://: a server certificate from an unknown CA was accepted: %v", scheme, err)
+		}
 	}
 	_, err = sink.Open(context.Background(), fmt.Sprintf("nats://127.0.0.1:%d/x?stream=T&tls_ca=%s", port, filepath.Join(t.TempDir(), "missing.pem")), sink.Options{})
 	if err == nil || !strings.Contains(err.Error(), "tls_ca") {

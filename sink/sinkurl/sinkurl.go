@@ -78,9 +78,9 @@ type Param struct {
 	Set  func(value string) error
 }
 
-// Apply sets every parameter of the query through its Param (the last
-// value of a repeated one wins), in name order. An unknown parameter, or a
-// bad value, is a *sink.URLError that names it.
+// Apply sets every parameter of the query through its Param, in name
+// order. An unknown parameter, one given twice, or a bad value is a
+// *sink.URLError that names it.
 func (u *URL) Apply(params ...Param) error {
 	byName := make(map[string]Param, len(params))
 	known := make([]string, 0, len(params))
@@ -98,7 +98,10 @@ func (u *URL) Apply(params ...Param) error {
 		if !ok {
 			return u.Errorf("unknown parameter %q (known: %s)", k, strings.Join(known, ", "))
 		}
-		v := u.Query[k][len(u.Query[k])-1]
+		if len(u.Query[k]) > 1 {
+			return u.Errorf("parameter %q given %d times: give it once", k, len(u.Query[k]))
+		}
+		v := u.Query[k][0]
 		if err := p.Set(v); err != nil {
 			return u.Errorf("%s=%q: %v", k, v, err)
 		}
