@@ -72,17 +72,28 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 		return "", n, badOption("--pages %d-%d: at most %d pages a journal in one enqueue; enqueue a long range in parts", o.From, o.To, MaxEnqueuePages)
 	}
 	runID = NewRunID(time.Now())
+	interrupted := false
+	// The first signal stops making jobs; the one being published finishes.
+	yieldUnlessStopped := func(yield func(frontier.Job) bool, j frontier.Job) bool {
+		select {
+		case <-e.Stop:
+			interrupted = true
+			return false
+		default:
+			return yield(j)
+		}
+	}
 	jobs := func(yield func(frontier.Job) bool) {
 		for _, j := range o.Journals {
 			if o.Nightly {
-				if !yield(frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
+				if !yieldUnlessStopped(yield, frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
 					StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, MaxPages: e.Config.Nightly.MaxPages}) {
 					return
 				}
 				continue
 			}
 			for p := o.From; p <= o.To; p++ {
-				if !yield(frontier.Job{Journal: j, Page: p, RunID: runID}) {
+				if !yieldUnlessStopped(yield, frontier.Job{Journal: j, Page: p, RunID: runID}) {
 					return
 				}
 			}
@@ -93,18 +104,10 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 		return "", n, err
 	}
 	defer f.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if e.Stop != nil {
-		go func() {
-			select {
-			case <-e.Stop:
-				cancel() // the first signal stops publishing; what is published stays
-			case <-ctx.Done():
-			}
-		}()
-	}
 	n, err = f.EnqueueSeq(ctx, jobs)
+	if err == nil && interrupted {
+		err = context.Canceled
+	}
 	return runID, n, err
 }
 
