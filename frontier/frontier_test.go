@@ -384,12 +384,7 @@ func TestReplicasOnASingleServer(t *testing.T) {
 // them, and an idle worker puts them back in the queue. (The state is made
 // here by narrowing the consumer's filter while a later job is acked.)
 func TestStuckJobsAreRescued(t *testing.T) {
-	n := natstest.Start(t)
-	site := testsite.New()
-	site.SynthJournal(91, 3, 5)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	fr := connect(t, n.URL(), frontier.Options{})
+	n, site, srv, fr := synthFleet(t, 91, 3)
 	if got, err := fr.Enqueue(ctx, pages("r", []int64{91}, 1, 3)...); err != nil || got.Added != 3 {
 		t.Fatalf("enqueue: %+v %v", got, err)
 	}
@@ -443,12 +438,7 @@ func TestStuckJobsAreRescued(t *testing.T) {
 // A worker whose consumer is deleted while it runs makes it again and
 // goes on.
 func TestWorkerMakesALostConsumerAgain(t *testing.T) {
-	n := natstest.Start(t)
-	site := testsite.New()
-	site.SynthJournal(92, 2, 5)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	fr := connect(t, n.URL(), frontier.Options{})
+	n, _, srv, fr := synthFleet(t, 92, 2)
 	nc, _ := nats.Connect(n.URL())
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
@@ -510,4 +500,16 @@ func TestPacerHoldsTheHostsGap(t *testing.T) {
 	if waited := time.Since(start); waited < 300*time.Millisecond {
 		t.Errorf("the second worker's slot came after %v, want at least the 300ms gap", waited)
 	}
+}
+
+// synthFleet is a server, a frontier on it, and a site with a synthetic
+// journal of pages of 5 papers.
+func synthFleet(t *testing.T, journal int64, pageCount int) (*natstest.Server, *testsite.Site, *httptest.Server, *frontier.Frontier) {
+	t.Helper()
+	n := natstest.Start(t)
+	site := testsite.New()
+	site.SynthJournal(journal, pageCount, 5)
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	return n, site, srv, connect(t, n.URL(), frontier.Options{})
 }

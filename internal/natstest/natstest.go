@@ -248,17 +248,8 @@ func StartBinary(t testing.TB) *Binary {
 // Messages returns every message of a stream, in stream order.
 func Messages(t testing.TB, url, stream string) []*jetstream.RawStreamMsg {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	st := openStream(t, url, stream)
 	ctx := context.Background()
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatalf("stream %s: %v", stream, err)
-	}
 	info, err := st.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -292,15 +283,21 @@ func RecordIDs(t testing.TB, url, stream string) map[string]int {
 // StreamConfig is a stream's configuration as the server reports it.
 func StreamConfig(t testing.TB, url, stream string) jetstream.StreamConfig {
 	t.Helper()
+	return openStream(t, url, stream).CachedInfo().Config
+}
+
+// openStream binds to a stream on a connection that closes with the test.
+func openStream(t testing.TB, url, stream string) jetstream.Stream {
+	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
 	st, err := js.Stream(context.Background(), stream)
 	if err != nil {
 		t.Fatalf("stream %s: %v", stream, err)
 	}
-	return st.CachedInfo().Config
+	return st
 }
