@@ -158,8 +158,9 @@ func (s *Site) Inject(path string, faults ...Fault) {
 	s.faults[path] = append(s.faults[path], faults...)
 }
 
-// AfterServe runs f once, after the next time path is served normally (a
-// test changes the site in the middle of a crawl with it).
+// AfterServe runs f once, after the next normal response of path was made
+// and before it is sent (a test changes the site in the middle of a crawl
+// with it: the client sees the change on its next request, always).
 func (s *Site) AfterServe(path string, f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,12 +230,8 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Add(k, v)
 		}
 	}
-	w.Header().Set("Content-Type", pg.contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(pg.body)))
-	if pg.status != 0 {
-		w.WriteHeader(pg.status)
-	}
-	w.Write(pg.body)
+	// The page to send is taken; what runs "after" it runs before a byte
+	// goes out, so the client cannot ask for the next page first.
 	s.mu.Lock()
 	f := s.after[r.URL.Path]
 	delete(s.after, r.URL.Path)
@@ -242,6 +239,12 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f != nil {
 		f()
 	}
+	w.Header().Set("Content-Type", pg.contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(pg.body)))
+	if pg.status != 0 {
+		w.WriteHeader(pg.status)
+	}
+	w.Write(pg.body)
 }
 
 func serveFault(w http.ResponseWriter, r *http.Request, f Fault, pg page) {
