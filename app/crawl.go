@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -144,9 +143,4 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return sum, pagesFailed{sum.Failed.Load()}
 	}
 	return sum, nil
-}
-
-// IsInterrupted reports whether err is a run stopped by its context.
-func IsInterrupted(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -67,9 +67,6 @@ func Start(o Options) *Run {
 	return r
 }
 
-// ID is the run's id.
-func (r *Run) ID() string { return r.id }
-
 // Summary is what the run did so far.
 func (r *Run) Summary() *Summary { return r.sum }
 

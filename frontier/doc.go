@@ -27,6 +27,7 @@
 //
 // Files: frontier.go (Connect, streams and buckets, replicas, the server
 // version), jobs.go (Job, Enqueue, the walk's next job), ledger.go (the
-// fleet ledger), worker.go (Worker, a driver of engine.Run), status.go
+// fleet ledger), worker.go (Worker, a driver of engine.Run), retry.go (asking
+// again while a cluster elects a leader), status.go
 // (Status, DeadLetters), pacer.go (Pacer).
 package frontier
