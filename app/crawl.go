@@ -103,10 +103,12 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	switch c.Kind {
 	case "backfill":
 		runErr = run.Backfill(ctx, engine.BackfillOptions{Journals: c.Journals, From: c.From, To: c.To,
-			NoResume: c.NoResume, Redeliver: c.Redeliver, Stop: e.Stop})
+			NoResume: c.NoResume, Redeliver: c.Redeliver, Stop: e.Stop,
+			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, MaxPages: cfg.Backfill.MaxPages})
 	case "nightly":
 		runErr = run.Nightly(ctx, engine.NightlyOptions{Journals: c.Journals, Stop: e.Stop,
-			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages})
+			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages,
+			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages})
 	default:
 		runErr = badOption("run kind %q: expected backfill or nightly", c.Kind)
 	}

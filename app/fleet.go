@@ -50,9 +50,6 @@ type Enqueue struct {
 	Nightly  bool
 }
 
-// MaxEnqueuePages bounds the pages of each journal one enqueue publishes.
-const MaxEnqueuePages = 100000
-
 // Enqueue publishes the jobs under a new run id, one at a time. Pages (or
 // walks) whose jobs are pending or in flight are not added again. When
 // Env.Stop closes it stops, and says what it did so far.
@@ -68,8 +65,8 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 	if !o.Nightly && (o.From < 1 || o.To < o.From) {
 		return "", n, badOption("pages %d-%d: a distributed backfill needs 1 <= A <= B (A-B); use --nightly for walks", o.From, o.To)
 	}
-	if !o.Nightly && o.To-o.From >= MaxEnqueuePages {
-		return "", n, badOption("--pages %d-%d: at most %d pages a journal in one enqueue; enqueue a long range in parts", o.From, o.To, MaxEnqueuePages)
+	if maxPages := e.Config.Backfill.MaxPages; !o.Nightly && o.To-o.From >= maxPages {
+		return "", n, badOption("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one enqueue; enqueue a long range in parts", o.From, o.To, maxPages)
 	}
 	runID = NewRunID(time.Now())
 	interrupted := false
@@ -87,7 +84,8 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 		for _, j := range o.Journals {
 			if o.Nightly {
 				if !yieldUnlessStopped(yield, frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
-					StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, MaxPages: e.Config.Nightly.MaxPages}) {
+					StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, StopAfterRepeat: e.Config.Backfill.StopAfterRepeatPages,
+					MaxPages: e.Config.Nightly.MaxPages}) {
 					return
 				}
 				continue

@@ -19,12 +19,13 @@ import (
 func FetcherConfig(cfg *config.Config) crawler.Config {
 	f := cfg.Fetch
 	return crawler.Config{
-		BaseURL: cfg.Site.BaseURL, Scheme: cfg.Site.Scheme(), AllowedHosts: cfg.Site.AllowedHosts,
+		BaseURL: cfg.Site.BaseURLWithAuth(), Scheme: cfg.Site.Scheme(), AllowedHosts: cfg.Site.AllowedHosts,
 		Concurrency: f.Concurrency, Delay: f.Delay.D(), Jitter: f.Jitter.D(), Timeout: f.Timeout.D(),
 		MaxBodyBytes: f.MaxBodyBytes,
 		Retry: crawler.RetryPolicy{MaxAttempts: f.Attempts, BackoffBase: f.BackoffBase.D(),
 			BackoffMax: f.BackoffMax.D(), MaxRetryAfter: f.MaxRetryAfter.D()},
-		BreakerThreshold: f.BreakerThreshold, BreakerCooldown: f.BreakerCooldown.D(),
+		BreakerThreshold: f.BreakerThreshold, BreakerCooldown: f.BreakerCooldown.D(), BreakerMaxOpens: f.BreakerMaxOpens,
+		MaxCrawlDelay: f.MaxCrawlDelay.D(),
 		SlowdownMax: f.BackoffMax.D(), UserAgent: f.UserAgent, Robots: f.Robots,
 	}
 }

@@ -100,7 +100,13 @@ func (r *Recorder) record(req *http.Request, resp *http.Response, body []byte) e
 	reqID, respID := "<urn:uuid:"+uuid.NewString()+">", "<urn:uuid:"+uuid.NewString()+">"
 	target := req.URL.String()
 
-	reqDump, err := httputil.DumpRequestOut(req.Clone(req.Context()), false)
+	// Credentials never reach an archive: the Authorization header (the
+	// base URL's user info, sent as Basic auth) and cookies are left out.
+	dumped := req.Clone(req.Context())
+	for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie"} {
+		dumped.Header.Del(h)
+	}
+	reqDump, err := httputil.DumpRequestOut(dumped, false)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,16 @@ import (
 // on the command line.
 const MaxConcurrency = 64
 
+// Upper bounds of the other limits: a value past them is a mistake (a
+// typo, a unit slip), not a wish.
+const (
+	MaxBodyBytes  = 256 << 20 // fetch.max_body_bytes
+	MaxInputBytes = 1 << 30   // parse.max_input_bytes
+	MaxPages      = 1_000_000 // nightly.max_pages, backfill.max_pages
+	MaxAttempts   = 20        // fetch.attempts
+	MaxWait       = time.Hour // the durations that make the crawl wait
+)
+
 // DefaultPath is where the commands look when --config is not given.
 const DefaultPath = "config.yaml"
 
@@ -49,6 +59,29 @@ type Config struct {
 	Sinks []string `yaml:"sinks"`
 	// Frontier is the shared frontier of distributed crawling.
 	Frontier Frontier `yaml:"frontier"`
+	// Backfill bounds open-ended backfills (--pages A-).
+	Backfill Backfill `yaml:"backfill"`
+	// Parse bounds what crawl parse reads.
+	Parse Parse `yaml:"parse"`
+}
+
+// Backfill bounds the walk of an open-ended page range (--pages A-).
+type Backfill struct {
+	// StopAfterRepeatPages: stop a journal's open-ended walk after this
+	// many fetched pages in a row that add no paper not already seen in
+	// this run (a site that answers every page number with the same
+	// papers). Skipped pages do not count. Nightly walks obey it too.
+	StopAfterRepeatPages int `yaml:"stop_after_repeat_pages"`
+	// MaxPages: an open-ended walk never goes past page A+MaxPages-1
+	// (crawl enqueue too).
+	MaxPages int `yaml:"max_pages"`
+}
+
+// Parse bounds crawl parse.
+type Parse struct {
+	// MaxInputBytes is the largest input file (or stream) parsed; a larger
+	// one fails with an error naming this key.
+	MaxInputBytes int64 `yaml:"max_input_bytes"`
 }
 
 // Frontier configures the JetStream resources of distributed crawling.
@@ -64,9 +97,26 @@ type Site struct {
 	BaseURL      string   `yaml:"base_url"`
 	FirstPage    string   `yaml:"first_page"`    // path template with {journal}
 	PageN        string   `yaml:"page_n"`        // path template with {journal} and {page}
-	AllowedHosts []string `yaml:"allowed_hosts"` // the only hosts fetched
+	AllowedHosts []string `yaml:"allowed_hosts"` // the only hosts fetched ("host" or "host:port")
 
-	scheme *site.Scheme // compiled from FirstPage and PageN by Validate
+	scheme *site.Scheme  // compiled from FirstPage and PageN by Validate
+	auth   *url.Userinfo // user info taken out of BaseURL by Validate
+	authOf string        // the BaseURL it was taken from (a new BaseURL drops it)
+}
+
+// BaseURLWithAuth is the base URL with the user info Validate took out of
+// it (for the fetcher only, which sends it as Basic auth and never shows
+// it); BaseURL itself never holds a password once validated.
+func (s Site) BaseURLWithAuth() string {
+	if s.auth == nil || s.authOf != s.BaseURL {
+		return s.BaseURL
+	}
+	u, err := url.Parse(s.BaseURL)
+	if err != nil {
+		return s.BaseURL
+	}
+	u.User = s.auth
+	return u.String()
 }
 
 // Scheme is the site's URL scheme, compiled from first_page and page_n
@@ -93,6 +143,13 @@ type Fetch struct {
 	Robots           bool     `yaml:"robots"`
 	BreakerThreshold int      `yaml:"breaker_threshold"`
 	BreakerCooldown  Duration `yaml:"breaker_cooldown"`
+	// BreakerMaxOpens: once a host's breaker has opened this many times in
+	// a row, its remaining pages fail at once (exit 3; the next run retries
+	// them) instead of waiting a cooldown each.
+	BreakerMaxOpens int `yaml:"breaker_max_opens"`
+	// MaxCrawlDelay caps robots.txt's Crawl-delay; a larger one is clamped
+	// and logged.
+	MaxCrawlDelay Duration `yaml:"max_crawl_delay"`
 }
 
 // Nightly bounds the nightly walk of each journal.
@@ -148,10 +205,13 @@ func (c *Config) setDefaults() {
 	c.Fetch = Fetch{
 		Concurrency: 1, Delay: Duration(time.Second), Jitter: Duration(500 * time.Millisecond),
 		Timeout: Duration(30 * time.Second), MaxBodyBytes: 8 << 20, Attempts: 5,
-		BackoffBase: Duration(time.Second), BackoffMax: Duration(time.Minute), MaxRetryAfter: Duration(10 * time.Minute),
+		BackoffBase: Duration(time.Second), BackoffMax: Duration(time.Minute), MaxRetryAfter: Duration(2 * time.Minute),
 		UserAgent: "litcrawl/0.1 (+https://github.com/litcrawl/litcrawl)", Robots: true,
-		BreakerThreshold: 5, BreakerCooldown: Duration(2 * time.Minute),
+		BreakerThreshold: 5, BreakerCooldown: Duration(2 * time.Minute), BreakerMaxOpens: 2,
+		MaxCrawlDelay: Duration(time.Minute),
 	}
+	c.Backfill = Backfill{StopAfterRepeatPages: 20, MaxPages: 100_000}
+	c.Parse = Parse{MaxInputBytes: 64 << 20}
 	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50}
 	c.Quality = Quality{MinPapersPerPage: 5, MinTitleShare: 0.9, MinDOIShare: 0.5, MinAuthorsShare: 0.8, MinPublishedShare: 0.8}
 	c.StateDir = "crawl-state"
@@ -164,8 +224,19 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%s: %v: expected %s", key, v, want)
 	}
 	u, err := url.Parse(c.Site.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("site.base_url", fmt.Sprintf("%q", c.Site.BaseURL), "an http(s) URL such as https://m.booksci.cn")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		shown := "(unreadable URL)"
+		if err == nil {
+			shown = u.Redacted()
+		}
+		return bad("site.base_url", fmt.Sprintf("%q", shown), "an http(s) URL such as https://m.booksci.cn, without query or fragment")
+	}
+	if u.User != nil {
+		// Sent as Basic auth by the fetcher; kept out of every URL that
+		// reaches a record, a log, a report or the state.
+		c.Site.auth, u.User = u.User, nil
+		c.Site.BaseURL = strings.TrimRight(u.String(), "/")
+		c.Site.authOf = c.Site.BaseURL
 	}
 	if !strings.HasPrefix(c.Site.FirstPage, "/") || strings.Count(c.Site.FirstPage, site.JournalVar) != 1 || strings.Contains(c.Site.FirstPage, site.PageVar) {
 		return bad("site.first_page", fmt.Sprintf("%q", c.Site.FirstPage), "a path with {journal} once and no {page}, e.g. /literature_d{journal}.htm")
@@ -181,6 +252,11 @@ func (c *Config) Validate() error {
 	if len(c.Site.AllowedHosts) == 0 {
 		return bad("site.allowed_hosts", "[]", "at least the host of site.base_url")
 	}
+	for i, h := range c.Site.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/@?# ") {
+			return bad(fmt.Sprintf("site.allowed_hosts[%d]", i), fmt.Sprintf("%q", h), "a host name, or host:port")
+		}
+	}
 	for i, j := range c.Journals {
 		if j <= 0 {
 			return bad(fmt.Sprintf("journals[%d]", i), j, "a positive journal id")
@@ -190,32 +266,45 @@ func (c *Config) Validate() error {
 	switch {
 	case f.Concurrency < 1 || f.Concurrency > MaxConcurrency:
 		return bad("fetch.concurrency", f.Concurrency, fmt.Sprintf("1 to %d requests per host", MaxConcurrency))
-	case f.Delay < 0:
-		return bad("fetch.delay", f.Delay.D(), "a duration of 0 or more")
-	case f.Jitter < 0:
-		return bad("fetch.jitter", f.Jitter.D(), "a duration of 0 or more")
-	case f.Timeout <= 0:
-		return bad("fetch.timeout", f.Timeout.D(), "a positive duration")
-	case f.MaxBodyBytes < 1024:
-		return bad("fetch.max_body_bytes", f.MaxBodyBytes, "at least 1024 bytes")
-	case f.Attempts < 1:
-		return bad("fetch.attempts", f.Attempts, "1 or more tries per page")
-	case f.BackoffBase <= 0 || f.BackoffMax < f.BackoffBase:
-		return bad("fetch.backoff_base/backoff_max", fmt.Sprintf("%v/%v", f.BackoffBase.D(), f.BackoffMax.D()), "0 < backoff_base <= backoff_max")
-	case f.MaxRetryAfter < 0:
-		return bad("fetch.max_retry_after", f.MaxRetryAfter.D(), "a duration of 0 or more")
+	case f.Delay < 0 || f.Delay.D() > MaxWait:
+		return bad("fetch.delay", f.Delay.D(), "a duration from 0 to 1h")
+	case f.Jitter < 0 || f.Jitter.D() > MaxWait:
+		return bad("fetch.jitter", f.Jitter.D(), "a duration from 0 to 1h")
+	case f.Timeout <= 0 || f.Timeout.D() > 10*time.Minute:
+		return bad("fetch.timeout", f.Timeout.D(), "a positive duration up to 10m")
+	case f.MaxBodyBytes < 1024 || f.MaxBodyBytes > MaxBodyBytes:
+		return bad("fetch.max_body_bytes", f.MaxBodyBytes, fmt.Sprintf("1024 to %d bytes", MaxBodyBytes))
+	case f.Attempts < 1 || f.Attempts > MaxAttempts:
+		return bad("fetch.attempts", f.Attempts, fmt.Sprintf("1 to %d tries per page", MaxAttempts))
+	case f.BackoffBase <= 0 || f.BackoffMax < f.BackoffBase || f.BackoffMax.D() > MaxWait:
+		return bad("fetch.backoff_base/backoff_max", fmt.Sprintf("%v/%v", f.BackoffBase.D(), f.BackoffMax.D()), "0 < backoff_base <= backoff_max <= 1h")
+	case f.MaxRetryAfter < 0 || f.MaxRetryAfter.D() > MaxWait:
+		return bad("fetch.max_retry_after", f.MaxRetryAfter.D(), "a duration from 0 to 1h")
 	case f.BreakerThreshold < 1:
 		return bad("fetch.breaker_threshold", f.BreakerThreshold, "1 or more failures")
-	case f.BreakerCooldown <= 0:
-		return bad("fetch.breaker_cooldown", f.BreakerCooldown.D(), "a positive duration")
+	case f.BreakerCooldown <= 0 || f.BreakerCooldown.D() > MaxWait:
+		return bad("fetch.breaker_cooldown", f.BreakerCooldown.D(), "a positive duration up to 1h")
+	case f.BreakerMaxOpens < 0:
+		return bad("fetch.breaker_max_opens", f.BreakerMaxOpens, "0 (never give up on a host) or more openings in a row")
+	case f.MaxCrawlDelay < 0 || f.MaxCrawlDelay.D() > MaxWait:
+		return bad("fetch.max_crawl_delay", f.MaxCrawlDelay.D(), "a duration from 0 (no cap) to 1h")
 	case strings.TrimSpace(f.UserAgent) == "":
 		return bad("fetch.user_agent", `""`, "a user agent naming the crawler")
 	}
 	if c.Nightly.StopAfterKnownPages < 1 {
 		return bad("nightly.stop_after_known_pages", c.Nightly.StopAfterKnownPages, "1 or more pages")
 	}
-	if c.Nightly.MaxPages < 1 {
-		return bad("nightly.max_pages", c.Nightly.MaxPages, "1 or more pages")
+	if c.Nightly.MaxPages < 1 || c.Nightly.MaxPages > MaxPages {
+		return bad("nightly.max_pages", c.Nightly.MaxPages, fmt.Sprintf("1 to %d pages", MaxPages))
+	}
+	if c.Backfill.StopAfterRepeatPages < 1 {
+		return bad("backfill.stop_after_repeat_pages", c.Backfill.StopAfterRepeatPages, "1 or more pages")
+	}
+	if c.Backfill.MaxPages < 1 || c.Backfill.MaxPages > MaxPages {
+		return bad("backfill.max_pages", c.Backfill.MaxPages, fmt.Sprintf("1 to %d pages", MaxPages))
+	}
+	if c.Parse.MaxInputBytes < 1024 || c.Parse.MaxInputBytes > MaxInputBytes {
+		return bad("parse.max_input_bytes", c.Parse.MaxInputBytes, fmt.Sprintf("1024 to %d bytes", MaxInputBytes))
 	}
 	for key, v := range map[string]float64{"quality.min_title_share": c.Quality.MinTitleShare, "quality.min_doi_share": c.Quality.MinDOIShare,
 		"quality.min_authors_share": c.Quality.MinAuthorsShare, "quality.min_published_share": c.Quality.MinPublishedShare} {
@@ -229,8 +318,8 @@ func (c *Config) Validate() error {
 	if c.StateDir == "" {
 		return bad("state_dir", `""`, "a directory")
 	}
-	if c.ShutdownTimeout < 0 {
-		return bad("shutdown_timeout", c.ShutdownTimeout.D(), "a duration of 0 or more")
+	if c.ShutdownTimeout < 0 || c.ShutdownTimeout.D() > MaxWait {
+		return bad("shutdown_timeout", c.ShutdownTimeout.D(), "a duration from 0 to 1h")
 	}
 	if c.Frontier.Replicas < 0 || c.Frontier.Replicas > 5 {
 		return bad("frontier.replicas", c.Frontier.Replicas, "1 to 5 replicas (0: as the frontier has them, 1 when created)")
@@ -259,6 +348,26 @@ func Load(path string, optional bool) (*Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	// One document only: a second one (after "---") would otherwise be
+	// ignored, unknown keys and all.
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("config %s: after the first document: %w", path, err)
+		}
+		if len(extra.Content) == 1 && extra.Content[0].Tag == "!!null" {
+			continue // an empty document ("---" at the end)
+		}
+		line := extra.Line
+		if len(extra.Content) > 0 {
+			line = extra.Content[0].Line
+		}
+		return nil, fmt.Errorf("config %s: line %d: a second YAML document (after ---): expected one document; merge it into the first", path, line)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)

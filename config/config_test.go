@@ -46,6 +46,17 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		"frontier:\n  replicas: 7\n":                 "frontier.replicas: 7: expected 1 to 5 replicas",
 		"site:\n  page_n: /l/{journal}.htm\n":        "site.page_n",
 		"site:\n  first_page: /a/{journal}_2.htm\n  page_n: /a/{journal}_{page}.htm\n": "tell their pages apart",
+		"journals: [1]\n---\nfetch:\n  concurency: 9\n":                                "line 3: a second YAML document",
+		"fetch:\n  timeout: 24h\n":                                                     "fetch.timeout: 24h0m0s: expected a positive duration up to 10m",
+		"fetch:\n  max_body_bytes: 10000000000\n":                                      "fetch.max_body_bytes",
+		"fetch:\n  attempts: 1000\n":                                                   "fetch.attempts: 1000",
+		"fetch:\n  max_crawl_delay: 48h\n":                                             "fetch.max_crawl_delay",
+		"fetch:\n  breaker_max_opens: -1\n":                                            "fetch.breaker_max_opens",
+		"backfill:\n  stop_after_repeat_pages: 0\n":                                    "backfill.stop_after_repeat_pages: 0",
+		"backfill:\n  max_pages: 0\n":                                                  "backfill.max_pages: 0",
+		"parse:\n  max_input_bytes: 10\n":                                              "parse.max_input_bytes: 10",
+		"site:\n  base_url: http://ann:hunter2@h/?q=1\n":                               "xxxxx",
+		"site:\n  allowed_hosts: [\"a/b\"]\n":                                          "site.allowed_hosts[0]",
 	}
 	for text, want := range tests {
 		_, err := config.Load(write(t, text), false)
@@ -101,6 +112,32 @@ func TestFetchAndSiteKeys(t *testing.T) {
 	for text, want := range bad {
 		if _, err := config.Load(write(t, text), false); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want it to mention %q", text, err, want)
+		}
+	}
+}
+
+// A password in site.base_url is taken out of the URL: BaseURL (what logs,
+// records and reports see) has none; only the fetcher gets it back. A new
+// base URL (the --base-url flag) drops it.
+func TestBaseURLUserInfoIsKeptOutOfTheURL(t *testing.T) {
+	c, err := config.Load(write(t, "site:\n  base_url: https://ann:hunter2@example.org/\n  allowed_hosts: [example.org]\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Site.BaseURL != "https://example.org" || c.Site.BaseURLWithAuth() != "https://ann:hunter2@example.org" {
+		t.Errorf("BaseURL %q, with auth %q", c.Site.BaseURL, c.Site.BaseURLWithAuth())
+	}
+	c.Site.BaseURL = "http://127.0.0.1:8089"
+	if err := c.Validate(); err != nil || c.Site.BaseURLWithAuth() != "http://127.0.0.1:8089" {
+		t.Errorf("another base URL must not get the first one's password: %q (%v)", c.Site.BaseURLWithAuth(), err)
+	}
+}
+
+// A file of one document, with or without the "---" marker, loads.
+func TestLoadOneDocument(t *testing.T) {
+	for _, text := range []string{"---\njournals: [1]\n", "journals: [1]\n", "journals: [1]\n---\n"} {
+		if _, err := config.Load(write(t, text), false); err != nil {
+			t.Errorf("%q: %v", text, err)
 		}
 	}
 }

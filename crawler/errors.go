@@ -25,6 +25,10 @@ var (
 	ErrRobotsDisallowed = errors.New("disallowed by robots.txt")
 	// ErrCircuitOpen: the host is cooling down after repeated failures.
 	ErrCircuitOpen = errors.New("host circuit breaker is open")
+	// ErrHostDown: the host's circuit opened fetch.breaker_max_opens times
+	// in a row; its pages fail at once for the rest of the run (the next
+	// run tries them again). Permanent for this run.
+	ErrHostDown = errors.New("host is down: its circuit breaker opened fetch.breaker_max_opens times in a row; the page is left for the next run")
 )
 
 // FetchError is a failed fetch of one URL: the HTTP status when there was a
@@ -56,7 +60,7 @@ func (e *FetchError) Retryable() bool {
 		return false // e.g. a URL missing from an offline archive
 	}
 	switch {
-	case errors.Is(e.Err, ErrBodyTooLarge), errors.Is(e.Err, ErrOffsite), errors.Is(e.Err, ErrRobotsDisallowed):
+	case errors.Is(e.Err, ErrBodyTooLarge), errors.Is(e.Err, ErrOffsite), errors.Is(e.Err, ErrRobotsDisallowed), errors.Is(e.Err, ErrHostDown):
 		return false
 	case errors.Is(e.Err, ErrSoftBlock), errors.Is(e.Err, ErrTruncated), errors.Is(e.Err, ErrCircuitOpen):
 		return true
@@ -78,6 +82,9 @@ func retryableStatus(code int) bool {
 
 // IsRetryable reports whether err is a retryable fetch error.
 func IsRetryable(err error) bool {
+	if errors.Is(err, ErrRetryAfterTooLong) {
+		return false
+	}
 	var fe *FetchError
 	return errors.As(err, &fe) && fe.Retryable()
 }
@@ -103,7 +110,8 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 }
 
 // Cause names a failed try's kind, for summaries and metrics: network,
-// http-5xx, http-429, http-NNN, truncated, soft-block or circuit-open.
+// http-5xx, http-429, http-NNN, truncated, soft-block, circuit-open or
+// host-down.
 func Cause(err error) string {
 	var fe *FetchError
 	switch {
@@ -113,6 +121,8 @@ func Cause(err error) string {
 		return "truncated"
 	case errors.Is(err, ErrCircuitOpen):
 		return "circuit-open"
+	case errors.Is(err, ErrHostDown):
+		return "host-down"
 	case errors.As(err, &fe) && fe.Status == http.StatusTooManyRequests:
 		return "http-429"
 	case errors.As(err, &fe) && fe.Status >= 500:

@@ -41,6 +41,9 @@ func newFetcher(rt http.RoundTripper, timeout time.Duration) *fetcher {
 	c.IgnoreRobotsTxt = true
 	c.UserAgent = "" // the transport sets it
 	c.WithTransport(hideCharset{rt})
+	// Colly's client gives up after 10 s by default; the fetch's own
+	// context bounds each request to fetch.timeout instead.
+	c.SetRequestTimeout(timeout)
 	return &fetcher{base: c, timeout: timeout}
 }
 

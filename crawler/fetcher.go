@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 
 // Config is how the fetcher fetches.
 type Config struct {
-	// BaseURL is the site, e.g. https://m.booksci.cn.
+	// BaseURL is the site, e.g. https://m.booksci.cn. User info in it
+	// (https://user:pw@host) is sent as HTTP Basic auth to the base URL's
+	// host only, and never appears in a URL the fetcher hands out.
 	BaseURL string
 	// Scheme formats the listing URLs (nil: site.Default).
 	Scheme *site.Scheme
@@ -36,6 +39,12 @@ type Config struct {
 	// BreakerCooldown.
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+	// BreakerMaxOpens openings in a row make a host down: its remaining
+	// pages fail at once (ErrHostDown). 0 never.
+	BreakerMaxOpens int
+	// MaxCrawlDelay caps robots.txt's Crawl-delay (a larger one is
+	// clamped, and logged). 0: no cap.
+	MaxCrawlDelay time.Duration
 	// SlowdownMax caps the extra delay soft blocks add.
 	SlowdownMax time.Duration
 	// UserAgent is sent with every request, and is the robots.txt agent.
@@ -84,23 +93,45 @@ func New(cfg Config, log *slog.Logger) (*Fetcher, error) {
 	}
 	base, err := url.Parse(cfg.BaseURL)
 	if err != nil || base.Scheme == "" || base.Host == "" {
-		return nil, fmt.Errorf("base URL %q: expected an absolute URL such as https://m.booksci.cn", cfg.BaseURL)
+		return nil, fmt.Errorf("base URL %q: expected an absolute URL such as https://m.booksci.cn", redactURL(cfg.BaseURL))
 	}
+	auth := base.User
+	base.User = nil
+	cfg.BaseURL = strings.TrimRight(base.String(), "/")
 	if cfg.Scheme == nil {
 		cfg.Scheme = site.Default
 	}
 	if len(cfg.AllowedHosts) == 0 {
 		cfg.AllowedHosts = []string{base.Hostname()}
 	}
-	rt := NewTransport(cfg.Transport, TransportConfig{AllowedHosts: cfg.AllowedHosts, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent})
+	rt := NewTransport(cfg.Transport, TransportConfig{AllowedHosts: cfg.AllowedHosts, Ports: defaultPorts(base),
+		MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, BasicAuth: auth, AuthOrigin: base.Scheme + "://" + base.Host})
 	f := &Fetcher{cfg: cfg, log: log, fetcher: newFetcher(rt, cfg.Timeout),
-		breaker: &Breaker{Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown}, limiters: map[string]*hostLimiter{}}
+		breaker: &Breaker{Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown, MaxOpens: cfg.BreakerMaxOpens}, limiters: map[string]*hostLimiter{}}
 	agent := cfg.UserAgent
 	if agent == "" {
 		agent = "litcrawl"
 	}
-	f.robots = &robots{agent: agent, fetch: f.fetcher.fetch, retry: cfg.Retry}
+	f.robots = &robots{agent: agent, fetch: f.fetcher.fetch, retry: cfg.Retry, maxDelay: cfg.MaxCrawlDelay, log: log}
 	return f, nil
+}
+
+// defaultPorts are the ports an allowed host name without one may be
+// fetched on: the base URL's port when it names one, else 80 and 443 (a
+// redirect from http to https stays allowed).
+func defaultPorts(base *url.URL) []string {
+	if p := base.Port(); p != "" {
+		return []string{p}
+	}
+	return []string{"80", "443"}
+}
+
+// redactURL is u with any password replaced by xxxxx, for messages.
+func redactURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return "(unreadable URL)"
 }
 
 // PageURL is the URL of a listing page.
@@ -179,8 +210,11 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r Request) (*parser
 		}
 		lim.atLeast(crawlDelay)
 	}
-	if ok, wait := f.breaker.Allow(host, time.Now()); !ok {
+	switch gate, wait := f.breaker.Allow(host, time.Now()); gate {
+	case Wait:
 		return nil, &FetchError{URL: u.String(), RetryAfter: wait, Err: ErrCircuitOpen}
+	case Down:
+		return nil, &FetchError{URL: u.String(), Err: ErrHostDown}
 	}
 	release, err := lim.acquire(ctx)
 	if err != nil {
@@ -210,7 +244,10 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r Request) (*parser
 			return nil, ErrEndOfListing
 		}
 		if ctx.Err() == nil && IsRetryable(err) {
-			f.breaker.Failure(host, time.Now())
+			if f.breaker.Failure(host, time.Now()) && f.breaker.State(host, time.Now()) == "down" {
+				f.log.Warn("host is down: its pages fail at once for the rest of the run (the next run tries them again)",
+					"host", host, "breaker_opens", f.breaker.Opens(host), "error", err)
+			}
 		}
 		return nil, err
 	}

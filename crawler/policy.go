@@ -3,6 +3,7 @@ package crawler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/backoff"
@@ -15,13 +16,35 @@ type RetryPolicy struct {
 	// BackoffBase and BackoffMax bound exponential backoff with full jitter:
 	// the wait before try n+1 is drawn from [0, min(BackoffMax, BackoffBase·2^(n-1))).
 	BackoffBase, BackoffMax time.Duration
-	// MaxRetryAfter caps a server's Retry-After (a hostile or broken server
-	// must not park the crawl for a day).
+	// MaxRetryAfter is the longest Retry-After a server may ask for: a
+	// page whose server asks for more fails at once (the next run tries it
+	// again), so a hostile or broken server cannot park the crawl for a
+	// day, nor cost (attempts − 1) × a long wait a page.
 	MaxRetryAfter time.Duration
 }
 
+// ErrRetryAfterTooLong: the server asked to wait longer than the policy's
+// MaxRetryAfter. Permanent for this run.
+var ErrRetryAfterTooLong = errors.New("the server's Retry-After is beyond fetch.max_retry_after")
+
+// tooLongError is a retryable fetch error whose server asked for too long
+// a wait: it is no longer worth retrying in this run.
+type tooLongError struct {
+	err       error
+	asked, at time.Duration
+}
+
+func (e *tooLongError) Error() string {
+	return fmt.Sprintf("%v (Retry-After %v is beyond fetch.max_retry_after %v: left for the next run)", e.err, e.asked, e.at)
+}
+func (e *tooLongError) Unwrap() []error { return []error{e.err, ErrRetryAfterTooLong} }
+
+// Permanent marks it as not worth retrying (see FetchError.Retryable).
+func (e *tooLongError) Permanent() bool { return true }
+
 // Delay is the wait after failed try number attempt (1-based). A
-// Retry-After from the server wins over the backoff, capped.
+// Retry-After from the server (or a cooling circuit's wait) wins over the
+// backoff, capped at MaxRetryAfter.
 func (p RetryPolicy) Delay(attempt int, err error) time.Duration {
 	var fe *FetchError
 	if errors.As(err, &fe) && fe.RetryAfter > 0 {
@@ -38,6 +61,10 @@ func (p RetryPolicy) Retry(ctx context.Context, try func(ctx context.Context, at
 	for attempt := 1; attempt <= max(p.MaxAttempts, 1); attempt++ {
 		if err = try(ctx, attempt); err == nil || !IsRetryable(err) {
 			return err
+		}
+		var fe *FetchError
+		if errors.As(err, &fe) && fe.Status != 0 && fe.RetryAfter > p.MaxRetryAfter {
+			return &tooLongError{err: err, asked: fe.RetryAfter, at: p.MaxRetryAfter}
 		}
 		if attempt == p.MaxAttempts {
 			break

@@ -145,31 +145,64 @@ func TestBreaker(t *testing.T) {
 	now := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 	const h = "m.booksci.cn"
 	for i := range 3 {
-		if ok, _ := b.Allow(h, now); !ok {
+		if g, _ := b.Allow(h, now); g != Go {
 			t.Fatalf("closed circuit refused request %d", i)
 		}
 		b.Failure(h, now)
 	}
-	if ok, wait := b.Allow(h, now.Add(10*time.Second)); ok || wait != 20*time.Second || b.State(h, now) != "open" {
-		t.Fatalf("open circuit: ok=%v wait=%v state=%s", ok, wait, b.State(h, now))
+	if g, wait := b.Allow(h, now.Add(10*time.Second)); g != Wait || wait != 20*time.Second || b.State(h, now) != "open" {
+		t.Fatalf("open circuit: gate=%v wait=%v state=%s", g, wait, b.State(h, now))
 	}
 	later := now.Add(31 * time.Second)
-	if ok, _ := b.Allow(h, later); !ok {
+	if g, _ := b.Allow(h, later); g != Go {
 		t.Fatal("after the cooldown one probe must go")
 	}
-	if ok, _ := b.Allow(h, later); ok {
+	if g, _ := b.Allow(h, later); g != Wait {
 		t.Fatal("only one probe at a time")
 	}
 	b.Failure(h, later) // the probe failed: open again
-	if ok, _ := b.Allow(h, later.Add(time.Second)); ok {
+	if g, _ := b.Allow(h, later.Add(time.Second)); g != Wait {
 		t.Fatal("a failed probe must reopen the circuit")
 	}
 	b.Allow(h, later.Add(31*time.Second))
 	b.Success(h)
-	if ok, _ := b.Allow(h, later.Add(31*time.Second)); !ok || b.State(h, later) != "closed" {
+	if g, _ := b.Allow(h, later.Add(31*time.Second)); g != Go || b.State(h, later) != "closed" {
 		t.Fatal("a good probe must close the circuit")
 	}
-	if ok, _ := b.Allow("booksci.cn", now.Add(time.Second)); !ok {
+	if g, _ := b.Allow("booksci.cn", now.Add(time.Second)); g != Go {
 		t.Error("circuits are per host")
+	}
+}
+
+// A host whose circuit opened MaxOpens times in a row is down: its
+// requests fail at once instead of waiting a cooldown each, and a request
+// that comes after a cooldown still probes it; a success brings it back.
+func TestBreakerDownAfterMaxOpens(t *testing.T) {
+	b := &Breaker{Threshold: 2, Cooldown: time.Minute, MaxOpens: 2}
+	now := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	const h = "m.booksci.cn"
+	b.Failure(h, now)
+	b.Failure(h, now) // opens (1)
+	if g, wait := b.Allow(h, now.Add(time.Second)); g != Wait || wait != 59*time.Second {
+		t.Fatalf("after the first opening: gate=%v wait=%v, want a wait", g, wait)
+	}
+	probe := now.Add(time.Minute)
+	if g, _ := b.Allow(h, probe); g != Go {
+		t.Fatal("after the cooldown one probe must go")
+	}
+	b.Failure(h, probe) // the probe failed: opens (2)
+	if g, _ := b.Allow(h, probe.Add(time.Second)); g != Down || b.State(h, probe) != "down" {
+		t.Fatalf("after %d openings in a row: gate=%v state=%s, want down", b.MaxOpens, g, b.State(h, probe))
+	}
+	again := probe.Add(time.Minute)
+	if g, _ := b.Allow(h, again); g != Go {
+		t.Fatal("a down host is still probed once a cooldown has passed")
+	}
+	if g, _ := b.Allow(h, again); g != Down {
+		t.Fatal("while the probe is out, the others fail at once")
+	}
+	b.Success(h)
+	if g, _ := b.Allow(h, again); g != Go || b.Opens(h) != 0 {
+		t.Fatal("a success must bring the host back")
 	}
 }

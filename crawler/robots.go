@@ -3,6 +3,7 @@ package crawler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sync"
 	"time"
@@ -19,6 +20,10 @@ type robots struct {
 	agent string
 	fetch func(ctx context.Context, url string) (*Fetched, error)
 	retry RetryPolicy
+	// maxDelay caps the Crawl-delay (0: no cap); a larger one is clamped
+	// and logged.
+	maxDelay time.Duration
+	log      *slog.Logger
 
 	mu    sync.Mutex
 	hosts map[string]*robotsEntry
@@ -75,5 +80,13 @@ func (r *robots) load(ctx context.Context, base string) (*robotstxt.Group, error
 	if err != nil {
 		return nil, fmt.Errorf("robots.txt of %s: %w", base, err)
 	}
-	return data.FindGroup(r.agent), nil
+	g := data.FindGroup(r.agent)
+	if g != nil && r.maxDelay > 0 && g.CrawlDelay > r.maxDelay {
+		if r.log != nil {
+			r.log.Warn("robots.txt Crawl-delay is beyond fetch.max_crawl_delay: clamped", "host", base,
+				"crawl_delay", g.CrawlDelay, "max_crawl_delay", r.maxDelay)
+		}
+		g.CrawlDelay = r.maxDelay
+	}
+	return g, nil
 }

@@ -3,16 +3,26 @@ package crawler
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
 // TransportConfig is the fetch rules every request obeys.
 type TransportConfig struct {
-	// AllowedHosts are the only host names fetched (ports are ignored);
-	// a redirect to any other host is refused too, since every hop comes
-	// through the transport.
+	// AllowedHosts are the only hosts fetched: "host" on one of Ports, or
+	// "host:port" on that port alone. A redirect anywhere else (another
+	// host, or another port of an allowed host) is refused too, since
+	// every hop comes through the transport.
 	AllowedHosts []string
+	// Ports are the ports of an allowed host given without one (default:
+	// 80 and 443).
+	Ports []string
+	// BasicAuth, when set, is sent as HTTP Basic auth on requests to
+	// AuthOrigin (scheme://host:port) only, never to another host or port.
+	BasicAuth  *url.Userinfo
+	AuthOrigin string
 	// MaxBodyBytes caps a response body; a larger one fails with
 	// ErrBodyTooLarge instead of being cut silently.
 	MaxBodyBytes int64
@@ -27,12 +37,41 @@ func NewTransport(base http.RoundTripper, cfg TransportConfig) http.RoundTripper
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	allowed := make(map[string]bool, len(cfg.AllowedHosts))
+	ports := cfg.Ports
+	if len(ports) == 0 {
+		ports = []string{"80", "443"}
+	}
+	allowed := make(map[string]bool, len(cfg.AllowedHosts)*len(ports))
 	for _, h := range cfg.AllowedHosts {
-		allowed[strings.ToLower(h)] = true
+		h = strings.ToLower(h)
+		if host, port, err := net.SplitHostPort(h); err == nil {
+			allowed[net.JoinHostPort(host, port)] = true
+			continue
+		}
+		for _, p := range ports {
+			allowed[net.JoinHostPort(strings.Trim(h, "[]"), p)] = true
+		}
 	}
 	return &transport{base: base, cfg: cfg, allowed: allowed}
 }
+
+// hostPort is u's host and port, the scheme's default port when u names
+// none, in the form the allowed set holds.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "https":
+			port = "443"
+		default:
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// origin is u's scheme://host:port.
+func origin(u *url.URL) string { return u.Scheme + "://" + hostPort(u) }
 
 type transport struct {
 	base    http.RoundTripper
@@ -41,12 +80,20 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !t.allowed[strings.ToLower(req.URL.Hostname())] {
-		return nil, &FetchError{URL: req.URL.Redacted(), Err: fmt.Errorf("%w: %s", ErrOffsite, req.URL.Hostname())}
+	if !t.allowed[hostPort(req.URL)] {
+		return nil, &FetchError{URL: req.URL.Redacted(), Err: fmt.Errorf("%w: %s", ErrOffsite, req.URL.Host)}
 	}
 	if t.cfg.UserAgent != "" && req.Header.Get("User-Agent") == "" {
 		req = req.Clone(req.Context())
 		req.Header.Set("User-Agent", t.cfg.UserAgent)
+	}
+	if t.cfg.BasicAuth != nil {
+		req = req.Clone(req.Context())
+		req.Header.Del("Authorization")
+		if a, err := url.Parse(t.cfg.AuthOrigin); err == nil && origin(req.URL) == origin(a) {
+			pw, _ := t.cfg.BasicAuth.Password()
+			req.SetBasicAuth(t.cfg.BasicAuth.Username(), pw)
+		}
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {

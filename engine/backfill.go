@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sourcegraph/conc/pool"
@@ -28,6 +30,12 @@ type BackfillOptions struct {
 	// Stop, when closed, stops starting pages; the pages in flight finish
 	// (ctx bounds them). nil never stops.
 	Stop <-chan struct{}
+	// For an open range (To 0): stop a journal's walk after
+	// StopAfterRepeatPages fetched pages in a row that add no paper not
+	// already met in this run (Walk.Next; skipped pages do not count; 0:
+	// never), and never go past page From+MaxPages-1 (0: no bound).
+	StopAfterRepeatPages int
+	MaxPages             int
 }
 
 // stopped reports whether stop is closed.
@@ -54,12 +62,23 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 	// The pool bounds the pages in flight; Go blocks when it is full, so
 	// an open-ended walk never runs more than the pool's size past the end.
 	p := pool.New().WithMaxGoroutines(r.conc)
+	to, open := o.To, o.To == 0
+	if open && o.MaxPages > 0 {
+		to = o.From + o.MaxPages - 1
+	}
 	for _, journal := range o.Journals {
 		var end atomic.Int64         // first page found past the end (0: none yet)
 		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
-		for pageNo := o.From; o.To == 0 || pageNo <= o.To; pageNo++ {
+		// An open range's walk: the repeat rule, over pages in the order
+		// they are committed.
+		var walkMu sync.Mutex
+		walk := Walk{StopAfterRepeat: o.StopAfterRepeatPages, MaxPages: math.MaxInt}
+		for pageNo := o.From; to == 0 || pageNo <= to; pageNo++ {
 			if e := end.Load(); e != 0 && int64(pageNo) >= e || ctx.Err() != nil || stopped(o.Stop) {
 				break
+			}
+			if open && pageNo == to {
+				r.log.Warn("the open-ended walk reached backfill.max_pages", "journal", journal, "page", pageNo, "max_pages", o.MaxPages)
 			}
 			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
 				r.log.Warn("giving up on the journal's open-ended walk after failed pages in a row", "journal", journal, "failed", maxFailedInRow)
@@ -97,6 +116,16 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 					}
 					if oc.Result == PastEnd {
 						endAt(int64(pageNo))
+					}
+					if open && oc.Result == Done {
+						walkMu.Lock()
+						var goOn bool
+						if walk, goOn = walk.Next(oc.Delivered); !goOn && !oc.Delivered.Last {
+							r.log.Warn("stopping the open-ended walk: pages in a row with no paper not already met in this run",
+								"journal", journal, "page", pageNo, "pages", walk.RepeatRun)
+							endAt(int64(pageNo) + 1)
+						}
+						walkMu.Unlock()
 					}
 				})
 				if err != nil {

@@ -24,6 +24,7 @@ type Item struct {
 type Delivered struct {
 	Records     int  // records on the page
 	KnownBefore int  // distinct papers on it delivered by an earlier run
+	Fresh       int  // distinct papers on it not met earlier in this run (new, or known only to earlier runs)
 	Sent        int  // records sent to the sinks
 	New         int  // papers the ledger recorded for the first time
 	Last        bool // the page's pager says it is the last page
@@ -48,9 +49,9 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		if err != nil {
 			return nil, fmt.Errorf("look up the papers of %s: %w", pageName(it.Key), err)
 		}
-		fresh, knownBefore := decide(recs, seen, it.Redeliver, &sent)
+		fresh, knownBefore, freshToRun := decide(recs, seen, it.Redeliver, &sent)
 		send = append(send, fresh...)
-		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Sent: len(fresh),
+		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Fresh: freshToRun, Sent: len(fresh),
 			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page}
 		group.Pages[i] = ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()}
 	}
@@ -115,18 +116,23 @@ func (s *sentInGroup) add(r record.Record) {
 // the ledger has never seen its paper (by id or DOI) and no earlier page of
 // the same group sends it; with redeliver, always. knownBefore counts the
 // papers an earlier run delivered: the nightly stop rule asks for it
-// (papers delivered earlier in this run do not count as known).
-func decide(recs []record.Record, seen []ledger.Seen, redeliver bool, sent *sentInGroup) (send []record.Record, knownBefore int) {
+// (papers delivered earlier in this run do not count as known). fresh
+// counts the papers this run meets for the first time (new, or known only
+// to earlier runs): the repeat rule asks for it.
+func decide(recs []record.Record, seen []ledger.Seen, redeliver bool, sent *sentInGroup) (send []record.Record, knownBefore, fresh int) {
 	for i, r := range recs {
 		if seen[i] == ledger.SeenBefore {
 			knownBefore++
+		}
+		if seen[i] != ledger.SeenThisRun && !sent.has(r) {
+			fresh++
 		}
 		if redeliver || seen[i] == ledger.Unknown && !sent.has(r) {
 			send = append(send, r)
 		}
 		sent.add(r)
 	}
-	return send, knownBefore
+	return send, knownBefore, fresh
 }
 
 func pageName(k ledger.PageKey) string { return fmt.Sprintf("journal %d page %d", k.Journal, k.Page) }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -349,5 +350,53 @@ func TestBackfillEndsAtTheLastPage(t *testing.T) {
 	}
 	if n := site.Hits(testsite.PagePath(66, 6)); n != 0 {
 		t.Errorf("page 6 (past the last page) was asked for %d times", n)
+	}
+}
+
+// An open-ended backfill of a site that answers every page number with the
+// same papers and a "next" link stops after stop_after_repeat_pages such
+// pages, having delivered each paper once; backfill.max_pages bounds an
+// open range on a site whose every page is new.
+func TestOpenBackfillStopsOnRepeatsAndMaxPages(t *testing.T) {
+	same := testsite.SynthPage(808, 1, []string{"a1", "a2", "a3"})
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(same)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	r := start(t, config(srv), filepath.Join(dir, "state"), filepath.Join(dir, "out.jsonl"), "rep")
+	err := r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{808}, From: 1, StopAfterRepeatPages: 20, MaxPages: 100_000})
+	r.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 page of new papers, then 20 repeats; a few more were in flight or
+	// waiting for their commit when the 20th repeat was committed.
+	if n := hits.Load(); n < 21 || n > 40 {
+		t.Errorf("%d pages fetched; want the walk to stop after 1 + 20 repeats", n)
+	}
+	if ids := readIDs(t, filepath.Join(dir, "out.jsonl")); len(ids) != 3 || ids["a1"] != 1 {
+		t.Errorf("delivered %v; want a1-a3 once each", ids)
+	}
+
+	site := testsite.New()
+	site.SynthJournal(809, 50, 2)
+	srv2 := httptest.NewServer(site)
+	defer srv2.Close()
+	r = start(t, config(srv2), filepath.Join(dir, "state2"), filepath.Join(dir, "out2.jsonl"), "max")
+	err = r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{809}, From: 3, StopAfterRepeatPages: 20, MaxPages: 10})
+	r.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.r.Summary().Done.Load(); got != 10 || site.Hits(testsite.PagePath(809, 13)) != 0 {
+		t.Errorf("pages 3- with max_pages 10: %d done, page 13 fetched %d times; want pages 3-12", got, site.Hits(testsite.PagePath(809, 13)))
 	}
 }

@@ -16,18 +16,39 @@ type Walk struct {
 	// KnownRun counts the pages in a row, up to Page, whose papers were
 	// all known before the run began.
 	KnownRun int
-	// StopAfterKnown ends the walk after that many such pages; MaxPages
+	// RepeatRun counts the pages in a row that held no paper not already
+	// met in this run (a site answering every page number with the same
+	// papers).
+	RepeatRun int
+	// StopAfterKnown ends the walk after KnownRun reaches it (0: never);
+	// StopAfterRepeat after RepeatRun reaches it (0: never); MaxPages
 	// bounds it.
-	StopAfterKnown int
-	MaxPages       int
+	StopAfterKnown  int
+	StopAfterRepeat int
+	MaxPages        int
 }
 
-// Next is the one nightly stop rule: after page w.Page was delivered as d,
-// does the walk go on, and to where? It stops after StopAfterKnown pages in
-// a row whose papers were all known before the run began (papers delivered
-// earlier in the same run do not count: new papers pushing older ones down
-// while the walk goes on cannot stop it early), at the last page the pager
-// names, and past MaxPages.
+// Why a walk stopped, for logs.
+func (w Walk) why(d Delivered) string {
+	switch {
+	case d.Last:
+		return "last page"
+	case w.StopAfterKnown > 0 && w.KnownRun >= w.StopAfterKnown:
+		return "known papers only"
+	case w.StopAfterRepeat > 0 && w.RepeatRun >= w.StopAfterRepeat:
+		return "the same papers again"
+	}
+	return "max pages"
+}
+
+// Next is the one walk rule, of nightly walks and open-ended backfills:
+// after page w.Page was delivered as d, does the walk go on, and to where?
+// It stops after StopAfterKnown pages in a row whose papers were all known
+// before the run began (papers delivered earlier in the same run do not
+// count: new papers pushing older ones down while the walk goes on cannot
+// stop it early), after StopAfterRepeat pages in a row that held no paper
+// not already met in this run (a site that answers every page number with
+// the same papers), at the last page the pager names, and past MaxPages.
 func (w Walk) Next(d Delivered) (Walk, bool) {
 	next := w
 	next.Page++
@@ -36,7 +57,13 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	} else {
 		next.KnownRun = 0
 	}
-	if d.Last || next.KnownRun >= max(w.StopAfterKnown, 1) || next.Page > w.MaxPages {
+	if d.Records > 0 && d.Fresh == 0 {
+		next.RepeatRun++
+	} else {
+		next.RepeatRun = 0
+	}
+	if d.Last || w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown ||
+		w.StopAfterRepeat > 0 && next.RepeatRun >= w.StopAfterRepeat || next.Page > w.MaxPages {
 		return next, false
 	}
 	return next, true
@@ -50,6 +77,9 @@ type NightlyOptions struct {
 	StopAfterKnownPages int
 	// MaxPages bounds the walk of a journal.
 	MaxPages int
+	// StopAfterRepeatPages: the walk stops after this many pages in a row
+	// with no paper not already met in this run (0: never).
+	StopAfterRepeatPages int
 	// Stop, when closed, stops starting pages (see BackfillOptions.Stop).
 	Stop <-chan struct{}
 }
@@ -68,7 +98,7 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 	p := pool.New().WithMaxGoroutines(r.conc)
 	for _, journal := range o.Journals {
 		p.Go(func() {
-			w := Walk{Page: 1, StopAfterKnown: o.StopAfterKnownPages, MaxPages: o.MaxPages}
+			w := Walk{Page: 1, StopAfterKnown: o.StopAfterKnownPages, StopAfterRepeat: o.StopAfterRepeatPages, MaxPages: o.MaxPages}
 			for ctx.Err() == nil && !stopped(o.Stop) {
 				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{})
 				if err != nil {
@@ -80,7 +110,7 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 				}
 				var goOn bool
 				if w, goOn = w.Next(oc.Delivered); !goOn {
-					r.log.Info("nightly walk done", "journal", journal, "page", w.Page-1, "known_pages_in_a_row", w.KnownRun)
+					r.log.Info("nightly walk done", "journal", journal, "page", w.Page-1, "why", w.why(oc.Delivered), "known_pages_in_a_row", w.KnownRun)
 					return
 				}
 			}

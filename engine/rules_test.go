@@ -55,7 +55,7 @@ func TestDecide(t *testing.T) {
 		for _, id := range tt.sent {
 			sent.add(record.Record{ID: id})
 		}
-		got, known := decide(tt.recs, tt.seen, tt.redeliver, &sent)
+		got, known, _ := decide(tt.recs, tt.seen, tt.redeliver, &sent)
 		if !slices.Equal(ids(got), tt.want) || known != tt.known {
 			t.Errorf("%s: sent %v known %d; want %v, %d", tt.name, ids(got), known, tt.want, tt.known)
 		}
@@ -63,8 +63,8 @@ func TestDecide(t *testing.T) {
 	// The same paper under two ids (seen first without its JSON) is sent
 	// once in a group, whatever page it is on.
 	var sent sentInGroup
-	first, _ := decide([]record.Record{{ID: "doi:10.1/x", DOI: "10.1/X"}}, []ledger.Seen{u}, false, &sent)
-	second, _ := decide([]record.Record{{ID: "42", DOI: "10.1/x"}}, []ledger.Seen{u}, false, &sent)
+	first, _, _ := decide([]record.Record{{ID: "doi:10.1/x", DOI: "10.1/X"}}, []ledger.Seen{u}, false, &sent)
+	second, _, _ := decide([]record.Record{{ID: "42", DOI: "10.1/x"}}, []ledger.Seen{u}, false, &sent)
 	if len(first) != 1 || len(second) != 0 {
 		t.Errorf("one paper under two ids: sent %v then %v", ids(first), ids(second))
 	}
@@ -99,6 +99,31 @@ func TestWalkNext(t *testing.T) {
 	}
 	if _, goOn := (Walk{Page: 1, StopAfterKnown: 1, MaxPages: 9}).Next(Delivered{}); !goOn {
 		t.Error("an empty page counted as known")
+	}
+}
+
+// The repeat rule: pages in a row with no paper not already met in this
+// run stop the walk; a page of papers known only to earlier runs is not a
+// repeat (a backfill over known pages goes on), and StopAfterKnown 0 never
+// stops on known pages.
+func TestWalkNextStopsOnRepeats(t *testing.T) {
+	w := Walk{Page: 1, StopAfterRepeat: 3, MaxPages: 1000}
+	var goOn bool
+	for i, d := range []Delivered{
+		{Records: 20, Fresh: 20},
+		{Records: 20, KnownBefore: 20, Fresh: 20}, // known before, new to the run
+		{Records: 20, Fresh: 0},
+		{Records: 20, Fresh: 0},
+		{Records: 20, Fresh: 1}, // one new paper resets the count
+		{Records: 20, Fresh: 0},
+		{Records: 20, Fresh: 0},
+	} {
+		if w, goOn = w.Next(d); !goOn {
+			t.Fatalf("page %d stopped the walk: %+v", i+1, w)
+		}
+	}
+	if w, goOn = w.Next(Delivered{Records: 20}); goOn || w.RepeatRun != 3 {
+		t.Fatalf("three repeats in a row: %+v go on %v; want a stop", w, goOn)
 	}
 }
 

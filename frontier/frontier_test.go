@@ -55,7 +55,7 @@ func newWorker(t *testing.T, url, siteURL, sinkURL string, o frontier.WorkerOpti
 	t.Cleanup(func() { out.Close() })
 	fetch, err := crawler.New(crawler.Config{
 		BaseURL: siteURL, Concurrency: 2, Timeout: 5 * time.Second, MaxBodyBytes: 4 << 20,
-		Retry:            crawler.RetryPolicy{MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, MaxRetryAfter: 10 * time.Millisecond},
+		Retry:            crawler.RetryPolicy{MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
 		BreakerThreshold: 50, BreakerCooldown: 10 * time.Millisecond, SlowdownMax: 5 * time.Millisecond,
 		UserAgent: "litcrawl-test", Robots: true, Pacer: f.Pacer(time.Millisecond),
 	}, nil)

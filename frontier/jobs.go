@@ -25,9 +25,11 @@ type Job struct {
 	// Nightly jobs are a journal's walk: the worker that did this page
 	// enqueues the next one unless the walk stops (engine.Walk.Next).
 	Nightly        bool `json:"nightly,omitempty"`
-	KnownRun       int  `json:"known_run,omitempty"` // all-known pages in a row so far
-	StopAfterKnown int  `json:"stop_after_known,omitempty"`
-	MaxPages       int  `json:"max_pages,omitempty"`
+	KnownRun        int  `json:"known_run,omitempty"`  // all-known pages in a row so far
+	RepeatRun       int  `json:"repeat_run,omitempty"` // pages in a row with nothing new to the run
+	StopAfterKnown  int  `json:"stop_after_known,omitempty"`
+	StopAfterRepeat int  `json:"stop_after_repeat,omitempty"`
+	MaxPages        int  `json:"max_pages,omitempty"`
 }
 
 // Subject is the job's subject: one per page of a journal
@@ -51,7 +53,8 @@ func (j Job) MsgID() string {
 
 // Walk is the nightly walk a job stands at.
 func (j Job) Walk() engine.Walk {
-	return engine.Walk{Page: j.Page, KnownRun: j.KnownRun, StopAfterKnown: j.StopAfterKnown, MaxPages: j.MaxPages}
+	return engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, StopAfterKnown: j.StopAfterKnown,
+		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages}
 }
 
 // journalOf reads the journal from a job or dead-letter subject.

@@ -216,7 +216,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		if job.Nightly {
 			if next, goOn := job.Walk().Next(oc.Delivered); goOn {
 				nj := job
-				nj.Page, nj.KnownRun = next.Page, next.KnownRun
+				nj.Page, nj.KnownRun, nj.RepeatRun = next.Page, next.KnownRun, next.RepeatRun
 				if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 					w.failed(ctx, msg, job, err, true, md.NumDelivered)
 					return

@@ -53,7 +53,11 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if f.baseURL != "" {
 		u, err := url.Parse(f.baseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError{fmt.Errorf("--base-url %q: expected an http(s) URL such as http://127.0.0.1:8089", f.baseURL)}
+			shown := "(unreadable URL)"
+			if err == nil {
+				shown = u.Redacted()
+			}
+			return usageError{fmt.Errorf("--base-url %q: expected an http(s) URL such as http://127.0.0.1:8089", shown)}
 		}
 		cfg.Site.BaseURL, cfg.Site.AllowedHosts = strings.TrimRight(f.baseURL, "/"), []string{u.Hostname()}
 	}
@@ -72,11 +76,20 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if cmd.Flags().Changed("sink") {
 		cfg.Sinks = f.sinks
 	}
+	for _, j := range f.journals {
+		if j <= 0 {
+			return usageError{fmt.Errorf("--journal %d: expected a positive journal id", j)}
+		}
+	}
 	if len(f.journals) > 0 {
 		cfg.Journals = f.journals
 	}
 	if f.stateDir != "" {
 		cfg.StateDir = f.stateDir
+	}
+	// The flags obey the same bounds as the file: one validation for both.
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("with the command-line flags: %w", err)}
 	}
 	return nil
 }

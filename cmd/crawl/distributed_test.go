@@ -104,7 +104,7 @@ func TestDistributedUsage(t *testing.T) {
 		{[]string{"enqueue", "--journal", "1", "--pages", "1-2"}, "--frontier"},
 		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1"}, "either --pages A-B or --nightly"},
 		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1", "--pages", "1-"}, "needs its last page"},
-		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1", "--pages", "1-99999999"}, "at most 100000 pages a journal"},
+		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1", "--pages", "1-99999999"}, "at most backfill.max_pages (100000) pages a journal"},
 		{[]string{"status", "--frontier", "nats://127.0.0.1:1", "--ack-wait", "1s"}, "unknown flag: --ack-wait"},
 		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1", "--pages", "1-2", "--replicas", "6"}, "--replicas 6: expected 1 to 5"},
 		{[]string{"worker"}, "--frontier"},

@@ -1,0 +1,189 @@
+package crawler_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/site"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+// quick is a fetcher configuration with tiny waits.
+func quick(base string) crawler.Config {
+	return crawler.Config{BaseURL: base, Scheme: site.Default, Concurrency: 1, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20,
+		Retry:            crawler.RetryPolicy{MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, MaxRetryAfter: time.Minute},
+		BreakerThreshold: 10, BreakerCooldown: time.Millisecond, SlowdownMax: time.Millisecond, UserAgent: "litcrawl-test", Robots: true}
+}
+
+func synthSite(t *testing.T, pages int) (*testsite.Site, *httptest.Server) {
+	t.Helper()
+	ts := testsite.New()
+	ts.SynthJournal(808, pages, 5)
+	srv := httptest.NewServer(ts)
+	t.Cleanup(srv.Close)
+	return ts, srv
+}
+
+// fetch.timeout is the bound of one fetch, not colly's 10 s default: a
+// server that answers in 10.5 s is fine with a 20 s timeout.
+func TestFetchTimeoutIsTheConfiguredOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 10.5 s for a slow server")
+	}
+	t.Parallel()
+	ts := testsite.New()
+	ts.SynthJournal(808, 1, 5)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/robots.txt" {
+			select {
+			case <-time.After(10500 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		ts.ServeHTTP(w, r)
+	}))
+	defer slow.Close()
+	cfg := quick(slow.URL)
+	cfg.Timeout, cfg.Retry.MaxAttempts = 20*time.Second, 1
+	f, err := crawler.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 1}); err != nil {
+		t.Fatalf("a page served in 10.5 s with a 20 s timeout: %v", err)
+	}
+}
+
+// A robots.txt Crawl-delay beyond fetch.max_crawl_delay is clamped to it,
+// and logged.
+func TestCrawlDelayIsClamped(t *testing.T) {
+	ts, srv := synthSite(t, 3)
+	ts.SetRobots("User-agent: *\nCrawl-delay: 86400\n")
+	cfg := quick(srv.URL)
+	cfg.MaxCrawlDelay = 50 * time.Millisecond
+	var logs bytes.Buffer
+	f, err := crawler.New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	for page := 1; page <= 3; page++ {
+		if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: page}); err != nil {
+			t.Fatalf("page %d: %v (Crawl-delay 86400 not clamped?)", page, err)
+		}
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Errorf("3 pages in %v: the clamped Crawl-delay (50ms) was not kept between them", took)
+	}
+	if !strings.Contains(logs.String(), "max_crawl_delay") {
+		t.Errorf("the clamp was not logged: %s", logs.String())
+	}
+}
+
+// A Retry-After beyond fetch.max_retry_after fails the page at once: one
+// try, a permanent error naming the key; the next run tries the page again.
+func TestRetryAfterBeyondTheCapFailsThePageAtOnce(t *testing.T) {
+	ts, srv := synthSite(t, 1)
+	ts.Inject(testsite.PagePath(808, 1), testsite.Fault{Kind: testsite.TooMany, RetryAfter: "86400"})
+	f, err := crawler.New(quick(srv.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: 1})
+	if !errors.Is(err, crawler.ErrRetryAfterTooLong) || crawler.IsRetryable(err) || res.Tries != 1 {
+		t.Fatalf("Retry-After 86400 with a 1m cap: %d tries, err %v; want one try and a permanent error", res.Tries, err)
+	}
+	if !strings.Contains(err.Error(), "fetch.max_retry_after") {
+		t.Errorf("the error does not name the key: %v", err)
+	}
+	if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: 1}); err != nil {
+		t.Errorf("the next try of the page: %v", err)
+	}
+}
+
+// A host that keeps failing is down once its breaker opened
+// breaker_max_opens times in a row: its other pages fail at once, without
+// a request and without waiting a cooldown each.
+func TestHostDownFailsTheRemainingPagesFast(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		hits.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	cfg := quick(srv.URL)
+	cfg.Retry.MaxAttempts, cfg.BreakerThreshold, cfg.BreakerCooldown, cfg.BreakerMaxOpens = 4, 2, 100*time.Millisecond, 2
+	var logs bytes.Buffer
+	f, err := crawler.New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: 1}); !crawler.IsRetryable(err) && !errors.Is(err, crawler.ErrHostDown) {
+		t.Fatalf("page 1: %v", err)
+	}
+	before := hits.Load()
+	start := time.Now()
+	for page := 2; page <= 50; page++ {
+		res, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: page})
+		if !errors.Is(err, crawler.ErrHostDown) || res.Tries != 1 {
+			t.Fatalf("page %d of a down host: %d tries, %v; want ErrHostDown at once", page, res.Tries, err)
+		}
+	}
+	if took := time.Since(start); took > 50*time.Millisecond || hits.Load() != before {
+		t.Errorf("49 pages of a down host took %v and %d requests; want no wait and no request", took, hits.Load()-before)
+	}
+	if !strings.Contains(logs.String(), "host is down") {
+		t.Errorf("going down was not logged: %s", logs.String())
+	}
+}
+
+// User info in the base URL is sent as Basic auth and appears in no URL
+// the fetcher hands out: not the result's, not the records' source.
+func TestBaseURLUserInfoIsAuthNotURL(t *testing.T) {
+	ts := testsite.New()
+	ts.SynthJournal(808, 1, 5)
+	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "ann" || p != "s3cret" {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		ts.ServeHTTP(w, r)
+	}))
+	defer guarded.Close()
+	base := strings.Replace(guarded.URL, "http://", "http://ann:s3cret@", 1)
+	f, err := crawler.New(quick(base), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 1})
+	if err != nil {
+		t.Fatalf("with Basic auth from the base URL: %v", err)
+	}
+	if strings.Contains(res.URL, "s3cret") || strings.Contains(res.URL, "ann@") || f.PageURL(808, 1) != guarded.URL+"/literature_d808.htm" {
+		t.Errorf("page URL %q carries the user info", res.URL)
+	}
+	for _, r := range res.Page.Records {
+		if strings.Contains(r.Source.URL, "s3cret") || strings.Contains(r.Source.Capture, "s3cret") {
+			t.Fatalf("record source %+v carries the password", r.Source)
+		}
+	}
+}
