@@ -26,7 +26,7 @@ func FetcherConfig(cfg *config.Config) crawler.Config {
 			BackoffMax: f.BackoffMax.D(), MaxRetryAfter: f.MaxRetryAfter.D()},
 		BreakerThreshold: f.BreakerThreshold, BreakerCooldown: f.BreakerCooldown.D(), BreakerMaxOpens: f.BreakerMaxOpens,
 		MaxCrawlDelay: f.MaxCrawlDelay.D(),
-		SlowdownMax: f.BackoffMax.D(), UserAgent: f.UserAgent, Robots: f.Robots,
+		SlowdownMax:   f.BackoffMax.D(), UserAgent: f.UserAgent, Robots: f.Robots,
 	}
 }
 

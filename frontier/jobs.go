@@ -24,7 +24,7 @@ type Job struct {
 	RunID   string `json:"run_id"`
 	// Nightly jobs are a journal's walk: the worker that did this page
 	// enqueues the next one unless the walk stops (engine.Walk.Next).
-	Nightly        bool `json:"nightly,omitempty"`
+	Nightly         bool `json:"nightly,omitempty"`
 	KnownRun        int  `json:"known_run,omitempty"`  // all-known pages in a row so far
 	RepeatRun       int  `json:"repeat_run,omitempty"` // pages in a row with nothing new to the run
 	StopAfterKnown  int  `json:"stop_after_known,omitempty"`
