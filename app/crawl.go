@@ -61,7 +61,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, err
 	}
 	defer st.Close()
-	out, err := OpenSinks(ctx, c.Sinks, e.Stdout, e.Metrics)
+	out, err := OpenSinks(ctx, c.Sinks, e.Stdout, e.Log, e.Metrics)
 	if err != nil {
 		return nil, err
 	}

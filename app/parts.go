@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 
@@ -72,11 +73,14 @@ func (t Transport) open1(runID string, maxBody int64) (http.RoundTripper, func()
 	return nil, func() error { return nil }, nil
 }
 
-// OpenSinks opens each sink URL, each retried with the default policy and
-// observed by the metrics, fanned out behind one sink; standard output
-// when there are none. A malformed URL is a *ConfigError.
-func OpenSinks(ctx context.Context, urls []string, stdout io.Writer, m *Metrics) (sink.Sink, error) {
-	opts := sink.Options{Stdout: stdout}
+// OpenSinks opens each sink URL, each retried with the default policy
+// (every retry logged) and observed by the metrics, fanned out behind one
+// sink; standard output when there are none. A malformed URL is a
+// *ConfigError.
+func OpenSinks(ctx context.Context, urls []string, stdout io.Writer, log *slog.Logger, m *Metrics) (sink.Sink, error) {
+	opts := sink.Options{Stdout: stdout, Logger: log}
+	retry := sink.DefaultRetry
+	retry.Log = log
 	if len(urls) == 0 {
 		urls = []string{sink.Stdout}
 	}
@@ -93,7 +97,7 @@ func OpenSinks(ctx context.Context, urls []string, stdout io.Writer, m *Metrics)
 			}
 			return nil, fmt.Errorf("--sink: %w", err)
 		}
-		sinks = append(sinks, sink.Retry(m.observe(s), sink.DefaultRetry))
+		sinks = append(sinks, sink.Retry(m.observe(s), retry))
 	}
 	return sink.NewMulti(sinks...), nil
 }

@@ -8,7 +8,7 @@ import (
 // nothing.
 type Metrics struct {
 	Fetches *prometheus.CounterVec // by status class: 2xx … 5xx, error
-	Breaker *prometheus.GaugeVec   // by host: 0 closed, 1 open, 0.5 half-open
+	Breaker *prometheus.GaugeVec   // by host: 0 closed, 0.5 half-open, 1 open, 2 down
 }
 
 // NewMetrics registers the fetcher's metrics with reg.
@@ -17,7 +17,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Fetches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "litcrawl_fetches_total",
 			Help: "HTTP fetches, by status class (2xx, 3xx, 4xx, 5xx, error)."}, []string{"status_class"}),
 		Breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "litcrawl_circuit_breaker_state",
-			Help: "Per-host circuit breaker: 0 closed, 0.5 half-open, 1 open."}, []string{"host"}),
+			Help: "Per-host circuit breaker: 0 closed, 0.5 half-open, 1 open, 2 down (pages fail at once)."}, []string{"host"}),
 	}
 	reg.MustRegister(m.Fetches, m.Breaker)
 	return m
@@ -44,6 +44,8 @@ func (m *Metrics) breaker(host, state string) {
 		v = 1
 	case "half-open":
 		v = 0.5
+	case "down":
+		v = 2
 	}
 	m.Breaker.WithLabelValues(host).Set(v)
 }

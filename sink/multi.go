@@ -51,46 +51,67 @@ func (m *Multi) Write(ctx context.Context, recs []record.Record) error {
 	return p.Wait()
 }
 
-// Token is a JSON object from child index to child token, for the children
-// that are Committers.
+// multiToken is the token of a Multi: each Committer child's token under
+// the child's name (its redacted URL, Describe), so a token is bound to the
+// sink it came from, whatever the order or number of sinks next time.
+type multiToken struct {
+	Sinks map[string]json.RawMessage `json:"sinks"`
+}
+
+// Token holds each Committer child's token under its name.
 func (m *Multi) Token() ([]byte, error) {
-	toks := map[string]json.RawMessage{}
-	for i, s := range m.sinks {
+	t := multiToken{Sinks: map[string]json.RawMessage{}}
+	for _, s := range m.sinks {
 		c, ok := s.(Committer)
 		if !ok {
 			continue
 		}
-		t, err := c.Token()
+		tok, err := c.Token()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Describe(s), err)
 		}
-		if !json.Valid(t) {
-			t, _ = json.Marshal(string(t))
+		if !json.Valid(tok) {
+			tok, _ = json.Marshal(string(tok))
 		}
-		toks[strconv.Itoa(i)] = t
+		t.Sinks[Describe(s)] = tok
 	}
-	return json.Marshal(toks)
+	return json.Marshal(t)
 }
 
-// Restore hands each child its token. The sinks must be given in the same
-// order as when the token was made.
+// Restore hands each child the token stored under its name. A child with
+// no token of its own (a sink added since) starts from where it is; a
+// token whose sink is no longer configured is left alone. Tokens of the
+// older form (keyed by position) are handed by position, to Restorers
+// only; the JSONL sink then checks that the token names its own file.
 func (m *Multi) Restore(ctx context.Context, token []byte) error {
-	var toks map[string]json.RawMessage
-	if err := json.Unmarshal(token, &toks); err != nil {
+	var t multiToken
+	if err := json.Unmarshal(token, &t); err != nil {
 		return fmt.Errorf("restore: bad token: %w", err)
 	}
+	byName := t.Sinks
+	if byName == nil {
+		var old map[string]json.RawMessage
+		if err := json.Unmarshal(token, &old); err != nil {
+			return fmt.Errorf("restore: bad token: %w", err)
+		}
+		byName = map[string]json.RawMessage{}
+		for k, tok := range old {
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(m.sinks) {
+				continue // a sink that is no longer there
+			}
+			byName[Describe(m.sinks[i])] = tok
+		}
+	}
 	var errs []error
-	for k, t := range toks {
-		i, err := strconv.Atoi(k)
-		if err != nil || i < 0 || i >= len(m.sinks) {
-			return fmt.Errorf("restore: the token names sink %s, but there are %d sinks", k, len(m.sinks))
+	for _, s := range m.sinks {
+		tok, ok := byName[Describe(s)]
+		r, can := s.(Restorer)
+		if !ok || !can {
+			continue
 		}
-		r, ok := m.sinks[i].(Restorer)
-		if !ok {
-			return fmt.Errorf("restore: sink %d (%s) cannot restore a token", i, Describe(m.sinks[i]))
-		}
-		if err := r.Restore(ctx, t); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", Describe(m.sinks[i]), err))
+		if err := r.Restore(ctx, tok); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", Describe(s), err))
 		}
 	}
 	return errors.Join(errs...)

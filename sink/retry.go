@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/backoff"
@@ -17,6 +18,9 @@ type RetryPolicy struct {
 	// Base and Max bound the exponential backoff; each wait is drawn
 	// uniformly from [0, min(Max, Base·2^n)) ("full jitter").
 	Base, Max time.Duration
+	// Log, when set, is told of every failed try that will be retried, so
+	// a sink that is away is seen while the crawl waits for it.
+	Log *slog.Logger
 }
 
 // DefaultRetry is what the CLI uses: 5 tries over roughly half a minute at
@@ -41,6 +45,9 @@ func Retry(s Sink, p RetryPolicy) Sink {
 			err = s.Write(ctx, recs)
 			if err == nil || !errors.Is(err, ErrRetryable) || ctx.Err() != nil {
 				return err
+			}
+			if p.Log != nil && attempt+1 < attempts {
+				p.Log.Warn("sink write failed; retrying", "sink", Describe(s), "try", attempt+1, "of", attempts, "records", len(recs), "error", err)
 			}
 		}
 		return fmt.Errorf("gave up after %d tries: %w", attempts, err)

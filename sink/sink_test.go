@@ -3,7 +3,9 @@ package sink_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -137,6 +139,66 @@ func TestMultiConformance(t *testing.T) {
 			},
 		}
 	}, sinktest.Features{Ordered: false, Restore: true})
+}
+
+// A Multi's token is bound to each sink by its URL: the sinks given in
+// another order, or with one dropped or added, each get their own
+// position back, and a dropped sink's file is not touched.
+func TestMultiTokenIsBoundToTheSinkURL(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl"), filepath.Join(dir, "c.jsonl")
+	ctx := context.Background()
+	open := func(paths ...string) *sink.Multi {
+		var ss []sink.Sink
+		for _, p := range paths {
+			ss = append(ss, sinktest.Open(t, "jsonl:"+p, sink.Options{}))
+		}
+		return sink.NewMulti(ss...)
+	}
+	m := open(a, b)
+	if err := m.Write(ctx, sinktest.Records("x", 2)); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := m.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Write(ctx, sinktest.Records("uncommitted", 1)) // a crash before the commit
+	m.Close()
+	f, _ := os.OpenFile(a, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("{\"id\":\"not-a-sink-now\"}\n") // a's owner adds a line of their own
+	f.Close()
+
+	m = open(c, b) // a is no longer a sink; c is new and first
+	if err := m.Restore(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if got := sinktest.ReadJSONL(t, a); len(got) != 4 {
+		t.Errorf("a, no longer a sink, has %d lines after the restore; want its 4 untouched", len(got))
+	}
+	if got := sinktest.ReadJSONL(t, b); len(got) != 2 {
+		t.Errorf("b has %d records after the restore, want the 2 committed", len(got))
+	}
+
+	// A token of the older form (by position) is still read.
+	old, _ := json.Marshal(map[string]json.RawMessage{"1": mustJSON(t, map[string]any{"path": b, "offset": 0})})
+	m = open(a, b)
+	if err := m.Restore(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if got := sinktest.ReadJSONL(t, b); len(got) != 0 {
+		t.Errorf("an old positional token was not applied to b: %d records", len(got))
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // Drivers register by scheme; an unknown scheme is refused with the shapes

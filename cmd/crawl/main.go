@@ -128,7 +128,10 @@ var endFuncs []func()
 func atEnd(f func()) { endFuncs = append(endFuncs, f) }
 
 // run executes the command line args and returns the process exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// A panic that reaches it is exit 1 with one line saying what failed (not
+// Go's exit 2, the usage code, with a trace).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer exitOnPanic(stderr, &code)
 	endFuncs = nil
 	defer func() {
 		for i := len(endFuncs) - 1; i >= 0; i-- {
@@ -171,6 +174,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return exitFatal
 }
 
+// exitOnPanic, deferred, turns a panic into exit 1 and one line on
+// stderr; CRAWL_TRACE=1 adds the stack.
+func exitOnPanic(stderr io.Writer, code *int) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(stderr, "crawl: internal error: %v (CRAWL_TRACE=1 prints where)\n", p)
+	if os.Getenv("CRAWL_TRACE") == "1" {
+		stderr.Write(debug.Stack())
+	}
+	*code = exitFatal
+}
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "crawl",
@@ -190,10 +207,16 @@ fields: the site's layout has probably changed), 130 interrupted
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
-	root.PersistentFlags().String("metrics-addr", "", "serve Prometheus metrics (/metrics) and /debug/pprof on this address, e.g. 127.0.0.1:9090")
+	root.PersistentFlags().String("metrics-addr", "", "serve Prometheus metrics (/metrics) on this address, e.g. 127.0.0.1:9090")
+	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr (off by default; never the command line)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if addr, _ := cmd.Flags().GetString("metrics-addr"); addr != "" {
-			at, stop, err := startMetrics(addr)
+		withPprof, _ := cmd.Flags().GetBool("pprof")
+		addr, _ := cmd.Flags().GetString("metrics-addr")
+		if withPprof && addr == "" {
+			return usageError{fmt.Errorf("--pprof serves on --metrics-addr: give --metrics-addr too")}
+		}
+		if addr != "" {
+			at, stop, err := startMetrics(addr, withPprof)
 			if err != nil {
 				return err
 			}

@@ -24,20 +24,29 @@ var metricsRegistry = func() *prometheus.Registry {
 // appMetrics are the crawl's metrics, registered once per process.
 var appMetrics = app.NewMetrics(metricsRegistry)
 
-// startMetrics serves /metrics (Prometheus) and /debug/pprof on addr and
-// returns the address it listens on.
-func startMetrics(addr string) (string, func(), error) {
+// startMetrics serves /metrics (Prometheus) on addr, and /debug/pprof when
+// withPprof, and returns the address it listens on. /debug/pprof/cmdline is
+// never served: the command line may hold secrets (sink URLs with
+// passwords, a --base-url with user info).
+func startMetrics(addr string, withPprof bool) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(metricsRegistry, promhttp.HandlerOpts{Registry: metricsRegistry}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/debug/pprof/cmdline" {
+				http.Error(w, "not served: the command line may hold secrets", http.StatusNotFound)
+				return
+			}
+			pprof.Index(w, r)
+		})
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return ln.Addr().String(), func() { srv.Close() }, nil

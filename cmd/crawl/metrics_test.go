@@ -9,9 +9,10 @@ import (
 )
 
 // /metrics shows what a crawl did, per page result, status class and
-// sink; /debug/pprof answers on the same listener.
+// sink; /debug/pprof answers on the same listener with --pprof only, and
+// never serves the command line.
 func TestMetricsEndpoint(t *testing.T) {
-	addr, stop, err := startMetrics("127.0.0.1:0")
+	addr, stop, err := startMetrics("127.0.0.1:0", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,5 +47,35 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(get("/debug/pprof/"), "goroutine") {
 		t.Error("/debug/pprof/ does not list profiles")
+	}
+	if code := status(t, "http://"+addr+"/debug/pprof/cmdline"); code != http.StatusNotFound {
+		t.Errorf("/debug/pprof/cmdline: %d, want 404 (the command line may hold passwords)", code)
+	}
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Without --pprof nothing but /metrics is served.
+func TestPprofIsOffByDefault(t *testing.T) {
+	addr, stop, err := startMetrics("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/profile"} {
+		if code := status(t, "http://"+addr+p); code != http.StatusNotFound {
+			t.Errorf("%s without --pprof: %d, want 404", p, code)
+		}
+	}
+	if code, _, errs := crawl(t, "parse", "--pprof", "fixtures/edge/captcha.htm"); code != exitUsage || !strings.Contains(errs, "--metrics-addr") {
+		t.Errorf("--pprof without --metrics-addr: exit %d, %q", code, errs)
 	}
 }

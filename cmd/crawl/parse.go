@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/site"
 )
@@ -27,8 +29,13 @@ type parseFlags struct {
 	charset     string
 	concurrency int
 	url         string
+	maxInput    int64        // parse.max_input_bytes, or --max-input-bytes
 	scheme      *site.Scheme // the site's URL scheme: journal and page from --url or the file name
+	log         *slog.Logger
 }
+
+// maxParseConcurrency bounds --concurrency of parse (files at once).
+const maxParseConcurrency = 256
 
 func newParseCmd() *cobra.Command {
 	var f parseFlags
@@ -41,9 +48,13 @@ page order. Directories are walked in lexical order for .htm, .html and
 .txt files; other files are skipped. A file named on the command line is
 parsed whatever its extension.
 
+An input larger than parse.max_input_bytes (64 MiB by default,
+--max-input-bytes) fails with an error; a pipe or FIFO is read the same
+way, and the first SIGINT/SIGTERM stops a read that waits.
+
 A page that yields no record is reported on stderr. With --strict the
-exit code is 3 when any input yielded no record or any record carries
-warnings.`,
+exit code is 3 when any input yielded no record, any record carries
+warnings, or the paths held no page file at all.`,
 		Example: `  crawl parse fixtures/
   crawl parse --summary saved/literature_d501422_7.htm
   crawl parse --format text --charset gbk capture.txt
@@ -57,6 +68,16 @@ warnings.`,
 			if !cmd.Flags().Changed("sink") {
 				f.sinks = cfg.Sinks
 			}
+			if cmd.Flags().Changed("max-input-bytes") {
+				cfg.Parse.MaxInputBytes = f.maxInput
+				if err := cfg.Validate(); err != nil {
+					return usageError{fmt.Errorf("--max-input-bytes: %w", err)}
+				}
+			}
+			f.maxInput = cfg.Parse.MaxInputBytes
+			if f.log, err = newLogger(cmd); err != nil {
+				return err
+			}
 			f.scheme = cfg.Site.Scheme()
 			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
@@ -69,6 +90,8 @@ warnings.`,
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
 	fl.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "files parsed at once (output order is kept)")
 	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
+	fl.Int64Var(&f.maxInput, "max-input-bytes", 0, "largest input read, in bytes (default: parse.max_input_bytes, 64 MiB)")
+	hideDefault(cmd, "max-input-bytes")
 	return cmd
 }
 
@@ -82,8 +105,11 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	if err != nil {
 		return usageError{fmt.Errorf("--format: %w", err)}
 	}
-	if f.concurrency < 1 {
-		return usageError{fmt.Errorf("--concurrency %d: expected a number of files of at least 1", f.concurrency)}
+	if f.concurrency < 1 || f.concurrency > maxParseConcurrency {
+		return usageError{fmt.Errorf("--concurrency %d: expected 1 to %d files at once", f.concurrency, maxParseConcurrency)}
+	}
+	if f.maxInput <= 0 {
+		f.maxInput = config.Default().Parse.MaxInputBytes
 	}
 	if f.url != "" && len(paths) != 1 {
 		return usageError{fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths))}
@@ -102,7 +128,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 
 	ctx, cancel := stopOnSignal(ctx, 0) // a signal stops parsing at once
 	defer cancel()
-	out, err := app.OpenSinks(ctx, f.sinks, stdout, appMetrics)
+	out, err := app.OpenSinks(ctx, f.sinks, stdout, f.log, appMetrics)
 	if err != nil {
 		return err
 	}
@@ -112,7 +138,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	s := stream.New().WithMaxGoroutines(f.concurrency)
 	submit := func(path string) {
 		s.Go(func() stream.Callback {
-			page, err := parseFile(path, format, f)
+			page, err := parseFile(ctx, path, format, f)
 			return func() {
 				st.files++
 				if err != nil {
@@ -149,8 +175,14 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		return fmt.Errorf("deliver records: %w", writeErr)
 	case walkErr != nil:
 		return walkErr
+	case ctx.Err() != nil:
+		return ctx.Err()
 	case st.failed > 0:
 		return fmt.Errorf("%d of %d files could not be read", st.failed, st.files)
+	case st.files == 0 && f.strict:
+		return exitCodeError{exitIncomplete, fmt.Errorf("strict: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))}
+	case st.files == 0:
+		fmt.Fprintf(stderr, "crawl parse: no page file (.htm, .html, .txt) in %s\n", strings.Join(paths, ", "))
 	case f.strict && (st.empty > 0 || st.warned > 0):
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
 	}
@@ -191,8 +223,8 @@ func isPageFile(p string) bool {
 	return false
 }
 
-func parseFile(path string, format parser.Format, f parseFlags) (*parser.Page, error) {
-	data, err := os.ReadFile(path)
+func parseFile(ctx context.Context, path string, format parser.Format, f parseFlags) (*parser.Page, error) {
+	data, err := readCapped(ctx, path, f.maxInput)
 	if err != nil {
 		return nil, err
 	}
@@ -275,4 +307,35 @@ func formatList(prefix string, l []string) string {
 		return ""
 	}
 	return ";" + prefix + strings.Join(l, " ")
+}
+
+// readCapped reads path whole, failing once it holds more than max bytes
+// (so /dev/zero or a huge file never takes the memory), and returns at
+// once when ctx ends, even while a pipe or FIFO waits for its writer (the
+// read is left behind; the process is about to exit).
+func readCapped(ctx context.Context, path string, max int64) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			done <- result{nil, err}
+			return
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, max+1))
+		if err == nil && int64(len(data)) > max {
+			err = fmt.Errorf("%s: larger than parse.max_input_bytes (%d bytes; --max-input-bytes raises it)", path, max)
+		}
+		done <- result{data, err}
+	}()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
+	}
 }

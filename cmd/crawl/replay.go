@@ -42,7 +42,11 @@ parser fix to re-derive records from what was fetched.`,
 			scheme := cfg.Site.Scheme()
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
-			out, err := app.OpenSinks(ctx, sinks, cmd.OutOrStdout(), appMetrics)
+			log, err := newLogger(cmd)
+			if err != nil {
+				return err
+			}
+			out, err := app.OpenSinks(ctx, sinks, cmd.OutOrStdout(), log, appMetrics)
 			if err != nil {
 				return err
 			}

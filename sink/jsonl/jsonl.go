@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -180,9 +181,11 @@ func (s *jsonlSink) Write(ctx context.Context, recs []record.Record) error {
 	return nil
 }
 
-// jsonlToken is the JSONL sink's commit token.
+// jsonlToken is the JSONL sink's commit token: the file (as the pattern
+// gave it, and absolute) and its committed size.
 type jsonlToken struct {
 	Path   string `json:"path"`
+	Abs    string `json:"abs,omitempty"` // absent in tokens of older versions
 	Offset int64  `json:"offset"`
 }
 
@@ -192,7 +195,46 @@ func (s *jsonlSink) Token() ([]byte, error) {
 		return nil, err
 	}
 	defer release()
-	return json.Marshal(jsonlToken{Path: s.path, Offset: s.offset})
+	abs, _ := filepath.Abs(s.path)
+	return json.Marshal(jsonlToken{Path: s.path, Abs: abs, Offset: s.offset})
+}
+
+// ownPath is the token's file as this sink names it, when it is one of
+// this sink's files: the path, or a date's file of a {date} pattern,
+// compared as absolute paths when the token has one. A token of another
+// file is never applied: a restore touches no file that is not a
+// configured sink.
+func (s *jsonlSink) ownPath(t jsonlToken) (string, bool) {
+	pattern, file := s.pattern, t.Path
+	if t.Abs != "" {
+		abs, err := filepath.Abs(s.pattern)
+		if err != nil {
+			return "", false
+		}
+		pattern, file = abs, filepath.Clean(t.Abs)
+	}
+	if !strings.Contains(pattern, datePlaceholder) {
+		return s.pattern, file == pattern
+	}
+	d, ok := dateIn(pattern, file)
+	return strings.Replace(s.pattern, datePlaceholder, d, 1), ok
+}
+
+// dateIn is the date in p when p is a file of the {date} pattern.
+func dateIn(pattern, p string) (string, bool) {
+	i := strings.Index(pattern, datePlaceholder)
+	if i < 0 {
+		return "", false
+	}
+	prefix, suffix := pattern[:i], pattern[i+len(datePlaceholder):]
+	if !strings.HasPrefix(p, prefix) || !strings.HasSuffix(p, suffix) || len(p) != len(prefix)+10+len(suffix) {
+		return "", false
+	}
+	d := p[len(prefix) : len(prefix)+10]
+	if _, err := time.Parse("2006-01-02", d); err != nil {
+		return "", false
+	}
+	return d, true
 }
 
 func (s *jsonlSink) Restore(ctx context.Context, token []byte) error {
@@ -205,6 +247,13 @@ func (s *jsonlSink) Restore(ctx context.Context, token []byte) error {
 		return err
 	}
 	defer release()
+	own, ok := s.ownPath(t)
+	if !ok {
+		s.opts.Log().Warn("jsonl: the stored commit position is of another file, not this sink's: left alone; this sink starts from where it is",
+			"sink", s.Describe(), "token_file", t.Path)
+		return nil
+	}
+	t.Path = own
 	// Later days' files hold only output written after the token.
 	later, err := s.laterFiles(t.Path)
 	if err != nil {
@@ -226,11 +275,16 @@ func (s *jsonlSink) Restore(ctx context.Context, token []byte) error {
 	return s.ensureFile(s.pathFor())
 }
 
-// truncatePath cuts path to size; a file shorter than size was changed by
-// someone else, which is an error rather than something to paper over.
+// truncatePath cuts path to size. A file that is gone (moved away, or
+// deleted) starts clean, and one shorter than size (cut outside the
+// crawler) is left as it is: both with a warning, since nothing written
+// after the commit can be in them.
 func (s *jsonlSink) truncatePath(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) && size == 0 {
+	if errors.Is(err, os.ErrNotExist) {
+		if size > 0 {
+			s.opts.Log().Warn("jsonl: the file of the last commit is gone: starting it clean", "file", path, "committed_bytes", size)
+		}
 		return nil
 	}
 	if err != nil {
@@ -242,7 +296,9 @@ func (s *jsonlSink) truncatePath(path string, size int64) error {
 		return fmt.Errorf("jsonl restore %s: %w", path, err)
 	}
 	if info.Size() < size {
-		return fmt.Errorf("jsonl restore %s: the file has %d bytes, fewer than the %d committed: it was changed outside the crawler", path, info.Size(), size)
+		s.opts.Log().Warn("jsonl: the file is shorter than at the last commit (changed outside the crawler): left as it is",
+			"file", path, "bytes", info.Size(), "committed_bytes", size)
+		return nil
 	}
 	if info.Size() == size {
 		return nil
@@ -258,12 +314,7 @@ func (s *jsonlSink) laterFiles(path string) ([]string, error) {
 		return nil, nil
 	}
 	prefix, suffix := s.pattern[:i], s.pattern[i+len(datePlaceholder):]
-	dateOf := func(p string) string {
-		if !strings.HasPrefix(p, prefix) || !strings.HasSuffix(p, suffix) || len(p) != len(prefix)+10+len(suffix) {
-			return ""
-		}
-		return p[len(prefix) : len(prefix)+10]
-	}
+	dateOf := func(p string) string { d, _ := dateIn(s.pattern, p); return d }
 	tokenDate := dateOf(path)
 	if tokenDate == "" {
 		return nil, fmt.Errorf("jsonl restore: token file %s does not match the path %s", path, s.pattern)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,14 +89,49 @@ func TestJSONLDatedFilesRestore(t *testing.T) {
 	}
 }
 
-func TestJSONLRestoreRefusesAShorterFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.jsonl")
-	s := sinktest.Open(t, "jsonl:"+path, sink.Options{})
+// Restore touches only this sink's own file: a token of another file is
+// left alone, a file that is gone starts clean and one cut shorter than
+// the commit is left as it is, each with a warning instead of an error
+// that would stop every later run.
+func TestJSONLRestoreTouchesOnlyItsOwnFile(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.jsonl")
+	if err := os.WriteFile(other, []byte("{\"id\":\"mine\"}\n{\"id\":\"x\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "out.jsonl")
+	var logs bytes.Buffer
+	opts := sink.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	s := sinktest.Open(t, "jsonl:"+path, opts)
 	defer s.Close()
-	tok, _ := json.Marshal(map[string]any{"path": path, "offset": 999})
-	err := s.(sink.Restorer).Restore(context.Background(), tok)
-	if err == nil || !strings.Contains(err.Error(), "changed outside the crawler") {
-		t.Fatalf("Restore past the end: %v", err)
+	restore := func(tok map[string]any) error {
+		b, _ := json.Marshal(tok)
+		return s.(sink.Restorer).Restore(context.Background(), b)
+	}
+	abs, _ := filepath.Abs(other)
+	if err := restore(map[string]any{"path": other, "abs": abs, "offset": 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := restore(map[string]any{"path": other, "offset": 3}); err != nil { // an older token, no abs
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(other); len(data) != 25 || !strings.Contains(logs.String(), "another file") {
+		t.Fatalf("another file's token: that file now has %d bytes (want 25 untouched); log %q", len(data), logs.String())
+	}
+	logs.Reset()
+	if err := restore(map[string]any{"path": path, "offset": 999}); err != nil || !strings.Contains(logs.String(), "shorter") {
+		t.Fatalf("a file shorter than the commit: %v; log %q", err, logs.String())
+	}
+	os.Remove(path)
+	logs.Reset()
+	if err := restore(map[string]any{"path": path, "offset": 999}); err != nil || !strings.Contains(logs.String(), "gone") {
+		t.Fatalf("a file that is gone: %v; log %q", err, logs.String())
+	}
+	if err := s.Write(context.Background(), sinktest.Records("n", 2)); err != nil {
+		t.Fatalf("writing after the gone file was started clean: %v", err)
+	}
+	if got := sinktest.ReadJSONL(t, path); len(got) != 2 {
+		t.Errorf("the restarted file holds %d records, want 2", len(got))
 	}
 }
 

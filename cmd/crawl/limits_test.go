@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// crawl parse reads at most parse.max_input_bytes of an input (the flag or
+// the config), and fails naming the key instead of taking the memory.
+func TestParseCapsItsInput(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.htm")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("<p>x</p>\n"), 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := crawl(t, "parse", "--max-input-bytes", "2048", big)
+	if code != exitFatal || !strings.Contains(errs, "larger than parse.max_input_bytes (2048 bytes") {
+		t.Errorf("a 9,000-byte file with a 2,048-byte cap: exit %d, %q", code, errs)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("parse:\n  max_input_bytes: 4096\n"), 0o644)
+	if code, _, errs := crawl(t, "parse", "--config", cfg, big); code != exitFatal || !strings.Contains(errs, "(4096 bytes") {
+		t.Errorf("parse.max_input_bytes from the config: exit %d, %q", code, errs)
+	}
+	if code, _, errs := crawl(t, "parse", "--max-input-bytes", "10", big); code != exitUsage || !strings.Contains(errs, "parse.max_input_bytes: 10") {
+		t.Errorf("--max-input-bytes 10: exit %d, %q; want the config's bound", code, errs)
+	}
+	if code, _, errs := crawl(t, "parse", "--concurrency", "100000", big); code != exitUsage || !strings.Contains(errs, "expected 1 to 256") {
+		t.Errorf("--concurrency 100000: exit %d, %q", code, errs)
+	}
+}
+
+// --strict on paths that hold no page file at all is not a success.
+func TestParseStrictWithNothingToParse(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.json"), []byte("{}"), 0o644)
+	if code, _, errs := crawl(t, "parse", "--strict", dir); code != exitIncomplete || !strings.Contains(errs, "no page file") {
+		t.Errorf("--strict on a directory without page files: exit %d, %q; want 3", code, errs)
+	}
+	if code, _, errs := crawl(t, "parse", dir); code != exitOK || !strings.Contains(errs, "no page file") {
+		t.Errorf("without --strict: exit %d, %q; want 0 and a note", code, errs)
+	}
+}
+
+// A FIFO whose writer never finishes is read like any input, and the first
+// SIGINT stops the wait (exit 130), not only a second one.
+func TestParseFIFOStopsOnTheFirstSignal(t *testing.T) {
+	bin := buildBinary(t)
+	fifo := filepath.Join(t.TempDir(), "capture.txt")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "parse", fifo)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Opening the FIFO for writing returns once the crawler has opened it
+	// for reading: it is then blocked in the read.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.WriteString("<html><body><p>half a page")
+	cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("crawl parse on a FIFO did not stop on the first SIGINT: %s", errb.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Errorf("exit %d (%v), want %d: %s", code, err, exitInterrupted, errb.String())
+	}
+}
+
+// A panic that reaches main is exit 1 with one line, never Go's exit 2
+// (the usage code) with a trace.
+func TestPanicIsExit1WithOneLine(t *testing.T) {
+	var errb bytes.Buffer
+	code := func() (code int) {
+		defer exitOnPanic(&errb, &code)
+		var m map[string]int
+		m["x"]++ // a nil map: a runtime panic
+		return exitOK
+	}()
+	if code != exitFatal || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "internal error: assignment to entry in nil map") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
