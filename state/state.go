@@ -35,6 +35,7 @@ var (
 	bucketMeta   = []byte("meta")   // sink_token, schema
 	bucketRuns   = []byte("runs")   // run id → Run JSON
 	keySinkToken = []byte("sink_token")
+	keyFreelist  = []byte("freelist") // "synced": written by a version that keeps the free-page list
 )
 
 // FileName is the store's file in the state directory.
@@ -52,39 +53,80 @@ var (
 // Store is an open state file. It is safe for concurrent use.
 type Store struct {
 	db       *bolt.DB
-	released atomic.Int64 // page bytes written at the last releaseMap
+	path     string
+	released atomic.Int64                 // page bytes written at the last releaseMap
+	damaged  atomic.Pointer[DamagedError] // set once a read tripped over damage
+}
+
+// lockWait is how long Open waits for another process to let go.
+const lockWait = 2 * time.Second
+
+func filePath(dir string) string { return filepath.Join(dir, FileName) }
+
+// openError explains an error of bolt.Open: another process holds the
+// file, or the file is not a sound state file.
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return fmt.Errorf("state %s: %w", path, ErrLocked)
+	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrChecksum),
+		errors.Is(err, bolt.ErrInvalidMapping):
+		return &DamagedError{Path: path, Cause: err.Error()}
+	}
+	return fmt.Errorf("state %s: %w", path, err)
 }
 
 // Open opens (creating if needed) the store in dir. If another process
 // holds it, Open fails with ErrLocked after a short wait.
+//
+// A file damaged where opening reads it (its meta pages, its free-page
+// list) is a *DamagedError, never a panic; damage found later, by the
+// reads a crawl makes, is one too (see guard).
 func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, FileName)
-	// NoFreelistSync: the free-page list is not written at every commit
-	// (it is rebuilt when the file is opened), which halves what a commit
-	// writes; a commit is as durable as before.
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("state %s: %w", path, ErrLocked)
+	path := filePath(dir)
+	if err := upgradeOnce(path); err != nil {
+		return nil, err
 	}
+	s := &Store{path: path}
+	// The free-page list is written at every commit (bbolt's default), so
+	// opening reads it rather than rebuilding it by scanning the whole
+	// file in a goroutine of bbolt's own, where damage would be a panic no
+	// one can catch. It is loaded here, under guard.
+	err := s.guard(func() error {
+		db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: lockWait, FreelistType: bolt.FreelistMapType, PreLoadFreelist: true})
+		if err != nil {
+			return openError(path, err)
+		}
+		s.db = db
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("state %s: %w", path, err)
+		return nil, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	db := s.db
+	err = s.update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketPapers, bucketDOIs, bucketPages, bucketMeta, bucketRuns} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
+		if tx.Bucket(bucketMeta).Get(keyFreelist) == nil {
+			return tx.Bucket(bucketMeta).Put(keyFreelist, []byte("synced"))
+		}
 		return nil
 	})
 	if err != nil {
 		db.Close()
+		var d *DamagedError
+		if errors.As(err, &d) {
+			return nil, d
+		}
 		return nil, fmt.Errorf("state %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return s, nil
 }
 
 // Close closes the file.
@@ -123,13 +165,13 @@ type PageStatus struct {
 
 // Page returns a page's status; ok is false for a page never seen.
 func (s *Store) Page(k PageKey) (st PageStatus, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketPages).Get(pageKeyBytes(k))
 		if v == nil {
 			return nil
 		}
 		ok = true
-		return json.Unmarshal(v, &st)
+		return s.decode(v, &st)
 	})
 	return st, ok, err
 }
@@ -146,10 +188,10 @@ func (s *Store) PageDone(ctx context.Context, k PageKey) (bool, error) {
 // FailedPages lists the pages whose last attempt failed.
 func (s *Store) FailedPages() ([]PageKey, error) {
 	var out []PageKey
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPages).ForEach(func(k, v []byte) error {
 			var st PageStatus
-			if err := json.Unmarshal(v, &st); err != nil {
+			if err := s.decode(v, &st); err != nil {
 				return err
 			}
 			if st.State == PageFailed {
@@ -170,7 +212,7 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 		return nil, err
 	}
 	out := make([]ledger.Seen, len(ps))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b := buckets(tx)
 		for i, p := range ps {
 			switch known, by := knownTx(b, p.ID, p.DOI); {
@@ -222,7 +264,7 @@ func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, er
 		return nil, err
 	}
 	newPapers = make([]int, len(g.Pages))
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		for i, c := range g.Pages {
 			n, err := commitTx(tx, c)
 			if err != nil {
@@ -260,23 +302,12 @@ func (s *Store) maybeReleaseMap() {
 func commitTx(tx *bolt.Tx, c ledger.Page) (newPapers int, err error) {
 	b := buckets(tx)
 	for _, p := range c.Papers {
-		// Each key is read once: the id, then the DOI, then "doi:<doi>"
-		// only when neither is known (as knownTx does).
-		id, doi := []byte(p.ID), ledger.DOIKey(p.DOI)
-		idKnown := b.papers.Get(id) != nil
-		doiKnown := doi != "" && b.dois.Get([]byte(doi)) != nil
-		if !idKnown && !doiKnown && (doi == "" || b.papers.Get([]byte("doi:"+doi)) == nil) {
+		isNew, err := addPaperTx(b, p, c.RunID)
+		if err != nil {
+			return 0, err
+		}
+		if isNew {
 			newPapers++
-		}
-		if !idKnown {
-			if err := b.papers.Put(id, []byte(c.RunID)); err != nil {
-				return 0, err
-			}
-		}
-		if doi != "" && !doiKnown {
-			if err := b.dois.Put([]byte(doi), id); err != nil {
-				return 0, err
-			}
 		}
 	}
 	st := PageStatus{State: PageDone, Papers: c.OnPage, NewPapers: newPapers, RunID: c.RunID, UpdatedAt: c.At.UTC()}
@@ -294,16 +325,69 @@ func commitTx(tx *bolt.Tx, c ledger.Page) (newPapers int, err error) {
 	return newPapers, tx.Bucket(bucketPages).Put(pageKeyBytes(c.Key), v)
 }
 
+// addPaperTx records a paper as known, first delivered by runID unless it
+// was known already; isNew says it was not.
+func addPaperTx(b paperBuckets, p ledger.Paper, runID string) (isNew bool, err error) {
+	// Each key is read once: the id, then the DOI, then "doi:<doi>" only
+	// when neither is known (as knownTx does).
+	id, doi := []byte(p.ID), ledger.DOIKey(p.DOI)
+	idKnown := b.papers.Get(id) != nil
+	doiKnown := doi != "" && b.dois.Get([]byte(doi)) != nil
+	isNew = !idKnown && !doiKnown && (doi == "" || b.papers.Get([]byte("doi:"+doi)) == nil)
+	if !idKnown {
+		if err := b.papers.Put(id, []byte(runID)); err != nil {
+			return false, err
+		}
+	}
+	if doi != "" && !doiKnown {
+		if err := b.dois.Put([]byte(doi), id); err != nil {
+			return false, err
+		}
+	}
+	return isNew, nil
+}
+
+// KnownPaper is a paper to record as known, with the run that first
+// delivered it.
+type KnownPaper struct {
+	ledger.Paper
+	RunID string
+}
+
+// AddKnown records papers as known in one transaction, each first
+// delivered by its run unless it is known already (crawl state rebuild).
+// No page is marked done: a later backfill fetches the pages again and
+// delivers only what is not known. It returns how many were new.
+func (s *Store) AddKnown(ctx context.Context, papers []KnownPaper) (newPapers int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		b := buckets(tx)
+		for _, p := range papers {
+			isNew, err := addPaperTx(b, p.Paper, p.RunID)
+			if err != nil {
+				return err
+			}
+			if isNew {
+				newPapers++
+			}
+		}
+		return nil
+	})
+	return newPapers, err
+}
+
 // FailPage records a failed attempt at a page; a later run retries it.
 func (s *Store) FailPage(ctx context.Context, k PageKey, runID string, cause error, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPages)
 		var st PageStatus
 		if prev := b.Get(pageKeyBytes(k)); prev != nil {
-			if err := json.Unmarshal(prev, &st); err != nil {
+			if err := s.decode(prev, &st); err != nil {
 				return err
 			}
 		}
@@ -325,7 +409,7 @@ func (s *Store) SinkToken(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	var tok []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keySinkToken); v != nil {
 			tok = append([]byte(nil), v...)
 		}
@@ -349,7 +433,7 @@ func (s *Store) PutRun(r Run) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).Put([]byte(r.ID), v)
 	})
 }
@@ -357,10 +441,10 @@ func (s *Store) PutRun(r Run) error {
 // Runs lists the run history in id order (ids sort by start time).
 func (s *Store) Runs() ([]Run, error) {
 	var out []Run
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
 			var r Run
-			if err := json.Unmarshal(v, &r); err != nil {
+			if err := s.decode(v, &r); err != nil {
 				return err
 			}
 			out = append(out, r)

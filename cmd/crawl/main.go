@@ -239,7 +239,7 @@ fields: the site's layout has probably changed), 130 interrupted
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
-		newEnqueueCmd(), newWorkerCmd(), newStatusCmd())
+		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd())
 	return root
 }
 

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+func newStateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Check or rebuild the crawl state",
+		Long: `state checks the crawl state file (crawl state check) or builds a new
+one from delivered JSONL (crawl state rebuild), for a state file that was
+damaged (a disk fault, a copy cut short).`,
+		Args: noArgs("state"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("state: give a subcommand: check or rebuild")}
+		},
+	}
+	cmd.AddCommand(newStateCheckCmd(), newStateRebuildCmd())
+	return cmd
+}
+
+// checkResult is what a check found, as the checking process reports it.
+type checkResult struct {
+	File     string       `json:"file"`
+	Counts   state.Counts `json:"counts"`
+	Problems []string     `json:"problems,omitempty"`
+	Error    string       `json:"error,omitempty"`
+}
+
+func newStateCheckCmd() *cobra.Command {
+	var dir string
+	var here bool
+	cmd := &cobra.Command{
+		Use:   "check [--state-dir DIR]",
+		Short: "Run bbolt's full consistency check of the state file",
+		Long: `check reads every page of the state file (read-only) and runs bbolt's
+full consistency check. The check runs in a process of its own, so a badly
+damaged page cannot take this one down with it. A crawl holding the state
+makes check wait 2 s, then say so.
+
+Exit codes: 0 sound, 1 damaged or unreadable, 2 usage.`,
+		Example: `  crawl state check --state-dir crawl-state`,
+		Args:    noArgs("state check"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				cfg, err := loadConfig(cmd)
+				if err != nil {
+					return err
+				}
+				dir = cfg.StateDir
+			}
+			if here {
+				return checkHere(cmd, dir)
+			}
+			return checkInChild(cmd, dir)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	cmd.Flags().BoolVar(&here, "in-process", false, "check in this process (what the checking process runs)")
+	cmd.Flags().MarkHidden("in-process")
+	return cmd
+}
+
+// checkHere checks in this process and prints the result as JSON.
+func checkHere(cmd *cobra.Command, dir string) error {
+	res := checkResult{File: dir + "/" + state.FileName}
+	if _, err := os.Stat(res.File); err != nil {
+		return fmt.Errorf("state check: %w", err)
+	}
+	counts, problems, err := state.Check(dir)
+	res.Counts = counts
+	for _, p := range problems {
+		res.Problems = append(res.Problems, p.Error())
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+}
+
+// checkInChild runs the check in a process of its own and reports it.
+func checkInChild(cmd *cobra.Command, dir string) error {
+	file := dir + "/" + state.FileName
+	if _, err := os.Stat(file); err != nil {
+		return fmt.Errorf("state check: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("state check: %w", err)
+	}
+	child := exec.CommandContext(cmd.Context(), self, "state", "check", "--in-process", "--state-dir", dir)
+	var out, errb bytes.Buffer
+	child.Stdout, child.Stderr = &out, &errb
+	runErr := child.Run()
+	var res checkResult
+	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
+		if cmd.Context().Err() != nil {
+			return cmd.Context().Err()
+		}
+		// The check died: bbolt tripped over a damaged page where no one
+		// can catch it.
+		first, _, _ := bytes.Cut(bytes.TrimSpace(errb.Bytes()), []byte("\n"))
+		return fmt.Errorf("state %s is damaged: the check crashed reading it (%s; %v). %s", file, first, runErr, rebuildHint)
+	}
+	w := cmd.OutOrStdout()
+	switch {
+	case res.Error != "":
+		return fmt.Errorf("state check: %s", res.Error)
+	case len(res.Problems) > 0:
+		for _, p := range res.Problems {
+			fmt.Fprintf(w, "%s: %s\n", file, p)
+		}
+		return fmt.Errorf("state %s is damaged: %d problems. %s", file, len(res.Problems), rebuildHint)
+	}
+	c := res.Counts
+	fmt.Fprintf(w, "%s: sound: %d papers, %d DOIs, %d pages, %d runs, sink token %v\n", file, c.Papers, c.DOIs, c.Pages, c.Runs, c.SinkToken)
+	return nil
+}
+
+const rebuildHint = "Rebuild the known papers from what was delivered: crawl state rebuild --state-dir NEWDIR --from jsonl:FILE…, then crawl with --state-dir NEWDIR"
+
+func newStateRebuildCmd() *cobra.Command {
+	var dir string
+	var from []string
+	cmd := &cobra.Command{
+		Use:   "rebuild --state-dir NEWDIR --from jsonl:FILE [--from jsonl:FILE …]",
+		Short: "Build a new state from delivered JSONL records",
+		Long: `rebuild builds a new state in NEWDIR from the JSONL files the crawler
+delivered: every record's paper (id and DOI) becomes known again, first
+delivered by the run its source.run_id names. No page is marked done: a
+backfill fetches the pages again and delivers only papers not in these
+files. NEWDIR must not hold a state; lines that are not records are
+counted and skipped.
+
+Exit codes: 0 built, 1 an input could not be read, 2 usage.`,
+		Example: `  crawl state rebuild --state-dir crawl-state.new --from jsonl:out/papers.jsonl
+  crawl state rebuild --state-dir crawl-state.new --from jsonl:out/papers-2026-12-01.jsonl --from jsonl:out/papers-2026-12-02.jsonl`,
+		Args: noArgs("state rebuild"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return usageError{errors.New("--state-dir NEWDIR is required (a new directory)")}
+			}
+			got, err := app.Rebuild(cmd.Context(), dir, from)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d known papers from %d lines of %d files (%d lines skipped)\n",
+				dir, got.Papers, got.Lines, got.Files, got.Skipped)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "the new state directory (must not hold a state)")
+	cmd.Flags().StringArrayVar(&from, "from", nil, "a JSONL file of delivered records, as jsonl:FILE (repeatable)")
+	return cmd
+}

@@ -1,0 +1,218 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrDamaged means the state file cannot be read safely: bbolt found (or
+// tripped over) a damaged page. The crawl stops rather than guess what was
+// delivered.
+var ErrDamaged = errors.New("the state file is damaged")
+
+// DamagedError says which state file is damaged, what was seen, and how to
+// go on.
+type DamagedError struct {
+	Path  string
+	Cause string
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("state %s is damaged (%s). Nothing was delivered from it. "+
+		"See what is wrong with: crawl state check --state-dir DIR; "+
+		"rebuild the known papers from what was delivered with: crawl state rebuild --state-dir NEWDIR --from jsonl:FILE…, "+
+		"then crawl with --state-dir NEWDIR (or move the file aside to start over, delivering every paper again)", e.Path, e.Cause)
+}
+
+func (e *DamagedError) Unwrap() error { return ErrDamaged }
+
+// guard runs fn, turning a panic inside bbolt (a damaged page: a slice out
+// of range, a nil bucket) into a *DamagedError. It is not a full check on
+// every open, which would read the whole file: only what a crawl touches
+// is caught, when it touches it. Once damaged, a Store refuses every call.
+func (s *Store) guard(fn func() error) (err error) {
+	if d := s.damaged.Load(); d != nil {
+		return d
+	}
+	// A damaged page can point outside the memory map: a fault there is a
+	// panic of this goroutine (not the end of the process) while fn runs.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			d := &DamagedError{Path: s.path, Cause: fmt.Sprint(p)}
+			s.damaged.Store(d)
+			err = d
+		}
+	}()
+	return fn()
+}
+
+// decode reads a stored JSON value; one that is not JSON is damage.
+func (s *Store) decode(v []byte, into any) error {
+	if err := json.Unmarshal(v, into); err != nil {
+		return &DamagedError{Path: s.path, Cause: "a stored value is not what was written: " + err.Error()}
+	}
+	return nil
+}
+
+func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+	return s.guard(func() error { return s.db.View(fn) })
+}
+
+func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+	return s.guard(func() error { return s.db.Update(fn) })
+}
+
+// upgradeOnce makes a file written by an older version safe to open.
+// Such a file keeps no free-page list, so bbolt would rebuild the list by
+// scanning the whole file in a goroutine of its own, where a damaged page
+// is a panic no one can catch. Instead, once, the file is opened
+// read-only and copied key by key (bbolt's Compact, in this goroutine,
+// under guard) into a new file that keeps its list, which then replaces it
+// atomically (a crash leaves the old file as it was; it needs free disk
+// for one copy). Later opens read the kept list.
+func upgradeOnce(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil // a new file
+	}
+	tmp := path + ".upgrade"
+	probe := &Store{path: path}
+	upgraded := false
+	err := probe.guard(func() error {
+		src, err := bolt.Open(path, 0o644, &bolt.Options{ReadOnly: true, Timeout: lockWait})
+		if err != nil {
+			return openError(path, err)
+		}
+		defer src.Close()
+		kept := false
+		if err := src.View(func(tx *bolt.Tx) error {
+			m := tx.Bucket(bucketMeta)
+			kept = m != nil && m.Get(keyFreelist) != nil
+			return nil
+		}); err != nil || kept {
+			return err
+		}
+		os.Remove(tmp)
+		dst, err := bolt.Open(tmp, 0o644, &bolt.Options{FreelistType: bolt.FreelistMapType})
+		if err != nil {
+			return fmt.Errorf("state %s: upgrade: %w", path, err)
+		}
+		err = bolt.Compact(dst, src, 16<<20)
+		if err == nil {
+			err = dst.Update(func(tx *bolt.Tx) error {
+				m, err := tx.CreateBucketIfNotExists(bucketMeta)
+				if err != nil {
+					return err
+				}
+				return m.Put(keyFreelist, []byte("synced"))
+			})
+		}
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("state %s: upgrade: %w", path, err)
+		}
+		upgraded = true
+		return nil
+	})
+	if err != nil || !upgraded {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("state %s: upgrade: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// walkTx reads every key and value of every bucket: every page a scan of
+// the file would touch.
+func walkTx(tx *bolt.Tx) error {
+	var walk func(b *bolt.Bucket) error
+	walk = func(b *bolt.Bucket) error {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				if nb := b.Bucket(k); nb != nil {
+					if err := walk(nb); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return tx.ForEach(func(_ []byte, b *bolt.Bucket) error { return walk(b) })
+}
+
+// Check runs bbolt's full consistency check of the file in dir (every
+// page, read-only) and returns what it found; nil means sound. It also
+// counts what the file holds. bbolt checks in a goroutine of its own, where
+// a badly damaged page can crash the process: run it in a process of its
+// own (crawl state check does).
+func Check(dir string) (Counts, []error, error) {
+	var c Counts
+	var problems []error
+	path := filePath(dir)
+	err := func() (err error) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if p := recover(); p != nil {
+				problems = append(problems, fmt.Errorf("reading the file: %v", p))
+			}
+		}()
+		db, err := bolt.Open(path, 0o644, &bolt.Options{ReadOnly: true, Timeout: lockWait})
+		if err != nil {
+			return openError(path, err)
+		}
+		defer db.Close()
+		return db.View(func(tx *bolt.Tx) error {
+			// Every page read here first, under guard: bbolt's check runs
+			// in a goroutine of its own, where a damaged page would be an
+			// unrecoverable panic.
+			if err := walkTx(tx); err != nil {
+				return err
+			}
+			for e := range tx.Check() {
+				problems = append(problems, e)
+			}
+			if len(problems) > 0 {
+				return nil
+			}
+			c = countTx(tx)
+			return nil
+		})
+	}()
+	return c, problems, err
+}
+
+// Counts is what a state file holds.
+type Counts struct {
+	Papers, DOIs, Pages, Runs int
+	SinkToken                 bool
+}
+
+func countTx(tx *bolt.Tx) Counts {
+	n := func(name []byte) int {
+		if b := tx.Bucket(name); b != nil {
+			return b.Stats().KeyN
+		}
+		return 0
+	}
+	c := Counts{Papers: n(bucketPapers), DOIs: n(bucketDOIs), Pages: n(bucketPages), Runs: n(bucketRuns)}
+	if b := tx.Bucket(bucketMeta); b != nil {
+		c.SinkToken = b.Get(keySinkToken) != nil
+	}
+	return c
+}
