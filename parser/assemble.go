@@ -140,6 +140,17 @@ func readMatched(s *segment, v *visible) {
 			}
 		}
 	}
+	if len(p.authorList()) == 0 && v.authors == nil {
+		// The JSON gives no authors (or an odd value): the first unplaced
+		// line after the title that reads like names is the visible
+		// authors line, not the abstract.
+		for i, l := range s.lines {
+			if l.kind == kindText && !placed[i] && i > titleIdx && looksLikeAuthors(l.text) && !looksLikeProse(l.text) {
+				v.authors, placed[i] = splitAuthors(l.text), true
+				break
+			}
+		}
+	}
 	if p.plainAbstract() == "" && v.abstract == "" {
 		// The JSON has no abstract to match against: the first unplaced
 		// English prose line after the authors (or the head) is the visible

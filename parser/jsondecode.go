@@ -124,7 +124,15 @@ func (d *jdec) paperField(p *paperJSON, key string) bool {
 	case "title":
 		return d.strField(&p.Title)
 	case "authors":
-		return d.strField(&p.Authors)
+		if d.peek() == '[' {
+			// A list of names reads as the names joined, as the site
+			// writes them; a list of anything else is odd.
+			return d.rawField(func(raw string) error { return p.Authors.UnmarshalJSON([]byte(raw)) })
+		}
+		a := string(p.Authors)
+		ok := d.strField(&a)
+		p.Authors = nameList(a)
+		return ok
 	case "doi":
 		return d.strField(&p.DOI)
 	case "DOIUrl":

@@ -13,7 +13,7 @@ import (
 // warning json-odd-types) instead of rejecting the whole object.
 type paperJSON struct {
 	Title           string      `json:"title"`
-	Authors         string      `json:"authors"`
+	Authors         nameList    `json:"authors"`
 	DOI             string      `json:"doi"`
 	DOIURL          string      `json:"DOIUrl"`
 	Abstract        string      `json:"abstract"`
@@ -63,7 +63,7 @@ func (p *paperJSON) texts() {
 		} else {
 			p.plain.abstract = plainText(p.Abstract)
 		}
-		p.plain.authors = splitAuthors(p.Authors)
+		p.plain.authors = splitAuthors(string(p.Authors))
 	}
 }
 
@@ -89,6 +89,47 @@ type journalObj struct {
 	Name   string     `json:"name"`
 	Volume flexString `json:"volume"`
 	Pages  flexString `json:"pages"`
+}
+
+// paperShape reports whether the object, seen alone, has the shape of a
+// paper: a title and at least two of DOI, paper id, authors, publication
+// date and journal.
+func (p *paperJSON) paperShape() bool {
+	if strings.TrimSpace(p.Title) == "" {
+		return false
+	}
+	n := 0
+	for _, has := range []bool{
+		strings.TrimSpace(p.DOI) != "" || strings.TrimSpace(p.DOIURL) != "",
+		strings.TrimSpace(string(p.PaperID)) != "",
+		strings.TrimSpace(string(p.Authors)) != "",
+		strings.TrimSpace(p.PublicationDate) != "",
+		p.Journal != nil && strings.TrimSpace(p.Journal.Name) != "" || strings.TrimSpace(p.PeriodicalName) != "" || p.PeriodicalID > 0,
+	} {
+		if has {
+			n++
+		}
+	}
+	return n >= 2
+}
+
+// nameList is the authors: a JSON string as the site writes it, or a list
+// of names, read as the names joined with ", ". Anything else is a type
+// error (json-odd-types).
+type nameList string
+
+func (n *nameList) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*n = nameList(s)
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return &json.UnmarshalTypeError{Value: "authors " + string(b[:min(len(b), 1)])}
+	}
+	*n = nameList(strings.Join(names, ", "))
+	return nil
 }
 
 // isPaper reports whether the object is paper metadata rather than some other

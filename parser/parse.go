@@ -86,6 +86,9 @@ type Page struct {
 	Charset string
 	// Warnings about the page as a whole (see the PageWarn* constants).
 	Warnings []string
+	// JSONRejected counts the JSON objects that looked like papers at first
+	// sight but were not taken as papers (PageWarnJSONNotPaper).
+	JSONRejected int
 
 	pager []string // the pager lines seen
 }
@@ -102,6 +105,10 @@ const (
 	// PageWarnHTMLFallback: the document was too deeply nested for the HTML
 	// tree builder and was read as a token stream instead.
 	PageWarnHTMLFallback = "html-fallback"
+	// PageWarnJSONNotPaper: JSON objects with a title that are not a paper
+	// (an advert, a tracking or login object) were rejected; their number
+	// is Page.JSONRejected.
+	PageWarnJSONNotPaper = "json-not-paper"
 )
 
 // IsListing reports whether the page looks like a genuine listing page: a
@@ -175,6 +182,7 @@ func Parse(data []byte, opts Options) (*Page, error) {
 	page.LastPage = lastPageFromPager(page.pager, page.PageNo)
 	segs := segmentLines(lines)
 	segs = reconcile(segs)
+	segs = rejectNonPapers(segs, page)
 	assemble(segs, page, opts)
 	return page, nil
 }

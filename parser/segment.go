@@ -308,7 +308,7 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 
 // matchAuthors reports whether a visible line shows the JSON authors.
 func matchAuthors(lineText string, p *paperJSON) bool {
-	if p.Authors == "" || cjkDominant(lineText) && !cjkDominant(p.Authors) {
+	if p.Authors == "" || cjkDominant(lineText) && !cjkDominant(string(p.Authors)) {
 		return false
 	}
 	a, b := splitAuthors(lineText), p.authorList()
@@ -369,4 +369,51 @@ func looksLikeAuthors(s string) bool {
 func looksLikeTitleLine(s string) bool {
 	en, cn := splitTitleLine(s)
 	return en != "" && cn != ""
+}
+
+// rejectNonPapers keeps the JSON objects that are papers: an object that
+// pairs with a visible paper block (the block shows its title, or its head
+// or its authors or abstract, in place or by reconcile), or, on a page with
+// no visible paper block at all (a capture of the JSON alone), an object
+// of the paper shape (paperShape). Any other object (an advert, a tracking
+// or login object with a title in a data- attribute) is dropped and counted
+// in the page's json-not-paper warning; its segment keeps its visible
+// lines, if any.
+func rejectNonPapers(segs []*segment, page *Page) []*segment {
+	visibleBlocks := false
+	for _, s := range segs {
+		if s.hasHead() {
+			visibleBlocks = true
+			break
+		}
+	}
+	out := segs[:0]
+	for _, s := range segs {
+		if s.json != nil && !s.showsItsJSON() && (visibleBlocks || !s.json.paperShape()) {
+			page.JSONRejected++
+			page.warn(PageWarnJSONNotPaper)
+			s.json = nil
+			if len(s.lines) == 0 {
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// showsItsJSON reports whether the segment's visible lines pair with its
+// JSON object: a head (the segmenter let the object in only if the head
+// does not name another paper), or a line showing its title, authors or
+// abstract.
+func (s *segment) showsItsJSON() bool {
+	if s.hasHead() || s.hasTitleFor(s.json) {
+		return true
+	}
+	for _, l := range s.lines {
+		if l.kind == kindText && (matchAuthors(l.text, s.json) || matchAbstract(l.text, s.json)) {
+			return true
+		}
+	}
+	return false
 }
