@@ -42,8 +42,10 @@ func newFetcher(rt http.RoundTripper, timeout time.Duration) *fetcher {
 	c.UserAgent = "" // the transport sets it
 	c.WithTransport(hideCharset{rt})
 	// Colly's client gives up after 10 s by default; the fetch's own
-	// context bounds each request to fetch.timeout instead.
-	c.SetRequestTimeout(timeout)
+	// context bounds each request to fetch.timeout instead (the client's
+	// bound, a second later, is only a backstop, so the error names the
+	// fetch timeout).
+	c.SetRequestTimeout(timeout + time.Second)
 	return &fetcher{base: c, timeout: timeout}
 }
 

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,20 @@ type Site struct {
 
 	profile Profile // random faults for pages without scripted ones
 	seed    int64
+
+	handlers map[string]http.Handler // by path prefix: pages made on request
+}
+
+// HandlePrefix serves every path that starts with prefix with h (before
+// the pages and the faults), e.g. a journal whose every page number
+// answers.
+func (s *Site) HandlePrefix(prefix string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handlers == nil {
+		s.handlers = map[string]http.Handler{}
+	}
+	s.handlers[prefix] = h
 }
 
 // SetProfile turns on a fault profile, deterministic for seed.
@@ -177,6 +192,13 @@ func (s *Site) Hits(path string) int {
 func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.hits[r.URL.Path]++
+	for prefix, h := range s.handlers {
+		if strings.HasPrefix(r.URL.Path, prefix) {
+			s.mu.Unlock()
+			h.ServeHTTP(w, r)
+			return
+		}
+	}
 	var fault *Fault
 	if q := s.faults[r.URL.Path]; len(q) > 0 {
 		fault = &q[0]

@@ -191,7 +191,7 @@ func TestProfilesDeterministicPerSeed(t *testing.T) {
 	if faults < 8 || faults > 36 { // hostile: ~55% of requests
 		t.Errorf("%d faults in 40 requests under the hostile profile", faults)
 	}
-	if _, err := testsite.ProfileNamed("chaos"); err == nil || !strings.Contains(err.Error(), "none, flaky or hostile") {
+	if _, err := testsite.ProfileNamed("chaos"); err == nil || !strings.Contains(err.Error(), "none, flaky, hostile or attack") {
 		t.Errorf("unknown profile: %v", err)
 	}
 }

@@ -113,6 +113,10 @@ func buildSite(dir, warcDir string, synth []string, faults string, seed int64) (
 		return nil, 0, usageError{fmt.Errorf("--faults: %w", err)}
 	}
 	site.SetProfile(p, seed)
+	if faults == "attack" {
+		site.SetAttack()
+		pages += len(testsite.AttackJournals)
+	}
 	return site, pages, nil
 }
 
@@ -130,17 +134,23 @@ unique papers, about 60 KB a page) under the site's URL scheme, on a
 loopback address only. --faults injects faults at random: none, flaky
 (5xx, 429 with Retry-After, resets, truncated and slow responses, soft
 blocks at a few percent each) or hostile (high rates); the same --seed
-gives the same faults. It serves until interrupted.`,
+gives the same faults. --faults attack adds journals 9001-9009, each a
+hostile or broken site in one way (a page answering every page number, non-
+paper JSON, a gzip bomb, 10,000 papers, redirects to another port and
+host, a slowloris, a Retry-After of a day, a host down for ever) and a
+robots.txt with a Crawl-delay of a day: see the README's "Security and
+limits". It serves until interrupted.`,
 		Example: `  crawl serve --dir fixtures/html --faults flaky --seed 7
   crawl serve --synth 1001:2000 --addr 127.0.0.1:8089
-  crawl backfill --journal 1001 --pages 1- --base-url http://127.0.0.1:8089 --delay 0`,
+  crawl backfill --journal 1001 --pages 1- --base-url http://127.0.0.1:8089 --delay 0
+  crawl serve --faults attack`,
 		Args: noArgs("serve"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loopback(addr); err != nil {
 				return err
 			}
-			if dir == "" && warcDir == "" && len(synth) == 0 {
-				return usageError{errors.New("nothing to serve: give --dir DIR, --archive DIR and/or --synth J:PAGES")}
+			if dir == "" && warcDir == "" && len(synth) == 0 && faults != "attack" {
+				return usageError{errors.New("nothing to serve: give --dir DIR, --archive DIR and/or --synth J:PAGES (or --faults attack)")}
 			}
 			site, pages, err := buildSite(dir, warcDir, synth, faults, seed)
 			if err != nil {
@@ -171,7 +181,7 @@ gives the same faults. It serves until interrupted.`,
 	fl.StringVar(&warcDir, "archive", "", "serve the responses archived in this directory of WARC files (the last one of each path)")
 	fl.StringArrayVar(&synth, "synth", nil, "serve a synthetic journal: JOURNAL:PAGES[:PAPERS per page, default 20] (repeatable)")
 	fl.StringVar(&addr, "addr", "127.0.0.1:8089", "loopback address to listen on")
-	fl.StringVar(&faults, "faults", "none", "fault profile: none, flaky or hostile")
+	fl.StringVar(&faults, "faults", "none", "fault profile: none, flaky, hostile or attack (journals 9001-9009)")
 	fl.Int64Var(&seed, "seed", 1, "seed of the fault profile (the same seed gives the same faults)")
 	return cmd
 }
@@ -208,6 +218,9 @@ the summary. Each demo starts afresh: it removes the previous demo's
 output and state. No network is needed.`,
 		Args: noArgs("demo"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, ok := testsite.Profiles[faults]; !ok {
+				return usageError{fmt.Errorf("--faults %q: expected none, flaky or hostile (crawl serve --faults attack serves the attack journals)", faults)}
+			}
 			var synth []string
 			for _, j := range demoJournals {
 				synth = append(synth, fmt.Sprintf("%d:%d", j, demoPages))

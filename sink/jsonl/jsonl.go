@@ -295,6 +295,10 @@ func (s *jsonlSink) truncatePath(path string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("jsonl restore %s: %w", path, err)
 	}
+	if info.Size() == 0 && size > 0 {
+		s.opts.Log().Warn("jsonl: the file of the last commit is gone (or was emptied): starting it clean", "file", path, "committed_bytes", size)
+		return nil
+	}
 	if info.Size() < size {
 		s.opts.Log().Warn("jsonl: the file is shorter than at the last commit (changed outside the crawler): left as it is",
 			"file", path, "bytes", info.Size(), "committed_bytes", size)

@@ -119,6 +119,9 @@ func TestJSONLRestoreTouchesOnlyItsOwnFile(t *testing.T) {
 		t.Fatalf("another file's token: that file now has %d bytes (want 25 untouched); log %q", len(data), logs.String())
 	}
 	logs.Reset()
+	if err := s.Write(context.Background(), sinktest.Records("s", 1)); err != nil {
+		t.Fatal(err)
+	}
 	if err := restore(map[string]any{"path": path, "offset": 999}); err != nil || !strings.Contains(logs.String(), "shorter") {
 		t.Fatalf("a file shorter than the commit: %v; log %q", err, logs.String())
 	}
