@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,21 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 		// Full jitter: the two waits are below 1s and 2s.
 		if waited := time.Since(start); waited >= 3*time.Second {
 			t.Errorf("waited %v, more than the backoff allows", waited)
+		}
+	})
+}
+
+// While a sink retries, each failed try is logged: the wait is seen.
+func TestRetryLogsEachRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		f := &flaky{n: 2, err: errBrokerAway}
+		s := sink.Retry(f, sink.RetryPolicy{Attempts: 5, Base: time.Second, Max: 10 * time.Second, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err := s.Write(context.Background(), sinktest.Records("r", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(logs.String(), "sink write failed; retrying"); n != 2 || !strings.Contains(logs.String(), "broker away") {
+			t.Errorf("%d retries logged, want 2: %s", n, logs.String())
 		}
 	})
 }

@@ -47,8 +47,8 @@ func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, erro
 		fl.AckWait = f.ackWait
 	}
 	if fg := cmd.Flags().Lookup("max-deliver"); fg != nil && fg.Changed {
-		if f.maxDeliver < 1 {
-			return fl, usageError{fmt.Errorf("--max-deliver %d: expected at least 1", f.maxDeliver)}
+		if f.maxDeliver < 1 || f.maxDeliver > 100 {
+			return fl, usageError{fmt.Errorf("--max-deliver %d: expected 1 to 100 tries", f.maxDeliver)}
 		}
 		fl.MaxDeliver = f.maxDeliver
 	}
