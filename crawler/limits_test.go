@@ -120,14 +120,12 @@ func TestRetryAfterBeyondTheCapFailsThePageAtOnce(t *testing.T) {
 // a request and without waiting a cooldown each.
 func TestHostDownFailsTheRemainingPagesFast(t *testing.T) {
 	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
-		}
+	down := testsite.New()
+	down.HandlePrefix("/literature_d808", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		http.Error(w, "down", http.StatusServiceUnavailable)
 	}))
+	srv := httptest.NewServer(down)
 	defer srv.Close()
 	cfg := quick(srv.URL)
 	cfg.Retry.MaxAttempts, cfg.BreakerThreshold, cfg.BreakerCooldown, cfg.BreakerMaxOpens = 4, 2, 100*time.Millisecond, 2

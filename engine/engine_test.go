@@ -360,15 +360,13 @@ func TestBackfillEndsAtTheLastPage(t *testing.T) {
 func TestOpenBackfillStopsOnRepeatsAndMaxPages(t *testing.T) {
 	same := testsite.SynthPage(808, 1, []string{"a1", "a2", "a3"})
 	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
-		}
+	rep := testsite.New()
+	rep.HandlePrefix("/literature_d808", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(same)
 	}))
+	srv := httptest.NewServer(rep)
 	defer srv.Close()
 	dir := t.TempDir()
 	r := start(t, config(srv), filepath.Join(dir, "state"), filepath.Join(dir, "out.jsonl"), "rep")
