@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -230,6 +231,11 @@ func (c *Config) Validate() error {
 			shown = u.Redacted()
 		}
 		return bad("site.base_url", fmt.Sprintf("%q", shown), "an http(s) URL such as https://m.booksci.cn, without query or fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad("site.base_url", fmt.Sprintf("%q", u.Redacted()), "a port from 1 to 65535")
+		}
 	}
 	if u.User != nil {
 		// Sent as Basic auth by the fetcher; kept out of every URL that

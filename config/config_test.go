@@ -57,6 +57,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		"parse:\n  max_input_bytes: 10\n":                                              "parse.max_input_bytes: 10",
 		"site:\n  base_url: http://ann:hunter2@h/?q=1\n":                               "xxxxx",
 		"site:\n  allowed_hosts: [\"a/b\"]\n":                                          "site.allowed_hosts[0]",
+		"site:\n  base_url: http://127.0.0.1:99999\n":                                  "a port from 1 to 65535",
 	}
 	for text, want := range tests {
 		_, err := config.Load(write(t, text), false)

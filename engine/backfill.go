@@ -73,6 +73,7 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 		// they are committed.
 		var walkMu sync.Mutex
 		walk := Walk{StopAfterRepeat: o.StopAfterRepeatPages, MaxPages: math.MaxInt}
+		walkStopped := false
 		for pageNo := o.From; to == 0 || pageNo <= to; pageNo++ {
 			if e := end.Load(); e != 0 && int64(pageNo) >= e || ctx.Err() != nil || stopped(o.Stop) {
 				break
@@ -120,8 +121,9 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 					if open && oc.Result == Done {
 						walkMu.Lock()
 						var goOn bool
-						if walk, goOn = walk.Next(oc.Delivered); !goOn && !oc.Delivered.Last {
-							r.log.Warn("stopping the open-ended walk: pages in a row with no paper not already met in this run",
+						if walk, goOn = walk.Next(oc.Delivered); !goOn && !oc.Delivered.Last && !walkStopped {
+							walkStopped = true
+							r.log.Warn("stopping the open-ended walk: pages in a row with no paper not already met in this run (pages in flight finish)",
 								"journal", journal, "page", pageNo, "pages", walk.RepeatRun)
 							endAt(int64(pageNo) + 1)
 						}

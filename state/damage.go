@@ -24,10 +24,11 @@ type DamagedError struct {
 }
 
 func (e *DamagedError) Error() string {
+	dir := filepath.Dir(e.Path)
 	return fmt.Sprintf("state %s is damaged (%s). Nothing was delivered from it. "+
-		"See what is wrong with: crawl state check --state-dir DIR; "+
-		"rebuild the known papers from what was delivered with: crawl state rebuild --state-dir NEWDIR --from jsonl:FILE…, "+
-		"then crawl with --state-dir NEWDIR (or move the file aside to start over, delivering every paper again)", e.Path, e.Cause)
+		"See what is wrong with: crawl state check --state-dir %s; "+
+		"rebuild the known papers from what was delivered with: crawl state rebuild --state-dir %s.new --from jsonl:FILE…, "+
+		"then crawl with --state-dir %s.new (or move the file aside to start over, delivering every paper again)", e.Path, e.Cause, dir, dir, dir)
 }
 
 func (e *DamagedError) Unwrap() error { return ErrDamaged }

@@ -42,7 +42,7 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 // where records go (shared with the worker).
 func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host becomes the only allowed host)")
+	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
 	fl.StringArrayVar(&f.sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight per host (default: fetch.concurrency)")
 	fl.DurationVar(&f.delay, "delay", 0, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
@@ -126,7 +126,9 @@ commits each page to the crawl state once every sink acknowledged it.
 Pages committed by an earlier run are skipped (--no-resume refetches
 them; their papers are still delivered only if not known, unless
 --redeliver). A run killed at any moment resumes where it stopped, with
-every paper delivered once.
+every paper delivered once. An open range (A-) also stops a journal
+after backfill.stop_after_repeat_pages pages in a row with no paper new
+to the run, and at page A+backfill.max_pages-1.
 
 Exit codes: 0 every page done, 3 some pages failed (listed in the
 summary and retried by the next run), 4 quality alarm, 1 fatal, 2 usage,

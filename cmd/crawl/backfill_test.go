@@ -128,6 +128,8 @@ func TestBackfillUsage(t *testing.T) {
 		{[]string{"backfill", "--journal", "-4", "--pages", "1"}, "--journal -4"},
 		{[]string{"backfill", "extra", "--pages", "1"}, "takes no arguments"},
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--concurrency", "100000"}, "--concurrency 100000: expected 1 to 64"},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--base-url", "http://u:pw@127.0.0.1:99999"}, `"http://u:xxxxx@127.0.0.1:99999": expected a port`},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--delay", "100h"}, "fetch.delay: 100h0m0s: expected a duration from 0 to 1h"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
 		if code != exitUsage || !strings.Contains(errs, tt.want) {

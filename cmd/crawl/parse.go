@@ -85,13 +85,12 @@ warnings, or the paths held no page file at all.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink URL (repeat to fan out): jsonl:PATH, - (stdout), nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC; replaces the config's sinks; default stdout")
 	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
-	fl.BoolVar(&f.strict, "strict", false, "exit 3 when any input yields no record or any record has warnings")
+	fl.BoolVar(&f.strict, "strict", false, "exit 3 when any input yields no record, any record has warnings, or the paths hold no page file")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
 	fl.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "files parsed at once (output order is kept)")
 	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
 	fl.Int64Var(&f.maxInput, "max-input-bytes", 0, "largest input read, in bytes (default: parse.max_input_bytes, 64 MiB)")
-	hideDefault(cmd, "max-input-bytes")
 	return cmd
 }
 

@@ -138,8 +138,9 @@ gives the same faults. --faults attack adds journals 9001-9009, each a
 hostile or broken site in one way (a page answering every page number, non-
 paper JSON, a gzip bomb, 10,000 papers, redirects to another port and
 host, a slowloris, a Retry-After of a day, a host down for ever) and a
-robots.txt with a Crawl-delay of a day: see the README's "Security and
-limits". It serves until interrupted.`,
+robots.txt with a Crawl-delay of a day: see docs/security.md. Circuits
+are per host and these journals share one: crawl the dead one (9009)
+last, or it takes the others down with it. It serves until interrupted.`,
 		Example: `  crawl serve --dir fixtures/html --faults flaky --seed 7
   crawl serve --synth 1001:2000 --addr 127.0.0.1:8089
   crawl backfill --journal 1001 --pages 1- --base-url http://127.0.0.1:8089 --delay 0

@@ -121,7 +121,7 @@ func checkInChild(cmd *cobra.Command, dir string) error {
 		for _, p := range res.Problems {
 			fmt.Fprintf(w, "%s: %s\n", file, p)
 		}
-		return fmt.Errorf("state %s is damaged: %d problems. %s", file, len(res.Problems), rebuildHint)
+		return fmt.Errorf("state %s is damaged: %d problem(s) above. %s", file, len(res.Problems), rebuildHint)
 	}
 	c := res.Counts
 	fmt.Fprintf(w, "%s: sound: %d papers, %d DOIs, %d pages, %d runs, sink token %v\n", file, c.Papers, c.DOIs, c.Pages, c.Runs, c.SinkToken)
