@@ -50,6 +50,9 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	if c.Kind == "backfill" && (c.From < 1 || c.To != 0 && c.To < c.From) {
 		return nil, badOption("pages %d-%d: expected 1 <= A <= B", c.From, c.To)
 	}
+	if c.Kind == "backfill" && c.To != 0 && c.To-c.From >= cfg.Backfill.MaxPages {
+		return nil, badOption("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one run; backfill a long range in parts", c.From, c.To, cfg.Backfill.MaxPages)
+	}
 	runID := NewRunID(time.Now())
 	rt, closeRT, err := c.Transport.open(runID, cfg.Fetch.MaxBodyBytes)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -41,11 +42,13 @@ func Rebuild(ctx context.Context, dir string, sources []string) (Rebuilt, error)
 	var files []string
 	for _, s := range sources {
 		p, ok := strings.CutPrefix(s, "jsonl:")
-		if !ok || p == "" || p == "-" {
-			return out, badOption("--from %q: expected jsonl:FILE (a file the JSONL sink wrote)", s)
+		if !ok || p == "" || p == "-" || strings.HasPrefix(p, "//") {
+			return out, badOption("--from %q: expected jsonl:FILE (a file the JSONL sink wrote)", redact.URL(s))
 		}
-		if _, err := os.Stat(p); err != nil {
+		if info, err := os.Stat(p); err != nil {
 			return out, fmt.Errorf("--from %s: %w", s, err)
+		} else if !info.Mode().IsRegular() {
+			return out, badOption("--from %s: not a regular file", s)
 		}
 		files = append(files, p)
 	}
@@ -63,8 +66,12 @@ func Rebuild(ctx context.Context, dir string, sources []string) (Rebuilt, error)
 	started := time.Now()
 	err = func() error {
 		for _, f := range files {
+			before := out
 			if err := readDelivered(ctx, f, st, &out); err != nil {
 				return err
+			}
+			if lines := out.Lines - before.Lines; lines > 0 && out.Skipped-before.Skipped == lines {
+				return fmt.Errorf("--from jsonl:%s: none of its %d lines is a record with an id: not a file the JSONL sink wrote", f, lines)
 			}
 			out.Files++
 		}

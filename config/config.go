@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -31,6 +32,8 @@ const (
 	MaxBodyBytes  = 256 << 20 // fetch.max_body_bytes
 	MaxInputBytes = 1 << 30   // parse.max_input_bytes
 	MaxPages      = 1_000_000 // nightly.max_pages, backfill.max_pages
+	// MaxPageNumber is the highest page number a command takes (--pages).
+	MaxPageNumber = 100_000_000
 	MaxAttempts   = 20        // fetch.attempts
 	MaxWait       = time.Hour // the durations that make the crawl wait
 )
@@ -225,7 +228,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%s: %v: expected %s", key, v, want)
 	}
 	u, err := url.Parse(c.Site.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(c.Site.BaseURL, "?#") {
 		shown := "(unreadable URL)"
 		if err == nil {
 			shown = u.Redacted()
@@ -259,8 +262,8 @@ func (c *Config) Validate() error {
 		return bad("site.allowed_hosts", "[]", "at least the host of site.base_url")
 	}
 	for i, h := range c.Site.AllowedHosts {
-		if h == "" || strings.ContainsAny(h, "/@?# ") {
-			return bad(fmt.Sprintf("site.allowed_hosts[%d]", i), fmt.Sprintf("%q", h), "a host name, or host:port")
+		if !validHost(h) {
+			return bad(fmt.Sprintf("site.allowed_hosts[%d]", i), fmt.Sprintf("%q", h), "a host name, or host:port with a port from 1 to 65535")
 		}
 	}
 	for i, j := range c.Journals {
@@ -294,8 +297,8 @@ func (c *Config) Validate() error {
 		return bad("fetch.breaker_max_opens", f.BreakerMaxOpens, "0 (never give up on a host) or more openings in a row")
 	case f.MaxCrawlDelay < 0 || f.MaxCrawlDelay.D() > MaxWait:
 		return bad("fetch.max_crawl_delay", f.MaxCrawlDelay.D(), "a duration from 0 (no cap) to 1h")
-	case strings.TrimSpace(f.UserAgent) == "":
-		return bad("fetch.user_agent", `""`, "a user agent naming the crawler")
+	case strings.TrimSpace(f.UserAgent) == "" || strings.ContainsFunc(f.UserAgent, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return bad("fetch.user_agent", fmt.Sprintf("%q", f.UserAgent), "a user agent naming the crawler, on one line")
 	}
 	if c.Nightly.StopAfterKnownPages < 1 {
 		return bad("nightly.stop_after_known_pages", c.Nightly.StopAfterKnownPages, "1 or more pages")
@@ -314,12 +317,12 @@ func (c *Config) Validate() error {
 	}
 	for key, v := range map[string]float64{"quality.min_title_share": c.Quality.MinTitleShare, "quality.min_doi_share": c.Quality.MinDOIShare,
 		"quality.min_authors_share": c.Quality.MinAuthorsShare, "quality.min_published_share": c.Quality.MinPublishedShare} {
-		if v < 0 || v > 1 {
+		if !(v >= 0 && v <= 1) { // NaN too
 			return bad(key, v, "a share from 0 to 1")
 		}
 	}
-	if c.Quality.MinPapersPerPage < 0 {
-		return bad("quality.min_papers_per_page", c.Quality.MinPapersPerPage, "0 or more")
+	if !(c.Quality.MinPapersPerPage >= 0 && c.Quality.MinPapersPerPage <= 10000) {
+		return bad("quality.min_papers_per_page", c.Quality.MinPapersPerPage, "0 to 10000")
 	}
 	if c.StateDir == "" {
 		return bad("state_dir", `""`, "a directory")
@@ -338,11 +341,33 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// validHost: a host name or IP, or host:port with a port from 1 to 65535.
+func validHost(h string) bool {
+	host := h
+	if hh, port, err := net.SplitHostPort(h); err == nil {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return false
+		}
+		host = hh
+	}
+	host = strings.Trim(host, "[]")
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	return host != "" && !strings.ContainsFunc(host, func(r rune) bool {
+		return !(r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	})
+}
+
+// maxConfigBytes bounds config.yaml: a configuration is a few KB.
+const maxConfigBytes = 1 << 20
+
 // Load reads path. A missing file is an error unless optional is true (the
 // default path may be absent: defaults apply). Unknown keys are errors, so a
 // typo never silently falls back to a default.
 func Load(path string, optional bool) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSmall(path, maxConfigBytes)
 	if errors.Is(err, os.ErrNotExist) && optional {
 		return Default(), nil
 	}
@@ -379,4 +404,26 @@ func Load(path string, optional bool) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// readSmall reads a regular file of at most max bytes.
+func readSmall(path string, max int64) ([]byte, error) {
+	if info, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path) // a FIFO would block the open
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes: not a configuration file", path, max)
+	}
+	return data, err
 }

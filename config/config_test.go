@@ -58,6 +58,12 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		"site:\n  base_url: http://ann:hunter2@h/?q=1\n":                               "xxxxx",
 		"site:\n  allowed_hosts: [\"a/b\"]\n":                                          "site.allowed_hosts[0]",
 		"site:\n  base_url: http://127.0.0.1:99999\n":                                  "a port from 1 to 65535",
+		"site:\n  base_url: http://h/?\n":                                              "without query or fragment",
+		"site:\n  allowed_hosts: [\"a:b:c\"]\n":                                        "site.allowed_hosts[0]",
+		"quality:\n  min_title_share: .nan\n":                                          "quality.min_title_share: NaN",
+		"quality:\n  min_papers_per_page: .inf\n":                                      "quality.min_papers_per_page: +Inf",
+		"fetch:\n  user_agent: \"a\\r\\nX-Evil: 1\"\n":                                 "on one line",
+		"# " + strings.Repeat("x", 1<<20) + "\n":                                       "larger than 1048576 bytes",
 	}
 	for text, want := range tests {
 		_, err := config.Load(write(t, text), false)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,16 @@ var (
 	// run tries them again). Permanent for this run.
 	ErrHostDown = errors.New("host is down: its circuit breaker opened fetch.breaker_max_opens times in a row; the page is left for the next run")
 )
+
+// robotsUnavailable: robots.txt could not be read after its retries.
+// Permanent for the run: without it nothing of the host is fetched.
+type robotsUnavailable struct{ err error }
+
+func (e robotsUnavailable) Error() string {
+	return fmt.Sprintf("robots.txt unavailable, so nothing of the host is fetched in this run (the next run tries again): %v", e.err)
+}
+func (e robotsUnavailable) Unwrap() error   { return e.err }
+func (e robotsUnavailable) Permanent() bool { return true }
 
 // FetchError is a failed fetch of one URL: the HTTP status when there was a
 // response (0 otherwise), the server's Retry-After when it sent one, and
@@ -89,6 +100,10 @@ func IsRetryable(err error) bool {
 	return errors.As(err, &fe) && fe.Retryable()
 }
 
+// maxRetryAfter is the longest Retry-After read: a larger one reads as
+// this (about 292 years would overflow a time.Duration).
+const maxRetryAfter = 100 * 365 * 24 * time.Hour
+
 // ParseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
 // ok is false when the value is absent or unreadable; a date in the past is
 // a zero delay.
@@ -96,9 +111,12 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.Atoi(v); err == nil {
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
 		if secs < 0 {
 			return 0, false
+		}
+		if secs > int64(maxRetryAfter/time.Second) || err != nil {
+			return maxRetryAfter, true // beyond any cap: no overflow to a short wait
 		}
 		return time.Duration(secs) * time.Second, true
 	}

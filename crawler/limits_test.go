@@ -185,3 +185,26 @@ func TestBaseURLUserInfoIsAuthNotURL(t *testing.T) {
 		}
 	}
 }
+
+// A robots.txt that cannot be read after its retries fails the host's
+// pages at once for the rest of the run: one round of robots.txt retries,
+// not one per page.
+func TestRobotsUnavailableFailsTheHostsPagesAtOnce(t *testing.T) {
+	ts, srv := synthSite(t, 50)
+	ts.HandlePrefix("/robots.txt", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	f, err := crawler.New(quick(srv.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for page := 1; page <= 50; page++ {
+		res, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: page})
+		if err == nil || crawler.IsRetryable(err) || res.Tries != 1 || !strings.Contains(err.Error(), "robots.txt unavailable") {
+			t.Fatalf("page %d: %d tries, %v; want one try and a permanent error", page, res.Tries, err)
+		}
+	}
+	if n := ts.Hits("/robots.txt"); n != 3 {
+		t.Errorf("robots.txt asked %d times, want the 3 tries of one round", n)
+	}
+}

@@ -55,6 +55,9 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Wed, 02 Dec 2026 02:00:00 GMT", 0, true}, // in the past
 		{"", 0, false},
 		{"-5", 0, false},
+		{"18446744074", maxRetryAfter, true},             // would overflow to 0.29 s
+		{"99999999999999999999999", maxRetryAfter, true}, // beyond int64
+		{"-99999999999999999999999", 0, false},
 		{"soon", 0, false},
 	}
 	for _, tt := range tests {

@@ -48,7 +48,15 @@ func (r *robots) check(ctx context.Context, u *url.URL) (allowed bool, crawlDela
 		r.hosts[key] = e
 	}
 	r.mu.Unlock()
-	e.once.Do(func() { e.group, e.err = r.load(ctx, key) })
+	e.once.Do(func() {
+		e.group, e.err = r.load(ctx, key)
+		if e.err != nil && ctx.Err() == nil {
+			// Already tried with the retry policy: the host's pages fail at
+			// once for the rest of the run (the next run tries again),
+			// instead of each page trying again with the same answer.
+			e.err = &FetchError{URL: key + "/robots.txt", Err: robotsUnavailable{e.err}}
+		}
+	})
 	if e.err != nil {
 		return false, 0, e.err
 	}
@@ -81,7 +89,7 @@ func (r *robots) load(ctx context.Context, base string) (*robotstxt.Group, error
 		return nil, fmt.Errorf("robots.txt of %s: %w", base, err)
 	}
 	g := data.FindGroup(r.agent)
-	if g != nil && r.maxDelay > 0 && g.CrawlDelay > r.maxDelay {
+	if g != nil && r.maxDelay > 0 && (g.CrawlDelay > r.maxDelay || g.CrawlDelay < 0) { // < 0: a huge value overflowed
 		if r.log != nil {
 			r.log.Warn("robots.txt Crawl-delay is beyond fetch.max_crawl_delay: clamped", "host", base,
 				"crawl_delay", g.CrawlDelay, "max_crawl_delay", r.maxDelay)

@@ -144,6 +144,17 @@ func TestTransportSendsBasicAuthToItsOriginOnly(t *testing.T) {
 	}
 }
 
+// A redirect to a URL with user information is refused, and the message
+// does not show it.
+func TestTransportRefusesUserInfoURLs(t *testing.T) {
+	site, srv, c := siteClient(t, TransportConfig{AllowedHosts: []string{"127.0.0.1"}})
+	site.Inject("/literature_d501422.htm", testsite.Fault{Kind: testsite.RedirectAway, Location: strings.Replace(srv.URL, "http://", "http://alice:PW1234@", 1) + "/x"})
+	_, _, err := read(c, srv.URL+"/literature_d501422.htm")
+	if !errors.Is(err, ErrOffsite) || strings.Contains(err.Error(), "PW1234") {
+		t.Fatalf("redirect to a URL with user info: %v", err)
+	}
+}
+
 func portOf2(r *http.Request) string {
 	_, port, _ := net.SplitHostPort(r.Host)
 	return port

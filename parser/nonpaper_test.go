@@ -1,7 +1,9 @@
 package parser
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,4 +52,34 @@ func TestJSONOnlyPageKeepsPaperShapedObjects(t *testing.T) {
 	if !slices.Equal(ids, []string{"ALONE-1", "ALONE-2"}) || page.JSONRejected != 1 {
 		t.Errorf("ids %q, rejected %d; want ALONE-1, ALONE-2 and one rejected", ids, page.JSONRejected)
 	}
+}
+
+// An advert that shows its own title beside its JSON, but has no head line
+// and not the paper shape, is not a paper either.
+func TestAdvertWithItsOwnTitleIsRejected(t *testing.T) {
+	page := parseFixture(t, "fixtures/edge/hostile-json.htm")
+	want := len(page.Records)
+	html := strings.Replace(string(mustRead(t, "../fixtures/edge/hostile-json.htm")), `</ul>`,
+		`<li><div class="title">Buy cheap pills today</div><div class="ad" data-ad='{"title":"Buy cheap pills today","paperid":"TRAP-AD2"}'>广告</div></li></ul>`, 1)
+	got, err := Parse([]byte(html), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Records {
+		if r.ID == "TRAP-AD2" {
+			t.Fatalf("the advert was delivered as a paper")
+		}
+	}
+	if len(got.Records) != want {
+		t.Errorf("%d records, want %d", len(got.Records), want)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -389,7 +389,7 @@ func rejectNonPapers(segs []*segment, page *Page) []*segment {
 	}
 	out := segs[:0]
 	for _, s := range segs {
-		if s.json != nil && !s.showsItsJSON() && (visibleBlocks || !s.json.paperShape()) {
+		if s.json != nil && !s.isPaper(visibleBlocks) {
 			page.JSONRejected++
 			page.warn(PageWarnJSONNotPaper)
 			s.json = nil
@@ -400,6 +400,20 @@ func rejectNonPapers(segs []*segment, page *Page) []*segment {
 		out = append(out, s)
 	}
 	return out
+}
+
+// isPaper reports whether the segment's JSON object is a paper: paired
+// with a visible block, or of the paper shape on a page of JSON alone. A
+// block with a visible title but no head (an advert that shows its own
+// title) must have the paper shape too.
+func (s *segment) isPaper(visibleBlocks bool) bool {
+	switch {
+	case s.hasHead():
+		return true
+	case s.showsItsJSON():
+		return s.json.paperShape()
+	}
+	return !visibleBlocks && s.json.paperShape()
 }
 
 // showsItsJSON reports whether the segment's visible lines pair with its

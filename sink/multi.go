@@ -51,6 +51,29 @@ func (m *Multi) Write(ctx context.Context, recs []record.Record) error {
 	return p.Wait()
 }
 
+// TokenKeyer is implemented by sinks whose commit token is stored under a
+// key other than their Describe name: a JSONL sink keys on its absolute
+// path, so "out/p.jsonl" and "./out/p.jsonl" are one sink.
+type TokenKeyer interface {
+	TokenKey() string
+}
+
+// tokenKey is the key s's token is stored under: its TokenKey (through
+// any wrappers), else its name.
+func tokenKey(s Sink) string {
+	for x := s; x != nil; {
+		if k, ok := x.(TokenKeyer); ok {
+			return k.TokenKey()
+		}
+		u, ok := x.(Unwrapper)
+		if !ok {
+			break
+		}
+		x = u.Unwrap()
+	}
+	return Describe(s)
+}
+
 // multiToken is the token of a Multi: each Committer child's token under
 // the child's name (its redacted URL, Describe), so a token is bound to the
 // sink it came from, whatever the order or number of sinks next time.
@@ -73,7 +96,7 @@ func (m *Multi) Token() ([]byte, error) {
 		if !json.Valid(tok) {
 			tok, _ = json.Marshal(string(tok))
 		}
-		t.Sinks[Describe(s)] = tok
+		t.Sinks[tokenKey(s)] = tok
 	}
 	return json.Marshal(t)
 }
@@ -100,12 +123,12 @@ func (m *Multi) Restore(ctx context.Context, token []byte) error {
 			if err != nil || i < 0 || i >= len(m.sinks) {
 				continue // a sink that is no longer there
 			}
-			byName[Describe(m.sinks[i])] = tok
+			byName[tokenKey(m.sinks[i])] = tok
 		}
 	}
 	var errs []error
 	for _, s := range m.sinks {
-		tok, ok := byName[Describe(s)]
+		tok, ok := byName[tokenKey(s)]
 		r, can := s.(Restorer)
 		if !ok || !can {
 			continue

@@ -209,6 +209,26 @@ func TestMultiTokenIsBoundToTheSinkURL(t *testing.T) {
 	}
 }
 
+// The same file spelled another way ("./b.jsonl", an absolute path) is
+// the same sink: its token is found, and a crash's extra records are cut.
+func TestMultiTokenFindsTheFileHoweverSpelled(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	m := sink.NewMulti(sinktest.Open(t, "jsonl:"+filepath.Join(dir, "b.jsonl"), sink.Options{}))
+	m.Write(ctx, sinktest.Records("x", 2))
+	tok, _ := m.Token()
+	m.Write(ctx, sinktest.Records("uncommitted", 1))
+	m.Close()
+	m = sink.NewMulti(sinktest.Open(t, "jsonl:"+dir+"/./b.jsonl", sink.Options{}))
+	if err := m.Restore(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if got := sinktest.ReadJSONL(t, filepath.Join(dir, "b.jsonl")); len(got) != 2 {
+		t.Errorf("%d records after the restore, want the 2 committed", len(got))
+	}
+}
+
 func mustJSON(t *testing.T, v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {

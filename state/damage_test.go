@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,4 +115,24 @@ func damagedTrials(t *testing.T, src string, papers []ledger.Paper) {
 		t.Errorf("none of 24 damaged files was found damaged; the test does not exercise damage")
 	}
 	t.Logf("%s: %d of 24 trials found damaged", src, damaged)
+}
+
+// A state file that is empty, not a bbolt file at all, or not a regular
+// file is an error naming it, never a hang or a fresh state.
+func TestStateFileThatIsNotOne(t *testing.T) {
+	for name, make := range map[string]func(path string) error{
+		"empty":  func(p string) error { return os.WriteFile(p, nil, 0o644) },
+		"random": func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("not a bbolt file ", 300)), 0o644) },
+		"fifo":   func(p string) error { return syscall.Mkfifo(p, 0o600) },
+	} {
+		dir := t.TempDir()
+		if err := make(filepath.Join(dir, state.FileName)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := state.Open(dir)
+		var d *state.DamagedError
+		if err == nil || name != "fifo" && !errors.As(err, &d) || name == "fifo" && !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -73,6 +74,12 @@ func openError(path string, err error) error {
 		errors.Is(err, bolt.ErrInvalidMapping):
 		return &DamagedError{Path: path, Cause: err.Error()}
 	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		// Not the file system refusing (permissions, a full disk): bbolt
+		// could not make sense of the file (too small, bad page size, …).
+		return &DamagedError{Path: path, Cause: err.Error()}
+	}
 	return fmt.Errorf("state %s: %w", path, err)
 }
 
@@ -87,6 +94,11 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
 	path := filePath(dir)
+	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("state %s: not a regular file (%s)", path, info.Mode().Type())
+	} else if err == nil && info.Size() == 0 {
+		return nil, &DamagedError{Path: path, Cause: "the file is empty"}
+	}
 	if err := upgradeOnce(path); err != nil {
 		return nil, err
 	}

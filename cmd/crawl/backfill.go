@@ -107,8 +107,8 @@ func parsePages(s string) (from, to int, err error) {
 	} else if err == nil && !dash {
 		to = from
 	}
-	if err != nil || from < 1 || (to != 0 && to < from) {
-		return 0, 0, usageError{fmt.Errorf("--pages %q: expected A-B, A- (until the listing ends) or A, with 1 <= A <= B", s)}
+	if err != nil || from < 1 || (to != 0 && to < from) || from > config.MaxPageNumber || to > config.MaxPageNumber {
+		return 0, 0, usageError{fmt.Errorf("--pages %q: expected A-B, A- (until the listing ends) or A, with 1 <= A <= B <= %d", s, config.MaxPageNumber)}
 	}
 	return from, to, nil
 }

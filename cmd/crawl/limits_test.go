@@ -97,3 +97,27 @@ func TestPanicIsExit1WithOneLine(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// state rebuild refuses inputs that are not delivered records, and never
+// shows a password given by mistake.
+func TestStateRebuildRefusesWhatIsNotRecords(t *testing.T) {
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.jsonl")
+	os.WriteFile(notes, []byte("root:x:0:0:root:/root:/bin/bash\n{\"no\":\"id\"}\n"), 0o644)
+	for _, tt := range []struct {
+		from, want string
+		code       int
+	}{
+		{"jsonl:" + notes, "none of its 2 lines is a record", exitFatal},
+		{"nats://bob:PW1234@h:4222/s", "expected jsonl:FILE", exitUsage},
+		{"jsonl://bob:PW1234@h/x", "expected jsonl:FILE", exitUsage},
+	} {
+		code, _, errs := crawl(t, "state", "rebuild", "--state-dir", filepath.Join(dir, "new"), "--from", tt.from)
+		if code != tt.code || !strings.Contains(errs, tt.want) || strings.Contains(errs, "PW1234") {
+			t.Errorf("--from %s: exit %d, %q", tt.from, code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new", "crawl.db")); err == nil {
+		t.Error("a refused rebuild left a state behind")
+	}
+}

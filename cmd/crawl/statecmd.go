@@ -99,14 +99,16 @@ func checkInChild(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return fmt.Errorf("state check: %w", err)
 	}
-	child := exec.CommandContext(cmd.Context(), self, "state", "check", "--in-process", "--state-dir", dir)
+	ctx, cancel := stopOnSignal(cmd.Context(), 0) // the first signal stops the check
+	defer cancel()
+	child := exec.CommandContext(ctx, self, "state", "check", "--in-process", "--state-dir", dir)
 	var out, errb bytes.Buffer
 	child.Stdout, child.Stderr = &out, &errb
 	runErr := child.Run()
 	var res checkResult
 	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
-		if cmd.Context().Err() != nil {
-			return cmd.Context().Err()
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		// The check died: bbolt tripped over a damaged page where no one
 		// can catch it.

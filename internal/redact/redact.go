@@ -16,23 +16,62 @@ const Mask = "REDACTED"
 // URL hides the password (or a token standing alone) in a URL's user
 // information. Strings that are not URLs with user information come back
 // unchanged; user information that cannot be parsed is dropped whole.
+//
+// Query parameters named like secrets (token, password, secret, key, …)
+// are masked too, and so is "user:password@" before a host when there is
+// no scheme at all.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
-		if i := strings.Index(raw, "@"); i >= 0 {
-			if j := strings.Index(raw, "://"); j >= 0 && j < i {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			j := strings.Index(raw, "://")
+			switch {
+			case j >= 0 && j < i:
 				// Unparseable but holding user information: drop it whole.
 				return raw[:j+3] + Mask + "@" + raw[i+1:]
+			case j < 0 && strings.Contains(raw[:i], ":") && !strings.Contains(raw[:i], "/"):
+				// No scheme: "user:password@host…".
+				return Mask + "@" + raw[i+1:]
 			}
 		}
+		if err != nil || u.RawQuery == "" {
+			return raw
+		}
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), Mask)
+		} else {
+			u.User = url.User(Mask)
+		}
+	}
+	masked := false
+	if q := u.Query(); len(q) > 0 {
+		for k := range q {
+			if secretParam(k) {
+				q.Set(k, Mask)
+				masked = true
+			}
+		}
+		if masked {
+			u.RawQuery = q.Encode()
+		}
+	}
+	if u.User == nil && !masked {
 		return raw
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), Mask)
-	} else {
-		u.User = url.User(Mask)
-	}
 	return u.String()
+}
+
+// secretParam reports whether a query parameter is named like a secret.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"token", "pass", "pwd", "secret", "key", "auth", "credential", "signature", "sig"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Text redacts every URL with user information that msg quotes, and the

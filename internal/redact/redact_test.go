@@ -37,3 +37,18 @@ func TestTextAndError(t *testing.T) {
 		t.Error("Error(nil) is not empty")
 	}
 }
+
+// Secrets outside the user information: a query parameter named like one,
+// and "user:password@host" with no scheme.
+func TestURLQueryAndSchemeless(t *testing.T) {
+	for raw, want := range map[string]string{
+		"nats://h:4222/s?stream=S&token=PW": "nats://h:4222/s?stream=S&token=REDACTED",
+		"bob:PW@host":                       "REDACTED@host",
+		"nats://h:4222/s?stream=S":          "nats://h:4222/s?stream=S",
+		"jsonl:out/a@b.jsonl":               "jsonl:out/a@b.jsonl",
+	} {
+		if got := URL(raw); got != want {
+			t.Errorf("URL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -33,6 +34,8 @@ func check(rawURL string) error {
 		return &sink.URLError{URL: rawURL, Reason: "expected a file path after jsonl:"}
 	case strings.Count(p, datePlaceholder) > 1:
 		return &sink.URLError{URL: rawURL, Reason: "{date} may appear once"}
+	case strings.HasPrefix(p, "//"):
+		return &sink.URLError{URL: redact.URL("jsonl:" + p), Reason: "expected jsonl:PATH, a file path, not a URL (jsonl://…)"}
 	}
 	return nil
 }
@@ -79,6 +82,15 @@ func openFile(pattern string, opts sink.Options) (*jsonlSink, error) {
 }
 
 func (s *jsonlSink) Describe() string { return "jsonl:" + s.pattern }
+
+// TokenKey is the sink's absolute path: however the path is spelled, the
+// same file finds its commit token.
+func (s *jsonlSink) TokenKey() string {
+	if abs, err := filepath.Abs(s.pattern); err == nil {
+		return "jsonl:" + abs
+	}
+	return s.Describe()
+}
 
 func (s *jsonlSink) pathFor() string {
 	return strings.Replace(s.pattern, datePlaceholder, s.opts.Clock().UTC().Format("2006-01-02"), 1)
@@ -328,8 +340,11 @@ func (s *jsonlSink) laterFiles(path string) ([]string, error) {
 		return nil, fmt.Errorf("jsonl restore %s: %w", s.pattern, err)
 	}
 	var later []string
+	today := s.opts.Clock().UTC().Format("2006-01-02")
 	for _, m := range matches {
-		if d := dateOf(m); d > tokenDate {
+		// Only days up to today can hold output written after the token: a
+		// file dated in the future is someone else's, and left alone.
+		if d := dateOf(m); d > tokenDate && d <= today {
 			later = append(later, m)
 		}
 	}

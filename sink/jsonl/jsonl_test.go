@@ -74,9 +74,14 @@ func TestJSONLDatedFilesRestore(t *testing.T) {
 	}
 	s.Close()
 
+	future := filepath.Join(dir, "papers-2099-01-01.jsonl") // not this sink's output: in the future
+	os.WriteFile(future, []byte("{\"id\":\"mine\"}\n"), 0o644)
 	s2 := sinktest.Open(t, url, sink.Options{Now: clock})
 	if err := s2.(sink.Restorer).Restore(context.Background(), tok); err != nil {
 		t.Fatal(err)
+	}
+	if got := sinktest.ReadJSONL(t, future); len(got) != 1 {
+		t.Errorf("a file dated after today was emptied by the restore")
 	}
 	if err := s2.Write(context.Background(), b); err != nil {
 		t.Fatal(err)
@@ -143,6 +148,7 @@ func TestOpenErrors(t *testing.T) {
 		"jsonl:":                      "expected a file path",
 		"ftp://host/x":                "expected jsonl:PATH",
 		"jsonl:/dev/null/not-a-dir/x": "not-a-dir",
+		"jsonl://bob:PW@x/y":          "not a URL",
 		"jsonl:a-{date}-{date}.jsonl": "{date} may appear once",
 		"https://user:hunter2@host/x": "REDACTED",
 	}
