@@ -208,3 +208,34 @@ func TestRobotsUnavailableFailsTheHostsPagesAtOnce(t *testing.T) {
 		t.Errorf("robots.txt asked %d times, want the 3 tries of one round", n)
 	}
 }
+
+// A Crawl-delay the robots.txt parser cannot read is read as the longest
+// delay allowed (and logged), not a reason to fail every page; one too
+// large for a duration is clamped like any long one.
+func TestUnreadableCrawlDelayIsReadPolitely(t *testing.T) {
+	for _, delay := range []string{"1s", "-5", "NaN", "1e300"} {
+		ts, srv := synthSite(t, 2)
+		ts.SetRobots("User-agent: *\nCrawl-delay: " + delay + "\n")
+		cfg := quick(srv.URL)
+		cfg.MaxCrawlDelay = 30 * time.Millisecond
+		var logs bytes.Buffer
+		f, err := crawler.New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		for page := 1; page <= 2; page++ {
+			if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: page}); err != nil {
+				t.Fatalf("Crawl-delay %s: page %d: %v", delay, page, err)
+			}
+		}
+		cancel()
+		if took := time.Since(start); took < 30*time.Millisecond {
+			t.Errorf("Crawl-delay %s: two pages in %v, want the longest delay allowed between them", delay, took)
+		}
+		if !strings.Contains(logs.String(), "max_crawl_delay") {
+			t.Errorf("Crawl-delay %s: not logged: %s", delay, logs.String())
+		}
+	}
+}

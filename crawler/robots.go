@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,10 +89,26 @@ func (r *robots) load(ctx context.Context, base string) (*robotstxt.Group, error
 	}
 	data, err := robotstxt.FromBytes(f.Body)
 	if err != nil {
+		// A Crawl-delay the parser cannot read ("1s", "-5", "NaN") would
+		// fail every page of the host, run after run: it is read as the
+		// longest delay allowed instead (the polite reading), and logged.
+		body, fixed := r.politeDelays(f.Body)
+		if fixed > 0 {
+			data, err = robotstxt.FromBytes(body)
+			if err == nil && r.log != nil {
+				r.log.Warn("robots.txt has Crawl-delay values that are not numbers of seconds: read as fetch.max_crawl_delay",
+					"host", base, "lines", fixed, "max_crawl_delay", r.maxDelay)
+			}
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("robots.txt of %s: %w", base, err)
 	}
 	g := data.FindGroup(r.agent)
-	if g != nil && r.maxDelay > 0 && (g.CrawlDelay > r.maxDelay || g.CrawlDelay < 0) { // < 0: a huge value overflowed
+	if g != nil && g.CrawlDelay < 0 {
+		g.CrawlDelay = maxCrawlDelay // a huge value overflowed
+	}
+	if g != nil && r.maxDelay > 0 && g.CrawlDelay > r.maxDelay {
 		if r.log != nil {
 			r.log.Warn("robots.txt Crawl-delay is beyond fetch.max_crawl_delay: clamped", "host", base,
 				"crawl_delay", g.CrawlDelay, "max_crawl_delay", r.maxDelay)
@@ -97,4 +116,33 @@ func (r *robots) load(ctx context.Context, base string) (*robotstxt.Group, error
 		g.CrawlDelay = r.maxDelay
 	}
 	return g, nil
+}
+
+// maxCrawlDelay is what a Crawl-delay too large for a duration reads as
+// (then clamped to fetch.max_crawl_delay like any long one).
+const maxCrawlDelay = 24 * time.Hour
+
+// politeDelays rewrites each Crawl-delay line whose value is not a
+// non-negative number of seconds to the longest delay allowed (or drops
+// it when there is no cap), and says how many it changed.
+func (r *robots) politeDelays(body []byte) ([]byte, int) {
+	lines := strings.Split(string(body), "\n")
+	fixed := 0
+	for i, l := range lines {
+		key, val, ok := strings.Cut(l, ":")
+		if !ok || !strings.EqualFold(strings.TrimSpace(key), "crawl-delay") {
+			continue
+		}
+		val, _, _ = strings.Cut(val, "#")
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
+			continue
+		}
+		fixed++
+		if r.maxDelay > 0 {
+			lines[i] = fmt.Sprintf("Crawl-delay: %g", r.maxDelay.Seconds())
+		} else {
+			lines[i] = ""
+		}
+	}
+	return []byte(strings.Join(lines, "\n")), fixed
 }
