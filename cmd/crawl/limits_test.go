@@ -121,3 +121,26 @@ func TestStateRebuildRefusesWhatIsNotRecords(t *testing.T) {
 		t.Error("a refused rebuild left a state behind")
 	}
 }
+
+// Usage errors exit 2 on every command, an unknown command included, each
+// with the hint of the command that failed; --version answers.
+func TestUsageErrorsExit2WithTheirCommandsHint(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"nosuch"}, "See 'crawl --help'."},
+		{[]string{"parse", "--log-format", "xml", "x"}, "See 'crawl parse --help'."},
+		{[]string{"replay", "--log-format", "xml", "--archive", "x"}, "See 'crawl replay --help'."},
+		{[]string{"backfill", "--pages", "x"}, "See 'crawl backfill --help'."},
+		{[]string{"state", "rebuild"}, "See 'crawl state rebuild --help'."},
+	} {
+		code, _, errs := crawl(t, tt.args...)
+		if code != exitUsage || !strings.Contains(errs, tt.hint) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tt.args, code, errs, tt.hint)
+		}
+	}
+	if code, out, _ := crawl(t, "--version"); code != exitOK || !strings.HasPrefix(out, "crawl ") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}

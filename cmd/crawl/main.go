@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"runtime/debug"
 	"runtime/pprof"
 	"sync/atomic"
@@ -143,7 +144,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	failed, err := root.ExecuteContextC(ctx)
+	if failed == nil {
+		failed = root
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
+		err = usageError{err} // cobra's own: a usage error like any other
+	}
 	if sig := gotSignal.Load(); sig != nil {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(stderr, "crawl: %v\n", err)
@@ -160,7 +167,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var qe *app.QualityError
 	switch {
 	case errors.As(err, &ue), errors.As(err, &cfgErr):
-		fmt.Fprintln(stderr, "Run 'crawl --help' for usage.")
+		fmt.Fprintf(stderr, "See '%s --help'.\n", failed.CommandPath())
 		return exitUsage
 	case errors.As(err, &ce):
 		return ce.code
@@ -172,6 +179,33 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitInterrupted
 	}
 	return exitFatal
+}
+
+// version is the module version the binary was built from ("(devel)" in
+// a checkout), with the commit and its date when the build recorded them.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	var rev, at, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 12)]
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (%s %s%s)", rev, at, dirty)
+	}
+	return v + " " + info.GoVersion
 }
 
 // exitOnPanic, deferred, turns a panic into exit 1 and one line on
@@ -202,7 +236,9 @@ fields: the site's layout has probably changed), 130 interrupted
 (SIGINT), 143 terminated (SIGTERM).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("crawl {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
