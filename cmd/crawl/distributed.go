@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -131,19 +132,19 @@ enqueued again.`,
 			}
 			defer func() {
 				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "crawl enqueue: stopped early: the jobs above were enqueued, the rest not\n")
+					say(cmd.ErrOrStderr(), slog.LevelWarn, "crawl enqueue: stopped early: the jobs above were enqueued, the rest not")
 				}
 			}()
 			if env.JSON {
 				env.Log.Info("enqueued", "run_id", runID, "added", n.Added, "already_queued", n.Queued)
 			} else if n.Added == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "enqueued nothing: %s already pending or in flight\n", plural(n.Queued, "job"))
+				say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("enqueued nothing: %s already pending or in flight", plural(n.Queued, "job")), "queued", n.Queued)
 			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "enqueued %s (run %s)", plural(n.Added, "job"), runID)
+				text := fmt.Sprintf("enqueued %s (run %s)", plural(n.Added, "job"), runID)
 				if n.Queued > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "; %s already pending or in flight", plural(n.Queued, "job"))
+					text += fmt.Sprintf("; %s already pending or in flight", plural(n.Queued, "job"))
 				}
-				fmt.Fprintln(cmd.ErrOrStderr())
+				say(cmd.ErrOrStderr(), slog.LevelInfo, text, "added", n.Added, "queued", n.Queued, "run_id", runID)
 			}
 			return err
 		},

@@ -105,7 +105,7 @@ func main() {
 		s := <-sigs
 		gotSignal.Store(&signalled{s})
 		close(stop) // before the message: whoever reads it knows the stop is in effect
-		fmt.Fprintf(os.Stderr, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once\n", s)
+		sayf(os.Stderr, slog.LevelWarn, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once", s)
 		s = <-sigs
 		os.Exit(signalExitCode(s))
 	}()
@@ -134,6 +134,7 @@ func atEnd(f func()) { endFuncs = append(endFuncs, f) }
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	defer exitOnPanic(stderr, &code)
 	endFuncs = nil
+	jsonStderr.Store(wantsJSON(args))
 	defer func() {
 		for i := len(endFuncs) - 1; i >= 0; i-- {
 			endFuncs[i]()
@@ -153,32 +154,41 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if sig := gotSignal.Load(); sig != nil {
 		if err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(stderr, "crawl: %v\n", err)
+			sayf(stderr, slog.LevelError, "crawl: %v", err)
 		}
 		return signalExitCode(sig.sig)
 	}
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "crawl: %v\n", err)
 	var ue usageError
 	var ce exitCodeError
 	var cfgErr *app.ConfigError
 	var qe *app.QualityError
+	code = exitFatal
 	switch {
 	case errors.As(err, &ue), errors.As(err, &cfgErr):
-		fmt.Fprintf(stderr, "See '%s --help'.\n", failed.CommandPath())
-		return exitUsage
+		code = exitUsage
 	case errors.As(err, &ce):
-		return ce.code
+		code = ce.code
 	case errors.As(err, &qe):
-		return exitQuality
+		code = exitQuality
 	case errors.Is(err, app.ErrPagesFailed):
-		return exitIncomplete
+		code = exitIncomplete
 	case errors.Is(err, context.Canceled):
-		return exitInterrupted
+		code = exitInterrupted
 	}
-	return exitFatal
+	if code == exitUsage {
+		hint := fmt.Sprintf("See '%s --help'.", failed.CommandPath())
+		if jsonStderr.Load() {
+			say(stderr, slog.LevelError, "crawl: "+err.Error(), "exit", code, "hint", hint)
+		} else {
+			fmt.Fprintf(stderr, "crawl: %v\n%s\n", err, hint)
+		}
+		return code
+	}
+	say(stderr, slog.LevelError, "crawl: "+err.Error(), "exit", code)
+	return code
 }
 
 // version is the module version the binary was built from ("(devel)" in
@@ -215,7 +225,7 @@ func exitOnPanic(stderr io.Writer, code *int) {
 	if p == nil {
 		return
 	}
-	fmt.Fprintf(stderr, "crawl: internal error: %v (CRAWL_TRACE=1 prints where)\n", p)
+	sayf(stderr, slog.LevelError, "crawl: internal error: %v (CRAWL_TRACE=1 prints where)", p)
 	if os.Getenv("CRAWL_TRACE") == "1" {
 		stderr.Write(debug.Stack())
 	}
@@ -256,7 +266,7 @@ fields: the site's layout has probably changed), 130 interrupted
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "metrics on http://%s/metrics\n", at)
+			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("metrics on http://%s/metrics", at), "addr", at)
 			atEnd(stop)
 		}
 		path, _ := cmd.Flags().GetString("cpuprofile")

@@ -142,7 +142,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 				st.files++
 				if err != nil {
 					st.failed++
-					fmt.Fprintf(stderr, "crawl parse: %v\n", err)
+					sayf(stderr, slog.LevelError, "crawl parse: %v", err)
 					return
 				}
 				report(stderr, path, page, f.summary, &st)
@@ -181,7 +181,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	case st.files == 0 && f.strict:
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))}
 	case st.files == 0:
-		fmt.Fprintf(stderr, "crawl parse: no page file (.htm, .html, .txt) in %s\n", strings.Join(paths, ", "))
+		sayf(stderr, slog.LevelWarn, "crawl parse: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))
 	case f.strict && (st.empty > 0 || st.warned > 0):
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
 	}
@@ -261,14 +261,15 @@ func report(w io.Writer, path string, page *parser.Page, summary bool, st *parse
 	st.warned += warned
 	if len(page.Records) == 0 {
 		st.empty++
-		fmt.Fprintf(w, "crawl parse: %s: no records (%s)\n", path, describePage(page))
+		say(w, slog.LevelWarn, fmt.Sprintf("crawl parse: %s: no records (%s)", path, describePage(page)), "file", path, "records", 0)
 		return
 	}
 	if !summary {
 		return
 	}
-	fmt.Fprintf(w, "%s: %d records, %d blocks dropped%s%s\n", path, len(page.Records), page.BlocksDropped,
-		formatCounts(" record warnings: ", counts), formatList(" page warnings: ", page.Warnings))
+	say(w, slog.LevelInfo, fmt.Sprintf("%s: %d records, %d blocks dropped%s%s", path, len(page.Records), page.BlocksDropped,
+		formatCounts(" record warnings: ", counts), formatList(" page warnings: ", page.Warnings)),
+		"file", path, "records", len(page.Records), "blocks_dropped", page.BlocksDropped, "record_warnings", counts, "page_warnings", page.Warnings)
 }
 
 func describePage(p *parser.Page) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,7 +86,8 @@ parser fix to re-derive records from what was fetched.`,
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "crawl replay %s: %d listing pages, %d papers delivered\n", runID, pages, records)
+			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("crawl replay %s: %d listing pages, %d papers delivered", runID, pages, records),
+				"run_id", runID, "pages", pages, "papers", records)
 			return nil
 		},
 	}

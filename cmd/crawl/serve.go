@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -162,7 +163,8 @@ last, or it takes the others down with it. It serves until interrupted.`,
 				return fmt.Errorf("serve: %w", err)
 			}
 			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(cmd.ErrOrStderr(), "serving %d pages on http://%s (faults: %s, seed %d); interrupt to stop\n", pages, ln.Addr(), faults, seed)
+			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("serving %d pages on http://%s (faults: %s, seed %d); interrupt to stop", pages, ln.Addr(), faults, seed),
+				"addr", ln.Addr().String(), "pages", pages, "faults", faults, "seed", seed)
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
 			go func() {
@@ -246,7 +248,7 @@ output and state. No network is needed.`,
 			if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "demo: test site on %s (faults: %s, seed %d); backfilling journals %v into %s\n", base, faults, seed, demoJournals, out)
+			sayf(cmd.ErrOrStderr(), slog.LevelInfo, "demo: test site on %s (faults: %s, seed %d); backfilling journals %v into %s", base, faults, seed, demoJournals, out)
 			env, err := newEnv(cmd)
 			if err != nil {
 				return err
@@ -260,7 +262,7 @@ output and state. No network is needed.`,
 					return startProgress(cmd.ErrOrStderr(), int64(len(demoJournals)*demoPages), sum, env.Log)
 				}})
 			if sum != nil && (err == nil || errors.Is(err, app.ErrPagesFailed)) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "demo: %d papers in %s (state in %s)\n", sum.PapersNew.Load(), out, stateDir)
+				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "demo: %d papers in %s (state in %s)", sum.PapersNew.Load(), out, stateDir)
 			}
 			return err
 		},
