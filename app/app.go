@@ -41,6 +41,9 @@ var ErrPagesFailed = errors.New("pages failed")
 type pagesFailed struct{ n int64 }
 
 func (e pagesFailed) Error() string {
+	if e.n == 1 {
+		return "1 page failed; the next run retries it"
+	}
 	return fmt.Sprintf("%d pages failed; the next run retries them", e.n)
 }
 func (e pagesFailed) Is(target error) bool { return target == ErrPagesFailed }

@@ -92,7 +92,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, fmt.Errorf("run history: %w", err)
 	}
 
-	run := engine.Start(engine.Options{ID: runID, Fetcher: fetch, Ledger: st, Sink: out,
+	run := engine.Start(engine.Options{ID: runID, Fetcher: fetch, Ledger: st, Sink: out, StopWhenUnreachable: true,
 		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine(), Summary: sum})
 	stopProgress := func() {}
 	if c.Progress != nil {

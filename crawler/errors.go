@@ -26,6 +26,10 @@ var (
 	ErrRobotsDisallowed = errors.New("disallowed by robots.txt")
 	// ErrCircuitOpen: the host is cooling down after repeated failures.
 	ErrCircuitOpen = errors.New("host circuit breaker is open")
+	// ErrUnreachable: every try of a page failed to reach a host that has
+	// not answered once (no connection, no such host): a wrong base URL
+	// rather than a host that went down. Permanent; a local run stops on it.
+	ErrUnreachable = errors.New("the host has not answered once in this run (no connection, or no such host): check the base URL")
 	// ErrHostDown: the host's circuit opened fetch.breaker_max_opens times
 	// in a row; its pages fail at once for the rest of the run (the next
 	// run tries them again). Permanent for this run.
@@ -71,7 +75,8 @@ func (e *FetchError) Retryable() bool {
 		return false // e.g. a URL missing from an offline archive
 	}
 	switch {
-	case errors.Is(e.Err, ErrBodyTooLarge), errors.Is(e.Err, ErrOffsite), errors.Is(e.Err, ErrRobotsDisallowed), errors.Is(e.Err, ErrHostDown):
+	case errors.Is(e.Err, ErrBodyTooLarge), errors.Is(e.Err, ErrOffsite), errors.Is(e.Err, ErrRobotsDisallowed), errors.Is(e.Err, ErrHostDown),
+		errors.Is(e.Err, ErrUnreachable):
 		return false
 	case errors.Is(e.Err, ErrSoftBlock), errors.Is(e.Err, ErrTruncated), errors.Is(e.Err, ErrCircuitOpen):
 		return true

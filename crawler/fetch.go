@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	neturl "net/url"
+	"sync"
 	"time"
 
 	"github.com/gocolly/colly/v2"
@@ -34,6 +36,16 @@ type Fetched struct {
 type fetcher struct {
 	base    *colly.Collector
 	timeout time.Duration
+
+	mu       sync.Mutex
+	answered map[string]bool // hosts that sent a response in this fetcher's life
+}
+
+// hasAnswered reports whether host has sent any response.
+func (f *fetcher) hasAnswered(host string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.answered[host]
 }
 
 func newFetcher(rt http.RoundTripper, timeout time.Duration) *fetcher {
@@ -46,7 +58,7 @@ func newFetcher(rt http.RoundTripper, timeout time.Duration) *fetcher {
 	// bound, a second later, is only a backstop, so the error names the
 	// fetch timeout).
 	c.SetRequestTimeout(timeout + time.Second)
-	return &fetcher{base: c, timeout: timeout}
+	return &fetcher{base: c, timeout: timeout, answered: map[string]bool{}}
 }
 
 // originalContentType carries the server's Content-Type past colly.
@@ -90,6 +102,13 @@ func (f *fetcher) fetch(ctx context.Context, url string) (*Fetched, error) {
 			Body: r.Body, FetchedAt: time.Now()}
 	})
 	err := c.Visit(url)
+	if out != nil {
+		if u, perr := neturl.Parse(out.URL); perr == nil {
+			f.mu.Lock()
+			f.answered[u.Hostname()] = true
+			f.mu.Unlock()
+		}
+	}
 	if err == nil && out == nil {
 		err = errors.New("no response")
 	}

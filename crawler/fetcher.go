@@ -192,6 +192,12 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) (Result, error) {
 		}
 		return err
 	})
+	if err != nil && ctx.Err() == nil && Cause(err) == "network" && !f.fetcher.hasAnswered(u.Hostname()) {
+		// Every try failed and nothing of the host has answered in this
+		// fetcher's life: a wrong base URL, a name that does not resolve,
+		// nothing listening. The caller may stop the run (ErrUnreachable).
+		err = &FetchError{URL: u.String(), Err: fmt.Errorf("%w: %w", ErrUnreachable, err)}
+	}
 	return res, err
 }
 

@@ -34,6 +34,11 @@ type Options struct {
 	// Summary is what the run counts into, so that a caller can show
 	// progress while it goes on; nil makes a new one.
 	Summary *Summary
+	// StopWhenUnreachable stops the run (its error) when a page fails
+	// because its host never answered (crawler.ErrUnreachable): a local
+	// crawl with a wrong base URL ends at once with exit 1. A fleet worker
+	// leaves it unset: its jobs wait for the host.
+	StopWhenUnreachable bool
 }
 
 // Run is one crawl run over shared parts: a fetcher, a ledger and a sink.
@@ -51,6 +56,8 @@ type Run struct {
 	metrics *Metrics
 	sum     *Summary
 	commit  *committer
+
+	stopWhenUnreachable bool
 }
 
 // Start starts a run (its committer).
@@ -62,7 +69,7 @@ func Start(o Options) *Run {
 		o.Summary = NewSummary()
 	}
 	r := &Run{id: o.ID, fetch: o.Fetcher, ledger: o.Ledger, conc: max(o.Concurrency, 1), log: o.Log,
-		metrics: o.Metrics, sum: o.Summary, commit: startCommitter(o.Ledger, o.Sink)}
+		metrics: o.Metrics, sum: o.Summary, commit: startCommitter(o.Ledger, o.Sink), stopWhenUnreachable: o.StopWhenUnreachable}
 	r.pages, _ = o.Ledger.(ledger.PageBook)
 	return r
 }
@@ -166,6 +173,11 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 		return nil
 	case ctx.Err() != nil:
 		then(Outcome{}, ctx.Err())
+		return nil
+	case err != nil && r.stopWhenUnreachable && errors.Is(err, crawler.ErrUnreachable):
+		r.sum.addFailure(key, err)
+		report(Failed, res.Tries, 0, err)
+		then(Outcome{}, err) // stops the run
 		return nil
 	case err != nil:
 		r.log.Warn("page failed", "url", res.URL, "error", err)

@@ -29,7 +29,7 @@ type crawlFlags struct {
 
 func (f *crawlFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.Int64SliceVar(&f.journals, "journal", nil, "journal id to crawl (repeatable); replaces the configured journals")
+	fl.Int64SliceVar(&f.journals, "journal", nil, "`J`, a journal id to crawl (repeatable); replaces the configured journals")
 	hideDefault(cmd, "journal")
 	f.registerSite(cmd)
 	fl.StringVar(&f.stateDir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
@@ -131,8 +131,9 @@ after backfill.stop_after_repeat_pages pages in a row with no paper new
 to the run, and at page A+backfill.max_pages-1.
 
 Exit codes: 0 every page done, 3 some pages failed (listed in the
-summary and retried by the next run), 4 quality alarm, 1 fatal, 2 usage,
-130/143 interrupted.`,
+summary and retried by the next run), 4 quality alarm, 1 fatal (also: a
+host that has not answered once in the run), 2 usage, 130/143
+interrupted.`,
 		Example: `  crawl backfill --journal 501422 --pages 1-50 --sink jsonl:out/papers.jsonl
   crawl backfill --journal 501422 --pages 1- --base-url http://127.0.0.1:8089 --delay 0`,
 		Args: noArgs("backfill"),

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,5 +143,30 @@ func TestUsageErrorsExit2WithTheirCommandsHint(t *testing.T) {
 	}
 	if code, out, _ := crawl(t, "--version"); code != exitOK || !strings.HasPrefix(out, "crawl ") {
 		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
+
+// A base URL where nothing answers (nothing listening) fails the run fast
+// with the default retries: exit 1 and a message saying so, not minutes
+// of retries and exit 3.
+func TestUnreachableHostFailsTheRunFast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the default retries (up to 15 s)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	dir := t.TempDir()
+	start := time.Now()
+	code, _, errs := crawl(t, "backfill", "--journal", "1", "--pages", "1-", "--base-url", base, "--state-dir", filepath.Join(dir, "s"))
+	took := time.Since(start)
+	if code != exitFatal || !strings.Contains(errs, "has not answered once in this run") {
+		t.Fatalf("exit %d after %v: %s", code, took, errs)
+	}
+	if took > 20*time.Second {
+		t.Errorf("took %v with the default retries, want about 15 s at most", took)
 	}
 }
