@@ -170,3 +170,22 @@ func TestUnreachableHostFailsTheRunFast(t *testing.T) {
 		t.Errorf("took %v with the default retries, want about 15 s at most", took)
 	}
 }
+
+// parse and replay do not add to a JSONL file that already holds records
+// unless --append says so.
+func TestParseRefusesToAppendWithoutAppend(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	if code, _, errs := crawl(t, "parse", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitOK {
+		t.Fatalf("first parse: exit %d: %s", code, errs)
+	}
+	first := countLines(t, out)
+	if code, _, errs := crawl(t, "parse", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitUsage || !strings.Contains(errs, "--append") || countLines(t, out) != first {
+		t.Errorf("second parse into the same file: exit %d: %s", code, errs)
+	}
+	if code, _, errs := crawl(t, "replay", "--archive", t.TempDir(), "--sink", "jsonl:"+out); code != exitUsage || !strings.Contains(errs, "--append") {
+		t.Errorf("replay into the same file: exit %d: %s", code, errs)
+	}
+	if code, _, errs := crawl(t, "parse", "--append", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitOK || countLines(t, out) != 2*first {
+		t.Errorf("with --append: exit %d: %s", code, errs)
+	}
+}

@@ -16,7 +16,7 @@ func TestParseToJSONLAndNATS(t *testing.T) {
 	n := natstest.Start(t)
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	for range 2 {
-		code, _, errs := crawl(t, "parse", "fixtures/", "--sink", "jsonl:"+out, "--sink", n.URL()+"/papers.new?stream=PAPERS")
+		code, _, errs := crawl(t, "parse", "fixtures/", "--append", "--sink", "jsonl:"+out, "--sink", n.URL()+"/papers.new?stream=PAPERS")
 		if code != exitOK {
 			t.Fatalf("exit %d: %s", code, errs)
 		}

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/litcrawl/litcrawl/sink"
 )
 
 // jsonStderr is --log-format json, read from the command line before the
@@ -40,4 +44,28 @@ func say(w io.Writer, level slog.Level, text string, attrs ...any) {
 // sayf is say with a formatted text and no fields.
 func sayf(w io.Writer, level slog.Level, format string, a ...any) {
 	say(w, level, fmt.Sprintf(format, a...))
+}
+
+// refuseAppend refuses JSONL sinks whose file already holds records: parse
+// and replay write without a crawl state, so nothing would tell their
+// records from what was there (crawls keep their exactly-once resume).
+// --append allows it.
+func refuseAppend(urls []string, appendOK bool) error {
+	if appendOK {
+		return nil
+	}
+	for _, u := range urls {
+		if sink.Scheme(u) != "jsonl" {
+			continue
+		}
+		p := strings.TrimPrefix(u, "jsonl:")
+		if p == "-" || p == "" {
+			continue
+		}
+		p = strings.Replace(p, "{date}", time.Now().UTC().Format("2006-01-02"), 1)
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Size() > 0 {
+			return usageError{fmt.Errorf("--sink %s: %s already holds records: give --append to add to it, or another file", u, p)}
+		}
+	}
+	return nil
 }

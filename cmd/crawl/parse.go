@@ -30,6 +30,7 @@ type parseFlags struct {
 	concurrency int
 	url         string
 	maxInput    int64        // parse.max_input_bytes, or --max-input-bytes
+	appendOK    bool         // --append: add to a JSONL file that holds records
 	scheme      *site.Scheme // the site's URL scheme: journal and page from --url or the file name
 	log         *slog.Logger
 }
@@ -90,6 +91,7 @@ warnings, or the paths held no page file at all.`,
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
 	fl.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "files parsed at once (output order is kept)")
 	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
+	fl.BoolVar(&f.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
 	fl.Int64Var(&f.maxInput, "max-input-bytes", 0, "largest input read, in bytes (default: parse.max_input_bytes, 64 MiB)")
 	return cmd
 }
@@ -109,6 +111,9 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	}
 	if f.maxInput <= 0 {
 		f.maxInput = config.Default().Parse.MaxInputBytes
+	}
+	if err := refuseAppend(f.sinks, f.appendOK); err != nil {
+		return err
 	}
 	if f.url != "" && len(paths) != 1 {
 		return usageError{fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths))}

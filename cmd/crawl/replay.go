@@ -17,6 +17,7 @@ import (
 func newReplayCmd() *cobra.Command {
 	var dir string
 	var sinks []string
+	var appendOK bool
 	cmd := &cobra.Command{
 		Use:   "replay --archive DIR [--sink URL …]",
 		Short: "Re-parse archived listing pages offline and deliver their records",
@@ -45,6 +46,9 @@ parser fix to re-derive records from what was fetched.`,
 			defer cancel()
 			log, err := newLogger(cmd)
 			if err != nil {
+				return err
+			}
+			if err := refuseAppend(sinks, appendOK); err != nil {
 				return err
 			}
 			out, err := app.OpenSinks(ctx, sinks, cmd.OutOrStdout(), log, appMetrics)
@@ -93,5 +97,6 @@ parser fix to re-derive records from what was fetched.`,
 	}
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")
 	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
+	cmd.Flags().BoolVar(&appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
 	return cmd
 }
