@@ -374,6 +374,13 @@ func Load(path string, optional bool) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := checkKeys(&doc); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	c := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -40,8 +40,8 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 	tests := map[string]string{
 		"sinks:\n  - jsonl:a\n  - ftp://x\n":         "sinks[1]",
 		"sinks:\n  - nats://h:1/s\n":                 "expected ?stream=NAME",
-		"sink:\n  - jsonl:a\n":                       "field sink not found",
-		"sinks: jsonl:a\n":                           "cannot unmarshal",
+		"sink:\n  - jsonl:a\n":                       "sink: unknown key (line 1); did you mean sinks?",
+		"sinks: jsonl:a\n":                           "sinks: \"jsonl:a\": expected a list",
 		"sinks:\n  - kafka://u:hunter2@h:1/t?zz=1\n": "REDACTED",
 		"frontier:\n  replicas: 7\n":                 "frontier.replicas: 7: expected 1 to 5 replicas",
 		"site:\n  page_n: /l/{journal}.htm\n":        "site.page_n",
@@ -114,7 +114,7 @@ func TestFetchAndSiteKeys(t *testing.T) {
 		"site:\n  base_url: m.booksci.cn\n":             "site.base_url",
 		"site:\n  page_n: /x_{page}.htm\n":              "site.page_n",
 		"journals: [-1]\n":                              "journals[0]: -1",
-		"fetch:\n  robotz: false\n":                     "field robotz not found",
+		"fetch:\n  robotz: false\n":                     "fetch.robotz: unknown key (line 2); did you mean fetch.robots?",
 	}
 	for text, want := range bad {
 		if _, err := config.Load(write(t, text), false); err == nil || !strings.Contains(err.Error(), want) {
@@ -145,6 +145,28 @@ func TestLoadOneDocument(t *testing.T) {
 	for _, text := range []string{"---\njournals: [1]\n", "journals: [1]\n", "journals: [1]\n---\n"} {
 		if _, err := config.Load(write(t, text), false); err != nil {
 			t.Errorf("%q: %v", text, err)
+		}
+	}
+}
+
+// A typo is named by its key path with the nearest valid key; a value of
+// the wrong kind says what is expected, never a Go type name.
+func TestLoadErrorsSpeakTheFilesLanguage(t *testing.T) {
+	for text, want := range map[string]string{
+		"fetch:\n  dealy: 1s\n":             "fetch.dealy: unknown key (line 2); did you mean fetch.delay?",
+		"fetch:\n  attempts: abc\n":         `fetch.attempts: "abc": expected a whole number`,
+		"fetch:\n  delay: \"1\"\n":          `fetch.delay: "1" is not a duration`,
+		"journals: 5\n":                     `journals: "5": expected a list`,
+		"journals: [1, x]\n":                `journals[1]: "x": expected a whole number`,
+		"fetch: 3\n":                        "fetch: expected a section of keys",
+		"quality:\n  min_doi_share: high\n": `quality.min_doi_share: "high": expected a number`,
+	} {
+		_, err := config.Load(write(t, text), false)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", text, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "int64") || strings.Contains(err.Error(), "config.Fetch") || strings.Contains(err.Error(), "!!")) {
+			t.Errorf("%q: %v names a Go type", text, err)
 		}
 	}
 }

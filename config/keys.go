@@ -1,0 +1,162 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// checkKeys walks a decoded YAML document against the configuration's
+// structs before it is decoded, so that a mistake is named by its key path
+// and in words: an unknown key with the nearest valid one
+// ("fetch.dealy: unknown key; did you mean fetch.delay?"), a value of the
+// wrong kind with what is expected ("fetch.attempts: "abc": expected a
+// whole number"), never a Go type name.
+func checkKeys(doc *yaml.Node) error {
+	if doc == nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil
+	}
+	return checkNode(doc.Content[0], reflect.TypeOf(Config{}), "")
+}
+
+func checkNode(n *yaml.Node, t reflect.Type, path string) error {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Tag == "!!null" {
+		return nil
+	}
+	switch {
+	case t == reflect.TypeOf(Duration(0)):
+		var d Duration
+		if err := n.Decode(&d); err != nil {
+			return fmt.Errorf("%s: %q is not a duration (expected e.g. 500ms, 1.5s, 2m)", path, n.Value)
+		}
+		return nil
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return fmt.Errorf("%s: expected a section of keys (key: value on the lines below), not %q", nameOr(path), n.Value)
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i].Value, n.Content[i+1]
+			ft, ok := fields[key]
+			if !ok {
+				msg := fmt.Sprintf("%s: unknown key (line %d)", join(path, key), n.Content[i].Line)
+				if near := nearest(key, fields); near != "" {
+					msg += "; did you mean " + join(path, near) + "?"
+				}
+				return fmt.Errorf("%s", msg)
+			}
+			if err := checkNode(val, ft, join(path, key)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s: %q: expected a list, e.g. [%s]", path, n.Value, example(t.Elem()))
+		}
+		for i, e := range n.Content {
+			if err := checkNode(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("%s: expected %s, not a list or a section", path, kindName(t))
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		return fmt.Errorf("%s: %q: expected %s (line %d)", path, n.Value, kindName(t), n.Line)
+	}
+	return nil
+}
+
+// yamlFields maps a struct's YAML keys to their types.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "a whole number"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "text"
+	}
+	return "a value"
+}
+
+func example(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "501422, 501423"
+	case reflect.String:
+		return "a, b"
+	}
+	return "…"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func nameOr(path string) string {
+	if path == "" {
+		return "the file"
+	}
+	return path
+}
+
+// nearest is the valid key closest to key (at most two edits, or a third
+// of it),
+// or "".
+func nearest(key string, fields map[string]reflect.Type) string {
+	best, bestD := "", max(2, len(key)/3)+1
+	for f := range fields {
+		if d := distance(strings.ToLower(key), f); d < bestD || d == bestD && best != "" && f < best {
+			best, bestD = f, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package state_test
+
+const raceEnabled = false
