@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,6 +158,42 @@ func (s *Site) LoadDir(dir string) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// Index is a plain-text index of the site: its journals with their page
+// counts, and the URL pattern (what crawl serve answers at /).
+func (s *Site) Index() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pages := map[int64]int{}
+	for path := range s.pages {
+		if j, _, ok := site.Default.ParseFile(strings.TrimPrefix(path, "/")); ok {
+			pages[j]++
+		}
+	}
+	journals := make([]int64, 0, len(pages))
+	for j := range pages {
+		journals = append(journals, j)
+	}
+	slices.Sort(journals)
+	var b strings.Builder
+	tmpl := strings.NewReplacer("1234567", "{journal}", "7654321", "{page}")
+	fmt.Fprintf(&b, "litcrawl test site\n\nlisting pages: %s (page 1), %s\n\njournal  pages\n",
+		tmpl.Replace(site.Default.Path(1234567, 1)), tmpl.Replace(site.Default.Path(1234567, 7654321)))
+	for _, j := range journals {
+		fmt.Fprintf(&b, "%-8d %d\n", j, pages[j])
+	}
+	for prefix := range s.handlers {
+		fmt.Fprintf(&b, "%s… (made on request)\n", prefix)
+	}
+	return b.String()
+}
+
+// Robots is the robots.txt served ("" when none).
+func (s *Site) Robots() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.robots
 }
 
 // SetRobots serves text as /robots.txt ("" answers 404).

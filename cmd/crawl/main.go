@@ -105,7 +105,9 @@ func main() {
 		s := <-sigs
 		gotSignal.Store(&signalled{s})
 		close(stop) // before the message: whoever reads it knows the stop is in effect
-		sayf(os.Stderr, slog.LevelWarn, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once", s)
+		if !quietStop.Load() {
+			sayf(os.Stderr, slog.LevelWarn, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once", s)
+		}
 		s = <-sigs
 		os.Exit(signalExitCode(s))
 	}()

@@ -18,6 +18,10 @@ import (
 // errors, hints) is one JSON object, not only the logger's.
 var jsonStderr atomic.Bool
 
+// quietStop: the first signal ends the command without the crawl's
+// "stopping" notice (crawl serve).
+var quietStop atomic.Bool
+
 // wantsJSON reports whether args ask for --log-format json.
 func wantsJSON(args []string) bool {
 	for i, a := range args {

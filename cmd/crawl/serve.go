@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -123,6 +125,7 @@ func buildSite(dir, warcDir string, synth []string, faults string, seed int64) (
 
 func newServeCmd() *cobra.Command {
 	var dir, warcDir, addr, faults string
+	var verbose bool
 	var seed int64
 	var synth []string
 	cmd := &cobra.Command{
@@ -162,7 +165,11 @@ last, or it takes the others down with it. It serves until interrupted.`,
 			if err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
-			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
+			if site.Robots() == "" {
+				site.SetRobots("User-agent: *\nAllow: /\n")
+			}
+			quietStop.Store(true) // Ctrl-C just ends the site
+			srv := &http.Server{Handler: siteHandler(site, verbose, cmd.ErrOrStderr()), ReadHeaderTimeout: 10 * time.Second}
 			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("serving %d pages on http://%s (faults: %s, seed %d); interrupt to stop", pages, ln.Addr(), faults, seed),
 				"addr", ln.Addr().String(), "pages", pages, "faults", faults, "seed", seed)
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
@@ -186,7 +193,49 @@ last, or it takes the others down with it. It serves until interrupted.`,
 	fl.StringVar(&addr, "addr", "127.0.0.1:8089", "loopback address to listen on")
 	fl.StringVar(&faults, "faults", "none", "fault profile: none, flaky, hostile or attack (journals 9001-9009)")
 	fl.Int64Var(&seed, "seed", 1, "seed of the fault profile (the same seed gives the same faults)")
+	fl.BoolVar(&verbose, "verbose", false, "log every request (method, path, status, duration)")
 	return cmd
+}
+
+// siteHandler serves the site, its index at /, and with verbose logs every
+// request on w.
+func siteHandler(site *testsite.Site, verbose bool, w io.Writer) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			io.WriteString(rw, site.Index())
+			return
+		}
+		if !verbose {
+			site.ServeHTTP(rw, r)
+			return
+		}
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
+		site.ServeHTTP(sw, r)
+		say(w, slog.LevelInfo, fmt.Sprintf("%s %s %d %v", r.Method, r.URL.RequestURI(), sw.status, time.Since(start).Round(time.Millisecond)),
+			"method", r.Method, "path", r.URL.RequestURI(), "status", sw.status, "seconds", time.Since(start).Seconds())
+	})
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := s.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("cannot hijack")
+	}
+	return h.Hijack()
 }
 
 // demoConfig is the configuration of crawl demo: the test site at base,

@@ -61,12 +61,29 @@ func TestServe(t *testing.T) {
 	if page, _ := parser.Parse(body, parser.Options{}); len(page.Records) != 20 {
 		t.Errorf("served page has %d records", len(page.Records))
 	}
+	// / is an index of the journals and the URL pattern; robots.txt is
+	// served.
+	for path, want := range map[string]string{"/": "/literature_d{journal}_{page}.htm", "/robots.txt": "User-agent: *"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %d %q, want %q", path, resp.StatusCode, b, want)
+		}
+	}
 	cmd.Process.Signal(os.Interrupt)
+	rest, _ := io.ReadAll(stderr)
 	if err := cmd.Wait(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() != exitInterrupted {
 			t.Errorf("serve exit: %v", err)
 		}
+	}
+	if strings.Contains(string(rest), "stopping") {
+		t.Errorf("Ctrl-C on serve printed the crawl's stopping notice: %q", rest)
 	}
 }
 
