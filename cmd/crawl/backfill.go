@@ -19,6 +19,7 @@ type crawlFlags struct {
 	journals    []int64
 	baseURL     string
 	sinks       []string
+	out         string // -o FILE: --sink jsonl:FILE
 	stateDir    string
 	concurrency int
 	delay       time.Duration
@@ -44,6 +45,7 @@ func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
 	fl.StringArrayVar(&f.sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
+	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight per host (default: fetch.concurrency)")
 	fl.DurationVar(&f.delay, "delay", 0, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
 }
@@ -73,8 +75,8 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 		}
 		cfg.Fetch.Delay, cfg.Fetch.Jitter = config.Duration(f.delay), config.Duration(min(cfg.Fetch.Jitter.D(), f.delay/2))
 	}
-	if cmd.Flags().Changed("sink") {
-		cfg.Sinks = f.sinks
+	if cmd.Flags().Changed("sink") || f.out != "" {
+		cfg.Sinks = withOutput(f.sinks, f.out)
 	}
 	for _, j := range f.journals {
 		if j <= 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/litcrawl/litcrawl/testsite"
 )
 
 // crawl parse reads at most parse.max_input_bytes of an input (the flag or
@@ -187,5 +190,23 @@ func TestParseRefusesToAppendWithoutAppend(t *testing.T) {
 	}
 	if code, _, errs := crawl(t, "parse", "--append", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitOK || countLines(t, out) != 2*first {
 		t.Errorf("with --append: exit %d: %s", code, errs)
+	}
+}
+
+// -o FILE is --sink jsonl:FILE on the commands that deliver.
+func TestOutputShortcut(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(1001, 2, 5)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.jsonl")
+	if code, _, errs := crawl(t, "backfill", "--journal", "1001", "--pages", "1-", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "s"), "-o", out); code != exitOK || countLines(t, out) != 10 {
+		t.Errorf("backfill -o: exit %d, %d lines: %s", code, countLines(t, out), errs)
+	}
+	parsed := filepath.Join(dir, "parsed.jsonl")
+	if code, _, errs := crawl(t, "parse", "-o", parsed, "fixtures/html/flat-p"); code != exitOK || countLines(t, parsed) == 0 {
+		t.Errorf("parse -o: exit %d: %s", code, errs)
 	}
 }

@@ -31,6 +31,7 @@ type parseFlags struct {
 	url         string
 	maxInput    int64        // parse.max_input_bytes, or --max-input-bytes
 	appendOK    bool         // --append: add to a JSONL file that holds records
+	out         string       // -o FILE
 	scheme      *site.Scheme // the site's URL scheme: journal and page from --url or the file name
 	log         *slog.Logger
 }
@@ -66,9 +67,10 @@ warnings, or the paths held no page file at all.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("sink") {
+			if !cmd.Flags().Changed("sink") && f.out == "" {
 				f.sinks = cfg.Sinks
 			}
+			f.sinks = withOutput(f.sinks, f.out)
 			if cmd.Flags().Changed("max-input-bytes") {
 				cfg.Parse.MaxInputBytes = f.maxInput
 				if err := cfg.Validate(); err != nil {
@@ -91,6 +93,7 @@ warnings, or the paths held no page file at all.`,
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
 	fl.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "files parsed at once (output order is kept)")
 	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
+	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	fl.BoolVar(&f.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
 	fl.Int64Var(&f.maxInput, "max-input-bytes", 0, "largest input read, in bytes (default: parse.max_input_bytes, 64 MiB)")
 	return cmd

@@ -18,6 +18,7 @@ func newReplayCmd() *cobra.Command {
 	var dir string
 	var sinks []string
 	var appendOK bool
+	var out string
 	cmd := &cobra.Command{
 		Use:   "replay --archive DIR [--sink URL …]",
 		Short: "Re-parse archived listing pages offline and deliver their records",
@@ -38,9 +39,10 @@ parser fix to re-derive records from what was fetched.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("sink") {
+			if !cmd.Flags().Changed("sink") && out == "" {
 				sinks = cfg.Sinks
 			}
+			sinks = withOutput(sinks, out)
 			scheme := cfg.Site.Scheme()
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
@@ -97,6 +99,7 @@ parser fix to re-derive records from what was fetched.`,
 	}
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")
 	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	cmd.Flags().BoolVar(&appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
 	return cmd
 }
