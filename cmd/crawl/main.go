@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -256,8 +258,20 @@ fields: the site's layout has probably changed), 130 interrupted
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
 	root.PersistentFlags().String("metrics-addr", "", "serve Prometheus metrics (/metrics) on this address, e.g. 127.0.0.1:9090")
+	root.PersistentFlags().String("metrics-file", "", "at the end, write the metrics to this file in node_exporter's textfile format (atomically), for one-shot runs")
 	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr (off by default; never the command line)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
+			if err := checkWritableDir(path); err != nil {
+				return usageError{fmt.Errorf("--metrics-file: %w", err)}
+			}
+			errw := cmd.ErrOrStderr()
+			atEnd(func() {
+				if err := prometheus.WriteToTextfile(path, metricsRegistry); err != nil {
+					sayf(errw, slog.LevelError, "crawl: --metrics-file: %v", err)
+				}
+			})
+		}
 		withPprof, _ := cmd.Flags().GetBool("pprof")
 		addr, _ := cmd.Flags().GetString("metrics-addr")
 		if withPprof && addr == "" {
@@ -366,4 +380,18 @@ func stopOnSignal(ctx context.Context, d time.Duration) (context.Context, contex
 		}
 	}()
 	return ctx, cancel
+}
+
+// checkWritableDir fails when the directory a file is to be written in
+// does not exist or is not a directory, before any work is done.
+func checkWritableDir(path string) error {
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
 }

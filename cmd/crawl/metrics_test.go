@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +78,25 @@ func TestPprofIsOffByDefault(t *testing.T) {
 	}
 	if code, _, errs := crawl(t, "parse", "--pprof", "fixtures/edge/captcha.htm"); code != exitUsage || !strings.Contains(errs, "--metrics-addr") {
 		t.Errorf("--pprof without --metrics-addr: exit %d, %q", code, errs)
+	}
+}
+
+// --metrics-file writes the metrics at the end in node_exporter's textfile
+// format, for one-shot runs whose scrape endpoint would be gone.
+func TestMetricsFile(t *testing.T) {
+	_, srv := fixtureSite(t)
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "litcrawl.prom")
+	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "s"), "-o", filepath.Join(dir, "p.jsonl"), "--metrics-file", prom)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil || !strings.Contains(string(b), `litcrawl_pages_total{result="done"}`) {
+		t.Errorf("metrics file: %v\n%s", err, b)
+	}
+	if code, _, errs := crawl(t, "parse", "--metrics-file", filepath.Join(dir, "no", "such", "m.prom"), "fixtures/html/flat-p"); code != exitUsage {
+		t.Errorf("--metrics-file in a missing directory: exit %d: %s", code, errs)
 	}
 }
