@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,7 +102,8 @@ func readDelivered(ctx context.Context, path string, st *state.Store, out *Rebui
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	batch := make([]state.KnownPaper, 0, 1000)
 	flush := func() error {
 		n, err := st.AddKnown(ctx, batch)
@@ -111,14 +111,8 @@ func readDelivered(ctx context.Context, path string, st *state.Store, out *Rebui
 		batch = batch[:0]
 		return err
 	}
-	for lineNo := 1; ; lineNo++ {
-		line, err := readLine(r)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("%s line %d: %w", path, lineNo, err)
-		}
+	for sc.Scan() {
+		line := sc.Bytes()
 		out.Lines++
 		var rec struct {
 			ID     string `json:"id"`
@@ -141,27 +135,11 @@ func readDelivered(ctx context.Context, path string, st *state.Store, out *Rebui
 			}
 		}
 	}
-	return flush()
-}
-
-// readLine reads one line (without its newline), at most maxLine bytes.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxLine {
-			return nil, fmt.Errorf("a line longer than %d bytes: not a JSONL file of records", maxLine)
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("a line longer than %d bytes: not a JSONL file of records", maxLine)
 		}
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil // a last line without its newline
-		default:
-			return nil, err
-		}
+		return fmt.Errorf("%s: %w", path, err)
 	}
+	return flush()
 }

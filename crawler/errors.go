@@ -98,7 +98,10 @@ func retryableStatus(code int) bool {
 
 // IsRetryable reports whether err is a retryable fetch error.
 func IsRetryable(err error) bool {
-	if errors.Is(err, ErrRetryAfterTooLong) {
+	// Anything in the chain that says it is permanent wins, inside a
+	// FetchError or around it (a Retry-After beyond the cap).
+	var p interface{ Permanent() bool }
+	if errors.As(err, &p) && p.Permanent() {
 		return false
 	}
 	var fe *FetchError

@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	neturl "net/url"
 	"sync"
 	"time"
 
@@ -100,15 +99,11 @@ func (f *fetcher) fetch(ctx context.Context, url string) (*Fetched, error) {
 		h.Set("Content-Type", ct)
 		out = &Fetched{URL: r.Request.URL.String(), Status: r.StatusCode, Header: h, ContentType: ct,
 			Body: r.Body, FetchedAt: time.Now()}
+		f.mu.Lock()
+		f.answered[r.Request.URL.Hostname()] = true
+		f.mu.Unlock()
 	})
 	err := c.Visit(url)
-	if out != nil {
-		if u, perr := neturl.Parse(out.URL); perr == nil {
-			f.mu.Lock()
-			f.answered[u.Hostname()] = true
-			f.mu.Unlock()
-		}
-	}
 	if err == nil && out == nil {
 		err = errors.New("no response")
 	}

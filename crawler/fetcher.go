@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/site"
 )
@@ -93,7 +94,7 @@ func New(cfg Config, log *slog.Logger) (*Fetcher, error) {
 	}
 	base, err := url.Parse(cfg.BaseURL)
 	if err != nil || base.Scheme == "" || base.Host == "" {
-		return nil, fmt.Errorf("base URL %q: expected an absolute URL such as https://m.booksci.cn", redactURL(cfg.BaseURL))
+		return nil, fmt.Errorf("base URL %q: expected an absolute URL such as https://m.booksci.cn", redact.URL(cfg.BaseURL))
 	}
 	auth := base.User
 	base.User = nil
@@ -126,13 +127,6 @@ func defaultPorts(base *url.URL) []string {
 	return []string{"80", "443"}
 }
 
-// redactURL is u with any password replaced by xxxxx, for messages.
-func redactURL(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return "(unreadable URL)"
-}
 
 // PageURL is the URL of a listing page.
 func (f *Fetcher) PageURL(journal int64, page int) string {
