@@ -127,7 +127,6 @@ func defaultPorts(base *url.URL) []string {
 	return []string{"80", "443"}
 }
 
-
 // PageURL is the URL of a listing page.
 func (f *Fetcher) PageURL(journal int64, page int) string {
 	return f.cfg.Scheme.URL(f.cfg.BaseURL, journal, page)
