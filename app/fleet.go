@@ -80,12 +80,26 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 			return yield(j)
 		}
 	}
+	f, err := e.connect(ctx, o.Fleet)
+	if err != nil {
+		return "", n, err
+	}
+	defer f.Close()
+	var markErr error
 	jobs := func(yield func(frontier.Job) bool) {
 		for _, j := range o.Journals {
 			if o.Nightly {
-				if !yieldUnlessStopped(yield, frontier.Job{Journal: j, Page: 1, RunID: runID, Nightly: true,
+				// The walk starts where the last one left a mark (engine.Walk).
+				w, err := engine.LoadMark(ctx, f.Ledger(), j, engine.Walk{})
+				if err != nil {
+					markErr = err
+					return
+				}
+				job := frontier.Job{Journal: j, RunID: runID, Nightly: true,
 					StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, StopAfterRepeat: e.Config.Backfill.StopAfterRepeatPages,
-					MaxPages: e.Config.Nightly.MaxPages}) {
+					MaxPages: e.Config.Nightly.MaxPages}.WithWalk(w)
+				job.Page = 1
+				if !yieldUnlessStopped(yield, job) {
 					return
 				}
 				continue
@@ -97,12 +111,10 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 			}
 		}
 	}
-	f, err := e.connect(ctx, o.Fleet)
-	if err != nil {
-		return "", n, err
-	}
-	defer f.Close()
 	n, err = f.EnqueueSeq(ctx, jobs)
+	if err == nil && markErr != nil {
+		err = markErr
+	}
 	if err == nil && interrupted {
 		err = context.Canceled
 	}

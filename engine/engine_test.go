@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/litcrawl/litcrawl/ledger"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -295,6 +297,84 @@ func TestNightlyShiftingListing(t *testing.T) {
 	// Night 4: the 20 papers that arrived during night 3.
 	if s := night("n4"); s.PapersNew.Load() != 20 {
 		t.Fatalf("night 4: %s", s)
+	}
+	got := readIDs(t, out)
+	if len(got) != len(listing) {
+		t.Errorf("%d distinct papers delivered, the listing has %d", len(got), len(listing))
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("paper %s delivered %d times", id, n)
+		}
+	}
+}
+
+// A nightly that reaches max_pages before known papers leaves a mark; the
+// next nightly, after the night's new papers, jumps to the mark's page and
+// carries on past it instead of stopping at the known papers: over two
+// nights no page is lost, nothing is delivered twice, and each night walks
+// at most max_pages pages.
+func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
+	site := testsite.New()
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	const j = 4343
+	listing := ids("8000", 110) // 6 pages of 20, the last with 10
+	site.SetListing(j, listing, 20)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	night := func(runID string) (*engine.Summary, ledger.WalkMark, int) {
+		t.Helper()
+		before := 0
+		for p := 1; p <= 8; p++ {
+			before += site.Hits(testsite.PagePath(j, p))
+		}
+		r := start(t, config(srv), filepath.Join(dir, "state"), out, runID)
+		defer r.close()
+		if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: 5}); err != nil {
+			t.Fatal(err)
+		}
+		mark, err := r.store.WalkMark(context.Background(), j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := 0
+		for p := 1; p <= 8; p++ {
+			after += site.Hits(testsite.PagePath(j, p))
+		}
+		return r.r.Summary(), mark, after - before
+	}
+
+	// Night 1: pages 1-5 are new; max_pages (5) stops the walk with 10
+	// papers beyond it: the walk is incomplete, and its last page is the
+	// mark.
+	s, mark, fetched := night("n1")
+	if s.PapersNew.Load() != 100 || fetched != 5 {
+		t.Fatalf("night 1: %s, %d pages fetched", s, fetched)
+	}
+	if iw := s.IncompleteWalks(); len(iw) != 1 || iw[0] != (engine.IncompleteWalk{Journal: j, Page: 5}) {
+		t.Errorf("night 1's incomplete walks: %+v", iw)
+	}
+	if mark.Page != 5 || !slices.Contains(mark.Papers, "8000080") || !slices.Contains(mark.Papers, "8000099") {
+		t.Errorf("night 1's mark: %+v", mark)
+	}
+
+	// Night 2: 10 new papers at the top. Page 2 is all known, which would
+	// end a walk there (and the last 10 papers would never be reached);
+	// this one jumps to page 5 (the mark's page: its papers have moved down
+	// by 10), passes the mark and goes on to the end.
+	listing = append(ids("8100", 10), listing...)
+	site.SetListing(j, listing, 20)
+	hits := site.Hits(testsite.PagePath(j, 3)) + site.Hits(testsite.PagePath(j, 4))
+	s, mark, fetched = night("n2")
+	if s.PapersNew.Load() != 20 || fetched != 4 {
+		t.Fatalf("night 2: %s, %d pages fetched; want 20 new papers from pages 1, 2, 5 and 6", s, fetched)
+	}
+	if site.Hits(testsite.PagePath(j, 3))+site.Hits(testsite.PagePath(j, 4)) != hits {
+		t.Error("night 2 walked pages 3-4 instead of jumping to the mark's page")
+	}
+	if iw := s.IncompleteWalks(); len(iw) != 0 || !mark.Zero() {
+		t.Errorf("night 2 reached the last page, yet incomplete walks %+v, mark %+v", iw, mark)
 	}
 	got := readIDs(t, out)
 	if len(got) != len(listing) {

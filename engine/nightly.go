@@ -20,25 +20,90 @@ type Walk struct {
 	// met in this run (a site answering every page number with the same
 	// papers).
 	RepeatRun int
+	// Walked counts the pages walked so far.
+	Walked int
 	// StopAfterKnown ends the walk after KnownRun reaches it (0: never);
 	// StopAfterRepeat after RepeatRun reaches it (0: never); MaxPages
-	// bounds it.
+	// bounds the pages walked.
 	StopAfterKnown  int
 	StopAfterRepeat int
 	MaxPages        int
+	// Mark is where an earlier walk stopped at MaxPages with older pages
+	// never reached (see WalkMark); zero: none. Marked says the walk began
+	// with a mark, which its end replaces or clears.
+	Mark   ledger.WalkMark
+	Marked bool
 }
 
-// Why a walk stopped, for logs.
-func (w Walk) why(d Delivered) string {
+// A walk's mark, and the carry-on rule. A walk that stops at MaxPages
+// leaves the page it reached and that page's papers as a mark. The next
+// walk starts at page 1 as always, and where known papers would stop it
+// (it has met the papers delivered before) it jumps to the mark's page
+// instead: the papers there have only moved down, by the papers added
+// since. From there known papers do not stop it until it has passed the
+// mark (a page holding one of the mark's papers, or one holding papers
+// never delivered: the listing moved up, past the mark). Then the usual
+// rule applies; the pages beyond the mark are new to it. MaxPages bounds
+// the pages walked, jump or not; a walk that reaches it again leaves the
+// mark further down, so no page is left behind.
+
+// WalkEnd is how a walk ended.
+type WalkEnd struct {
+	Why string // "last page", "known papers only", "the same papers again" or "max pages"
+	// Incomplete: the walk stopped at MaxPages with older pages it never
+	// reached; Mark is where the next walk carries on.
+	Incomplete bool
+	Mark       ledger.WalkMark
+	// Store: the journal's mark changes (set, or cleared).
+	Store bool
+}
+
+// End is how the walk ended, called on the walk Next returned with false
+// for the page d.
+func (w Walk) End(d Delivered) WalkEnd {
 	switch {
 	case d.Last:
-		return "last page"
-	case w.StopAfterKnown > 0 && w.KnownRun >= w.StopAfterKnown:
-		return "known papers only"
+		return WalkEnd{Why: "last page", Store: w.Marked}
 	case w.StopAfterRepeat > 0 && w.RepeatRun >= w.StopAfterRepeat:
-		return "the same papers again"
+		return WalkEnd{Why: "the same papers again", Store: w.Marked}
+	case w.Mark.Zero() && w.StopAfterKnown > 0 && w.KnownRun >= w.StopAfterKnown:
+		return WalkEnd{Why: "known papers only", Store: w.Marked}
 	}
-	return "max pages"
+	last := w.Page - 1
+	mark := w.Mark
+	switch {
+	case mark.Zero():
+		mark = ledger.WalkMark{Page: last, Papers: MarkOf(d.Papers)}
+	case last >= mark.Page:
+		// Not passed yet, though walked from its page on: it lies beyond.
+		mark.Page = last
+	}
+	return WalkEnd{Why: "max pages", Incomplete: true, Mark: mark, Store: true}
+}
+
+// MarkOf is the mark of a page's papers: their ids and DOI keys.
+func MarkOf(papers []ledger.Paper) []string {
+	mark := make([]string, 0, 2*len(papers))
+	for _, p := range papers {
+		mark = append(mark, p.ID)
+		if k := p.DOIKey(); k != "" {
+			mark = append(mark, "doi:"+k)
+		}
+	}
+	return mark
+}
+
+// holds says whether a page's papers include one of the mark's.
+func holds(papers []ledger.Paper, mark []string) bool {
+	for _, p := range papers {
+		k := p.DOIKey()
+		for _, m := range mark {
+			if p.ID == m || k != "" && "doi:"+k == m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Next is the one walk rule, of nightly walks and open-ended backfills:
@@ -48,10 +113,13 @@ func (w Walk) why(d Delivered) string {
 // count: new papers pushing older ones down while the walk goes on cannot
 // stop it early), after StopAfterRepeat pages in a row that held no paper
 // not already met in this run (a site that answers every page number with
-// the same papers), at the last page the pager names, and past MaxPages.
+// the same papers), at the last page the pager names, and after MaxPages
+// pages. A walk with a mark carries on past it first (see Walk). When it
+// stops, End says how.
 func (w Walk) Next(d Delivered) (Walk, bool) {
 	next := w
 	next.Page++
+	next.Walked++
 	if d.Records > 0 && d.KnownBefore == d.Records {
 		next.KnownRun++
 	} else {
@@ -62,11 +130,74 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	} else {
 		next.RepeatRun = 0
 	}
-	if d.Last || w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown ||
-		w.StopAfterRepeat > 0 && next.RepeatRun >= w.StopAfterRepeat || next.Page > w.MaxPages {
+	if !w.Mark.Zero() {
+		carrying := w.Page >= w.Mark.Page
+		switch {
+		case holds(d.Papers, w.Mark.Papers), carrying && d.KnownBefore < d.Records:
+			next.Mark, next.KnownRun = ledger.WalkMark{}, 0 // passed
+		case carrying:
+			next.KnownRun = 0 // known papers do not stop it here
+		}
+	}
+	knownStop := w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown
+	switch {
+	case d.Last, w.StopAfterRepeat > 0 && next.RepeatRun >= w.StopAfterRepeat:
 		return next, false
+	case knownStop && next.Mark.Zero():
+		return next, false
+	case next.Walked >= w.MaxPages:
+		return next, false
+	case knownStop:
+		next.Page, next.KnownRun = max(next.Page, next.Mark.Page), 0 // jump to the mark
 	}
 	return next, true
+}
+
+// EndWalk does what ends a journal's nightly walk, for local runs and the
+// fleet alike: w is the walk Next returned with false after page d. It
+// logs how the walk ended; a walk that stopped at its page limit is
+// counted in the summary as incomplete (with a warning); and the journal's
+// mark is set or cleared in the ledger when it keeps marks
+// (ledger.WalkMarks).
+func (r *Run) EndWalk(ctx context.Context, journal int64, w Walk, d Delivered) error {
+	end := w.End(d)
+	last := w.Page - 1
+	if end.Incomplete {
+		r.sum.addIncomplete(journal, last)
+		r.log.Warn("nightly walk stopped at nightly.max_pages with older pages not reached: the next nightly carries on from there",
+			"journal", journal, "page", last, "max_pages", w.MaxPages, "carry_on_from_page", end.Mark.Page)
+	} else {
+		r.log.Info("nightly walk done", "journal", journal, "page", last, "why", end.Why, "known_pages_in_a_row", w.KnownRun)
+	}
+	marks, ok := r.ledger.(ledger.WalkMarks)
+	if !ok || !end.Store {
+		return nil
+	}
+	if err := marks.SetWalkMark(ctx, journal, end.Mark); err != nil {
+		return fmt.Errorf("journal %d: remember where the nightly walk stopped: %w", journal, err)
+	}
+	return nil
+}
+
+// StartWalk is a journal's nightly walk from page 1, with the mark an
+// earlier walk left (when the ledger keeps marks).
+func (r *Run) StartWalk(ctx context.Context, journal int64, w Walk) (Walk, error) {
+	w.Page = 1
+	marks, ok := r.ledger.(ledger.WalkMarks)
+	if !ok {
+		return w, nil
+	}
+	return LoadMark(ctx, marks, journal, w)
+}
+
+// LoadMark gives w the journal's mark from marks.
+func LoadMark(ctx context.Context, marks ledger.WalkMarks, journal int64, w Walk) (Walk, error) {
+	mark, err := marks.WalkMark(ctx, journal)
+	if err != nil {
+		return w, fmt.Errorf("journal %d: read where the last nightly walk stopped: %w", journal, err)
+	}
+	w.Mark, w.Marked = mark, !mark.Zero()
+	return w, nil
 }
 
 // NightlyOptions choose how far a nightly walk goes.
@@ -98,7 +229,11 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 	p := pool.New().WithMaxGoroutines(r.conc)
 	for _, journal := range o.Journals {
 		p.Go(func() {
-			w := Walk{Page: 1, StopAfterKnown: o.StopAfterKnownPages, StopAfterRepeat: o.StopAfterRepeatPages, MaxPages: o.MaxPages}
+			w, err := r.StartWalk(ctx, journal, Walk{StopAfterKnown: o.StopAfterKnownPages, StopAfterRepeat: o.StopAfterRepeatPages, MaxPages: o.MaxPages})
+			if err != nil {
+				cancel(err)
+				return
+			}
 			for ctx.Err() == nil && !stopped(o.Stop) {
 				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{})
 				if err != nil {
@@ -110,7 +245,9 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 				}
 				var goOn bool
 				if w, goOn = w.Next(oc.Delivered); !goOn {
-					r.log.Info("nightly walk done", "journal", journal, "page", w.Page-1, "why", w.why(oc.Delivered), "known_pages_in_a_row", w.KnownRun)
+					if err := r.EndWalk(ctx, journal, w, oc.Delivered); err != nil {
+						cancel(err)
+					}
 					return
 				}
 			}

@@ -154,7 +154,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			return nil
 		}
 		if done {
-			r.sum.add(&r.sum.Skipped)
+			r.sum.addSkipped(key.Journal)
 			report(Skipped, 0, 0, nil)
 			then(Outcome{Result: Skipped}, nil)
 			return nil
@@ -165,9 +165,12 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			r.sum.countRetry(err)
 			r.metrics.retry(crawler.Cause(err))
 		}})
+	if ctx.Err() == nil {
+		r.sum.addFetchTime(time.Since(start).Seconds())
+	}
 	switch {
 	case errors.Is(err, crawler.ErrEndOfListing):
-		r.sum.add(&r.sum.Ended)
+		r.sum.addEnded(key.Journal)
 		report(PastEnd, res.Tries, 0, nil)
 		then(Outcome{Result: PastEnd}, nil)
 		return nil
@@ -206,7 +209,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			then(Outcome{}, err)
 			return
 		}
-		r.sum.addDone(d.Sent, d.Records-d.New)
+		r.sum.addDone(key.Journal, d.Sent, d.Records-d.New)
 		r.log.Info("page committed", "journal", key.Journal, "page", key.Page, "records", d.Records, "delivered", d.Sent, "batch", d.Group)
 		report(Done, res.Tries, d.Records, nil)
 		then(Outcome{Result: Done, Delivered: d}, nil)

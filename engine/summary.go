@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,13 +26,53 @@ type Summary struct {
 	Done, Skipped, Ended, Failed atomic.Int64
 	PapersNew, PapersKnown       atomic.Int64
 
-	mu       sync.Mutex
-	retries  map[string]int
-	failures []PageFailure
-	failedAt map[ledger.PageKey]int // index of each failed page in failures
-	pageLog  *json.Encoder          // nil: page lines are not kept
-	logErr   error
-	quality  Quality
+	mu         sync.Mutex
+	retries    map[string]int
+	failures   []PageFailure
+	failedAt   map[ledger.PageKey]int // index of each failed page in failures
+	pageLog    *json.Encoder          // nil: page lines are not kept
+	logErr     error
+	quality    Quality
+	journals   map[int64]*JournalCounts
+	fetchHist  Histogram
+	incomplete []IncompleteWalk
+}
+
+// JournalCounts are one journal's share of a run.
+type JournalCounts struct {
+	PagesDone    int64 `json:"pages_done"`
+	PagesFailed  int64 `json:"pages_failed"`
+	PagesSkipped int64 `json:"pages_skipped"`
+	PagesPastEnd int64 `json:"pages_past_end"`
+	PapersNew    int64 `json:"papers_new"`
+	PapersKnown  int64 `json:"papers_known"`
+}
+
+// IncompleteWalk is a nightly walk that stopped at nightly.max_pages
+// before known papers: the next nightly carries on past Page's papers.
+type IncompleteWalk struct {
+	Journal int64 `json:"journal"`
+	Page    int   `json:"page"` // the last page reached
+}
+
+// FetchSecondsBounds are the upper bounds, in seconds, of the buckets of
+// the page fetch-time histogram (a last bucket holds the slower pages).
+var FetchSecondsBounds = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// Histogram counts values in buckets: Counts[i] holds the values at most
+// LE[i] and above LE[i-1]; the last count, the values above every bound.
+type Histogram struct {
+	LE     []float64 `json:"le"`
+	Counts []int64   `json:"counts"`
+}
+
+func (h *Histogram) observe(v float64) {
+	if h.Counts == nil {
+		h.LE = FetchSecondsBounds
+		h.Counts = make([]int64, len(h.LE)+1)
+	}
+	i, _ := slices.BinarySearch(h.LE, v)
+	h.Counts[i]++
 }
 
 // PageReport is one page's line in the run report.
@@ -134,12 +175,85 @@ func (s *Summary) RetriesTotal() int {
 	return n
 }
 
-func (s *Summary) add(n *atomic.Int64) { n.Add(1) }
+// journal is j's counts; call with s.mu held.
+func (s *Summary) journal(j int64) *JournalCounts {
+	if s.journals == nil {
+		s.journals = map[int64]*JournalCounts{}
+	}
+	c := s.journals[j]
+	if c == nil {
+		c = &JournalCounts{}
+		s.journals[j] = c
+	}
+	return c
+}
 
-func (s *Summary) addDone(delivered, known int) {
+func (s *Summary) addSkipped(j int64) {
+	s.Skipped.Add(1)
+	s.mu.Lock()
+	s.journal(j).PagesSkipped++
+	s.mu.Unlock()
+}
+
+func (s *Summary) addEnded(j int64) {
+	s.Ended.Add(1)
+	s.mu.Lock()
+	s.journal(j).PagesPastEnd++
+	s.mu.Unlock()
+}
+
+func (s *Summary) addDone(j int64, delivered, known int) {
 	s.Done.Add(1)
 	s.PapersNew.Add(int64(delivered))
 	s.PapersKnown.Add(int64(known))
+	s.mu.Lock()
+	c := s.journal(j)
+	c.PagesDone++
+	c.PapersNew += int64(delivered)
+	c.PapersKnown += int64(known)
+	s.mu.Unlock()
+}
+
+// addFetchTime counts a fetched page's time (with its retries).
+func (s *Summary) addFetchTime(seconds float64) {
+	s.mu.Lock()
+	s.fetchHist.observe(seconds)
+	s.mu.Unlock()
+}
+
+func (s *Summary) addIncomplete(j int64, page int) {
+	s.mu.Lock()
+	s.incomplete = append(s.incomplete, IncompleteWalk{Journal: j, Page: page})
+	s.mu.Unlock()
+}
+
+// Journals are the run's counts by journal.
+func (s *Summary) Journals() map[int64]JournalCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int64]JournalCounts, len(s.journals))
+	for j, c := range s.journals {
+		out[j] = *c
+	}
+	return out
+}
+
+// FetchSeconds is the histogram of the run's page fetch times (retries
+// and their waits included), in seconds.
+func (s *Summary) FetchSeconds() Histogram {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fetchHist.Counts == nil {
+		return Histogram{LE: FetchSecondsBounds, Counts: make([]int64, len(FetchSecondsBounds)+1)}
+	}
+	return Histogram{LE: s.fetchHist.LE, Counts: slices.Clone(s.fetchHist.Counts)}
+}
+
+// IncompleteWalks are the nightly walks that stopped at their page limit.
+func (s *Summary) IncompleteWalks() []IncompleteWalk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.incomplete)
 }
 
 // addFailure counts a failed page once, however often it failed in the
@@ -158,6 +272,7 @@ func (s *Summary) addFailure(k ledger.PageKey, err error) {
 	s.failedAt[k] = len(s.failures)
 	s.failures = append(s.failures, PageFailure{Journal: k.Journal, Page: k.Page, Error: err.Error()})
 	s.Failed.Add(1)
+	s.journal(k.Journal).PagesFailed++
 }
 
 // countRetry counts a failed try by its cause.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/internal/jsadmin"
+	"github.com/litcrawl/litcrawl/ledger"
 )
 
 // Job is one listing page to crawl.
@@ -30,6 +31,11 @@ type Job struct {
 	StopAfterKnown  int  `json:"stop_after_known,omitempty"`
 	StopAfterRepeat int  `json:"stop_after_repeat,omitempty"`
 	MaxPages        int  `json:"max_pages,omitempty"`
+	Walked          int  `json:"walked,omitempty"` // pages walked so far
+	// Mark and Marked are the walk's (engine.Walk): where the last walk
+	// stopped at MaxPages, until this walk has passed it.
+	Mark   *ledger.WalkMark `json:"mark,omitempty"`
+	Marked bool             `json:"marked,omitempty"`
 }
 
 // Subject is the job's subject: one per page of a journal
@@ -53,8 +59,28 @@ func (j Job) MsgID() string {
 
 // Walk is the nightly walk a job stands at.
 func (j Job) Walk() engine.Walk {
-	return engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, StopAfterKnown: j.StopAfterKnown,
-		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages}
+	w := engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, Walked: j.Walked, StopAfterKnown: j.StopAfterKnown,
+		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marked: j.Marked}
+	if j.Mark != nil {
+		w.Mark = *j.Mark
+	}
+	// A job enqueued before walks counted their pages: its page is how
+	// many it walked.
+	if w.Walked == 0 && w.Page > 1 && w.Mark.Zero() {
+		w.Walked = w.Page - 1
+	}
+	return w
+}
+
+// WithWalk is the job at the walk's next page.
+func (j Job) WithWalk(w engine.Walk) Job {
+	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marked = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marked
+	j.Mark = nil
+	if !w.Mark.Zero() {
+		m := w.Mark
+		j.Mark = &m
+	}
+	return j
 }
 
 // journalOf reads the journal from a job or dead-letter subject.

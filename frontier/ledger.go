@@ -3,8 +3,10 @@ package frontier
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -98,4 +100,44 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+var _ ledger.WalkMarks = (*Ledger)(nil)
+
+// walkKey is the bucket key of a journal's nightly walk mark.
+func walkKey(journal int64) string { return "walk." + strconv.FormatInt(journal, 10) }
+
+// WalkMark is the journal's nightly walk mark (see ledger.WalkMarks).
+func (l *Ledger) WalkMark(ctx context.Context, journal int64) (ledger.WalkMark, error) {
+	var mark ledger.WalkMark
+	e, err := l.kv.Get(ctx, walkKey(journal))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return mark, nil
+	}
+	if err != nil {
+		return mark, fmt.Errorf("papers bucket: %w", err)
+	}
+	if err := json.Unmarshal(e.Value(), &mark); err != nil {
+		return mark, fmt.Errorf("papers bucket: %s: %w", walkKey(journal), err)
+	}
+	return mark, nil
+}
+
+// SetWalkMark stores the journal's mark; a zero one clears it.
+func (l *Ledger) SetWalkMark(ctx context.Context, journal int64, mark ledger.WalkMark) error {
+	if mark.Zero() {
+		err := l.kv.Delete(ctx, walkKey(journal))
+		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("papers bucket: %w", err)
+		}
+		return nil
+	}
+	v, err := json.Marshal(mark)
+	if err != nil {
+		return err
+	}
+	if _, err := l.kv.Put(ctx, walkKey(journal), v); err != nil {
+		return fmt.Errorf("papers bucket: %w", err)
+	}
+	return nil
 }

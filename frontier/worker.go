@@ -214,15 +214,16 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	default:
 		if job.Nightly {
-			if next, goOn := job.Walk().Next(oc.Delivered); goOn {
-				nj := job
-				nj.Page, nj.KnownRun, nj.RepeatRun = next.Page, next.KnownRun, next.RepeatRun
+			next, goOn := job.Walk().Next(oc.Delivered)
+			if goOn {
+				nj := job.WithWalk(next)
 				if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 					w.failed(ctx, msg, job, err, true, md.NumDelivered)
 					return
 				}
-			} else {
-				w.o.Log.Info("nightly walk done", "journal", job.Journal, "page", job.Page, "run", job.RunID)
+			} else if err := w.o.Run.EndWalk(ctx, job.Journal, next, oc.Delivered); err != nil {
+				w.failed(ctx, msg, job, err, true, md.NumDelivered)
+				return
 			}
 		}
 		w.done.Add(1)

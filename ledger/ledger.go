@@ -103,3 +103,23 @@ type PageBook interface {
 type TokenStore interface {
 	SinkToken(ctx context.Context) ([]byte, error)
 }
+
+// WalkMark is where a nightly walk stopped when it reached its page limit
+// before known papers: the page it reached and that page's papers (their
+// ids, and "doi:"+DOI keys). The next walk carries on from there, so no
+// page is left behind (engine.Walk).
+type WalkMark struct {
+	Page   int      `json:"page"`
+	Papers []string `json:"papers"`
+}
+
+// Zero says there is no mark.
+func (m WalkMark) Zero() bool { return len(m.Papers) == 0 }
+
+// WalkMarks is the optional ability to remember each journal's WalkMark.
+type WalkMarks interface {
+	// WalkMark is the journal's mark (zero: none).
+	WalkMark(ctx context.Context, journal int64) (WalkMark, error)
+	// SetWalkMark stores the journal's mark; a zero one clears it.
+	SetWalkMark(ctx context.Context, journal int64, mark WalkMark) error
+}

@@ -35,6 +35,7 @@ var (
 	bucketPages  = []byte("pages")  // journal(8) page(4) → PageStatus JSON
 	bucketMeta   = []byte("meta")   // sink_token, schema
 	bucketRuns   = []byte("runs")   // run id → Run JSON
+	bucketWalks  = []byte("walks")  // journal(8) → the nightly walk's mark (JSON array)
 	keySinkToken = []byte("sink_token")
 	keyFreelist  = []byte("freelist") // "synced": written by a version that keeps the free-page list
 )
@@ -120,7 +121,7 @@ func Open(dir string) (*Store, error) {
 	}
 	db := s.db
 	err = s.update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketPapers, bucketDOIs, bucketPages, bucketMeta, bucketRuns} {
+		for _, b := range [][]byte{bucketPapers, bucketDOIs, bucketPages, bucketMeta, bucketRuns, bucketWalks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -428,40 +429,4 @@ func (s *Store) SinkToken(ctx context.Context) ([]byte, error) {
 		return nil
 	})
 	return tok, err
-}
-
-// Run is one entry of the run history.
-type Run struct {
-	ID       string          `json:"id"`
-	Kind     string          `json:"kind"` // backfill, nightly
-	Started  time.Time       `json:"started"`
-	Finished time.Time       `json:"finished,omitzero"`
-	Summary  json.RawMessage `json:"summary,omitempty"`
-}
-
-// PutRun records or updates a run.
-func (s *Store) PutRun(r Run) error {
-	v, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return s.update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRuns).Put([]byte(r.ID), v)
-	})
-}
-
-// Runs lists the run history in id order (ids sort by start time).
-func (s *Store) Runs() ([]Run, error) {
-	var out []Run
-	err := s.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
-			var r Run
-			if err := s.decode(v, &r); err != nil {
-				return err
-			}
-			out = append(out, r)
-			return nil
-		})
-	})
-	return out, err
 }

@@ -23,6 +23,7 @@ func Run(t *testing.T, fresh func(t *testing.T) (l ledger.Ledger, reopen func() 
 	t.Run("EmptyAndRepeatedCommits", func(t *testing.T) { emptyAndRepeated(t, fresh) })
 	t.Run("PageBook", func(t *testing.T) { pageBook(t, fresh) })
 	t.Run("TokenStore", func(t *testing.T) { tokens(t, fresh) })
+	t.Run("WalkMarks", func(t *testing.T) { walkMarks(t, fresh) })
 	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh) })
 }
 
@@ -164,6 +165,40 @@ func tokens(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.L
 	}
 	if tok, err := ts.SinkToken(ctx); err != nil || string(tok) != `{"t":1}` {
 		t.Errorf("stored token: %q (%v)", tok, err)
+	}
+}
+
+func walkMarks(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, reopen := fresh(t)
+	wm, ok := l.(ledger.WalkMarks)
+	if !ok {
+		t.Skip("no WalkMarks")
+	}
+	if m, err := wm.WalkMark(ctx, 7); err != nil || !m.Zero() {
+		t.Fatalf("a fresh ledger's mark: %+v (%v)", m, err)
+	}
+	mark := ledger.WalkMark{Page: 12, Papers: []string{"p1", "doi:10.1/x", "p2"}}
+	if err := wm.SetWalkMark(ctx, 7, mark); err != nil {
+		t.Fatal(err)
+	}
+	if err := wm.SetWalkMark(ctx, 8, ledger.WalkMark{Page: 3, Papers: []string{"q"}}); err != nil {
+		t.Fatal(err)
+	}
+	if reopen != nil {
+		l = reopen()
+		wm = l.(ledger.WalkMarks)
+	}
+	if m, err := wm.WalkMark(ctx, 7); err != nil || m.Page != 12 || !slices.Equal(m.Papers, mark.Papers) {
+		t.Errorf("journal 7's mark: %+v (%v), want %+v", m, err, mark)
+	}
+	if err := wm.SetWalkMark(ctx, 7, ledger.WalkMark{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := wm.WalkMark(ctx, 7); err != nil || !m.Zero() {
+		t.Errorf("journal 7's cleared mark: %+v (%v)", m, err)
+	}
+	if m, err := wm.WalkMark(ctx, 8); err != nil || m.Page != 3 || len(m.Papers) != 1 {
+		t.Errorf("journal 8's mark after clearing 7's: %+v (%v)", m, err)
 	}
 }
 

@@ -1,0 +1,201 @@
+package state
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/litcrawl/litcrawl/ledger"
+)
+
+var _ ledger.WalkMarks = (*Store)(nil)
+
+// Run is one entry of the run history. A run is recorded when it starts
+// and again when it ends; one without Finished was killed before its end
+// (or, in a snapshot, is the run under way).
+type Run struct {
+	ID       string          `json:"id"`
+	Kind     string          `json:"kind"` // backfill, nightly, rebuild
+	Started  time.Time       `json:"started"`
+	Finished time.Time       `json:"finished,omitzero"`
+	Journals []int64         `json:"journals,omitempty"`
+	PID      int             `json:"pid,omitempty"`  // the process that ran it
+	Host     string          `json:"host,omitempty"` // the machine it ran on
+	Summary  json.RawMessage `json:"summary,omitempty"`
+}
+
+// PutRun records or updates a run.
+func (s *Store) PutRun(r Run) error {
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).Put([]byte(r.ID), v)
+	})
+}
+
+// Runs lists the run history in id order (ids sort by start time).
+func (s *Store) Runs() ([]Run, error) {
+	var out []Run
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRuns)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var r Run
+			if err := s.decode(v, &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// ErrNoState means the state directory holds no state file.
+var ErrNoState = errors.New("no state here")
+
+// OpenReadOnly opens the store in dir to read it, next to other readers.
+// It never creates anything. If a crawl holds the store, it fails with
+// ErrLocked after a short wait (see ReadSnapshot for what can be shown
+// then); if there is no store, with ErrNoState.
+func OpenReadOnly(dir string) (*Store, error) {
+	path := filePath(dir)
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("state %s: %w (no crawl has run with this state directory)", path, ErrNoState)
+	case err != nil:
+		return nil, fmt.Errorf("state %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("state %s: not a regular file (%s)", path, info.Mode().Type())
+	case info.Size() == 0:
+		return nil, &DamagedError{Path: path, Cause: "the file is empty"}
+	}
+	s := &Store{path: path}
+	err = s.guard(func() error {
+		db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: lockWait, ReadOnly: true})
+		if err != nil {
+			return openError(path, err)
+		}
+		s.db = db
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SnapshotName is the file in the state directory that a crawl writes when
+// it starts: the run history as it was then, with the run under way, for
+// readers while the crawl holds the store.
+const SnapshotName = "runs.json"
+
+// Snapshot is the run history a crawl wrote when it started.
+type Snapshot struct {
+	// Current is the run that wrote it (under way, unless it has ended
+	// since: then the store is free and holds its end).
+	Current Run   `json:"current"`
+	Runs    []Run `json:"runs"` // the history, Current included
+}
+
+// WriteSnapshot writes the history with current under way to the state
+// directory (atomically: a temporary file renamed over the last one).
+func (s *Store) WriteSnapshot(current Run) error {
+	runs, err := s.Runs()
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(Snapshot{Current: current, Runs: runs})
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(s.path)
+	tmp, err := os.CreateTemp(dir, "."+SnapshotName+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("run history snapshot: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, SnapshotName))
+	}
+	if err != nil {
+		return fmt.Errorf("run history snapshot: %w", err)
+	}
+	return nil
+}
+
+// ReadSnapshot reads the snapshot the last crawl wrote in dir when it
+// started.
+func ReadSnapshot(dir string) (Snapshot, error) {
+	var sn Snapshot
+	data, err := os.ReadFile(filepath.Join(dir, SnapshotName))
+	if err != nil {
+		return sn, err
+	}
+	if err := json.Unmarshal(data, &sn); err != nil {
+		return sn, fmt.Errorf("%s: %w", filepath.Join(dir, SnapshotName), err)
+	}
+	return sn, nil
+}
+
+func journalKey(j int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(j)) }
+
+// WalkMark is the journal's nightly walk mark (see ledger.WalkMarks).
+func (s *Store) WalkMark(ctx context.Context, journal int64) (ledger.WalkMark, error) {
+	var mark ledger.WalkMark
+	if err := ctx.Err(); err != nil {
+		return mark, err
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWalks)
+		if b == nil {
+			return nil
+		}
+		if v := b.Get(journalKey(journal)); v != nil {
+			return s.decode(v, &mark)
+		}
+		return nil
+	})
+	return mark, err
+}
+
+// SetWalkMark stores the journal's mark; a zero one clears it.
+func (s *Store) SetWalkMark(ctx context.Context, journal int64, mark ledger.WalkMark) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v, err := json.Marshal(mark)
+	if err != nil {
+		return err
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketWalks)
+		if err != nil {
+			return err
+		}
+		if mark.Zero() {
+			return b.Delete(journalKey(journal))
+		}
+		return b.Put(journalKey(journal), v)
+	})
+}
