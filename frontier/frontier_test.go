@@ -264,6 +264,55 @@ func TestNightlyWalkChain(t *testing.T) {
 	}
 }
 
+// The fleet's walk follows the same carry-on rule as a local one: a walk
+// that reaches max_pages leaves a mark in the papers bucket; the next
+// night's walk, enqueued with it, jumps to the mark's page where known
+// papers would stop it, and reaches the pages beyond.
+func TestNightlyWalkCarriesOnPastMaxPages(t *testing.T) {
+	n := natstest.Start(t)
+	site := testsite.New()
+	var listing []string
+	for i := range 110 {
+		listing = append(listing, fmt.Sprintf("79%04d", i))
+	}
+	site.SetListing(22, listing, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
+	sinkURL := n.URL() + "/papers.carry?stream=CARRY"
+	night := func(run string) (pages, delivered int64) {
+		w, err := engine.LoadMark(ctx, fr.Ledger(), 22, engine.Walk{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walk := frontier.Job{Journal: 22, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: 5}.WithWalk(w)
+		walk.Page = 1
+		if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
+			t.Fatalf("enqueue the walk: %+v %v", got, err)
+		}
+		wk := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second})
+		wk.Run(ctx)
+		return wk.Jobs().Done, wk.run.Summary().PapersNew.Load()
+	}
+	if p, d := night("n1"); p != 5 || d != 100 {
+		t.Fatalf("night 1: %d pages, %d papers (want max_pages 5, 100 papers)", p, d)
+	}
+	if m, err := fr.Ledger().WalkMark(ctx, 22); err != nil || m.Page != 5 {
+		t.Fatalf("night 1's mark: %+v %v", m, err)
+	}
+	var fresh []string
+	for i := range 10 {
+		fresh = append(fresh, fmt.Sprintf("80%04d", i))
+	}
+	site.SetListing(22, append(fresh, listing...), 20)
+	if p, d := night("n2"); p != 4 || d != 20 || site.Hits(testsite.PagePath(22, 3)) != 1 || site.Hits(testsite.PagePath(22, 6)) != 1 {
+		t.Fatalf("night 2: %d pages, %d papers (want pages 1, 2, 5 and 6: 20 new papers)", p, d)
+	}
+	if m, err := fr.Ledger().WalkMark(ctx, 22); err != nil || !m.Zero() {
+		t.Errorf("the walk reached the last page, yet the mark is %+v %v", m, err)
+	}
+}
+
 // A worker that dies on a job's last try: the server stops delivering it
 // and says so in an advisory, and a watching worker dead-letters it.
 func TestWorkerDiedOnLastTry(t *testing.T) {
