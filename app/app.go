@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -25,6 +26,49 @@ type Env struct {
 	Metrics *Metrics
 	// Stop, when closed, stops starting work (the first signal); nil never.
 	Stop <-chan struct{}
+	// Signalled, when set, is the exit code of the signal that stopped
+	// the run (130, 143), or 0: the run history records it.
+	Signalled func() int
+}
+
+// Exit codes; the README and the help list them.
+const (
+	ExitOK          = 0
+	ExitFatal       = 1
+	ExitUsage       = 2
+	ExitIncomplete  = 3
+	ExitQuality     = 4
+	ExitInterrupted = 130
+	ExitTerminated  = 143
+)
+
+// ExitCode is the process exit code for the error a command ended with.
+func ExitCode(err error) int {
+	var cfgErr *ConfigError
+	var qe *QualityError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &cfgErr):
+		return ExitUsage
+	case errors.As(err, &qe):
+		return ExitQuality
+	case errors.Is(err, ErrPagesFailed):
+		return ExitIncomplete
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	}
+	return ExitFatal
+}
+
+// exitCode is the code the run ends with, signals included.
+func (e *Env) exitCode(err error) int {
+	if e.Signalled != nil {
+		if c := e.Signalled(); c != 0 {
+			return c
+		}
+	}
+	return ExitCode(err)
 }
 
 func (e *Env) log() *slog.Logger {

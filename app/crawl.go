@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/litcrawl/litcrawl/crawler"
@@ -88,8 +89,14 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		sum.LogPagesTo(report.pages())
 	}
 	started := time.Now()
-	if err := st.PutRun(state.Run{ID: runID, Kind: c.Kind, Started: started}); err != nil {
+	host, _ := os.Hostname()
+	hist := state.Run{ID: runID, Kind: c.Kind, Started: started, Journals: c.Journals, PID: os.Getpid(), Host: host}
+	if err := st.PutRun(hist); err != nil {
 		return nil, fmt.Errorf("run history: %w", err)
+	}
+	// What crawl runs and crawl report show while this run holds the state.
+	if err := st.WriteSnapshot(hist); err != nil {
+		e.log().Warn("crawl runs will not show the history while this run goes on", "error", err)
 	}
 
 	run := engine.Start(engine.Options{ID: runID, Fetcher: fetch, Ledger: st, Sink: out, StopWhenUnreachable: true,
@@ -125,27 +132,34 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	}
 
 	rep := newRunReport(runID, c.Kind, sum, nil, runErr)
+	rep.Journals, rep.QualityThresholds = c.Journals, &cfg.Quality
+	var logErr error
+	if report != nil {
+		logErr = sum.PageLogErr()
+		if runErr == nil {
+			runErr = logErr
+		}
+	}
+	final := runErr
+	switch {
+	case final != nil:
+	case qualityAlarm(cfg.Quality, sum.QualityCounts()) != nil:
+		final = qualityAlarm(cfg.Quality, sum.QualityCounts())
+	case sum.Failed.Load() > 0:
+		final = pagesFailed{sum.Failed.Load()}
+	}
+	code := e.exitCode(final)
+	rep.ExitCode = &code
 	e.printSummary(rep, sum)
 	data, _ := json.Marshal(rep)
-	if err := st.PutRun(state.Run{ID: runID, Kind: c.Kind, Started: started, Finished: time.Now(), Summary: data}); err != nil && runErr == nil {
-		runErr = fmt.Errorf("run history: %w", err)
+	hist.Finished, hist.Summary = time.Now(), data
+	if err := st.PutRun(hist); err != nil && final == nil {
+		final = fmt.Errorf("run history: %w", err)
 	}
-	if report != nil {
-		err := sum.PageLogErr()
-		if err == nil {
-			err = report.write(data)
-		}
-		if err != nil && runErr == nil {
-			runErr = err
+	if report != nil && logErr == nil {
+		if err := report.write(data); err != nil && final == nil {
+			final = err
 		}
 	}
-	switch {
-	case runErr != nil:
-		return sum, runErr
-	case qualityAlarm(cfg.Quality, sum.QualityCounts()) != nil:
-		return sum, qualityAlarm(cfg.Quality, sum.QualityCounts())
-	case sum.Failed.Load() > 0:
-		return sum, pagesFailed{sum.Failed.Load()}
-	}
-	return sum, nil
+	return sum, final
 }

@@ -168,11 +168,11 @@ type Nightly struct {
 // Quality thresholds: a run whose parsed papers fall below them exits 4
 // (the site's layout has probably changed).
 type Quality struct {
-	MinPapersPerPage  float64 `yaml:"min_papers_per_page"`
-	MinTitleShare     float64 `yaml:"min_title_share"`
-	MinDOIShare       float64 `yaml:"min_doi_share"`
-	MinAuthorsShare   float64 `yaml:"min_authors_share"`
-	MinPublishedShare float64 `yaml:"min_published_share"`
+	MinPapersPerPage  float64 `yaml:"min_papers_per_page" json:"min_papers_per_page"`
+	MinTitleShare     float64 `yaml:"min_title_share" json:"min_title_share"`
+	MinDOIShare       float64 `yaml:"min_doi_share" json:"min_doi_share"`
+	MinAuthorsShare   float64 `yaml:"min_authors_share" json:"min_authors_share"`
+	MinPublishedShare float64 `yaml:"min_published_share" json:"min_published_share"`
 }
 
 // Duration is a time.Duration written as Go writes it: "1.5s", "2m".

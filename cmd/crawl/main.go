@@ -28,13 +28,13 @@ import (
 
 // Exit codes; the README lists them.
 const (
-	exitOK          = 0
-	exitFatal       = 1
-	exitUsage       = 2
-	exitIncomplete  = 3
-	exitQuality     = 4
-	exitInterrupted = 130
-	exitTerminated  = 143
+	exitOK          = app.ExitOK
+	exitFatal       = app.ExitFatal
+	exitUsage       = app.ExitUsage
+	exitIncomplete  = app.ExitIncomplete
+	exitQuality     = app.ExitQuality
+	exitInterrupted = app.ExitInterrupted
+	exitTerminated  = app.ExitTerminated
 )
 
 // usageError marks a mistake in the command line (exit 2).
@@ -116,6 +116,14 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// signalCode is the exit code of the first signal received, or 0.
+func signalCode() int {
+	if s := gotSignal.Load(); s != nil {
+		return signalExitCode(s.sig)
+	}
+	return 0
+}
+
 // gotSignal is the first signal received, if any.
 var gotSignal atomic.Pointer[signalled]
 
@@ -167,20 +175,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ue usageError
 	var ce exitCodeError
-	var cfgErr *app.ConfigError
-	var qe *app.QualityError
-	code = exitFatal
 	switch {
-	case errors.As(err, &ue), errors.As(err, &cfgErr):
+	case errors.As(err, &ue):
 		code = exitUsage
 	case errors.As(err, &ce):
 		code = ce.code
-	case errors.As(err, &qe):
-		code = exitQuality
-	case errors.Is(err, app.ErrPagesFailed):
-		code = exitIncomplete
-	case errors.Is(err, context.Canceled):
-		code = exitInterrupted
+	default:
+		code = app.ExitCode(err)
 	}
 	if code == exitUsage {
 		hint := fmt.Sprintf("See '%s --help'.", failed.CommandPath())
@@ -325,7 +326,7 @@ func newEnv(cmd *cobra.Command) (*app.Env, error) {
 	}
 	format, _ := cmd.Flags().GetString("log-format")
 	return &app.Env{Config: cfg, Log: log, JSON: format == "json", Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-		Metrics: appMetrics, Stop: stopChan(cmd.Context())}, nil
+		Metrics: appMetrics, Stop: stopChan(cmd.Context()), Signalled: signalCode}, nil
 }
 
 // argsAtLeast is cobra.MinimumNArgs reporting a usage error.
