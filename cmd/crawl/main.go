@@ -302,7 +302,7 @@ fields: the site's layout has probably changed), 130 interrupted
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
-		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd())
+		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd())
 	return root
 }
 

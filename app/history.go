@@ -1,0 +1,223 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+// History is the run history of a state directory, newest run first.
+type History struct {
+	Runs []RunView
+	// HeldBy is the run that held the state when it was read (nil: none).
+	// The history then comes from the snapshot that run wrote when it
+	// started (state.SnapshotName): it ends with that run, under way.
+	HeldBy *RunView
+}
+
+// RunView is one run as the history shows it: what was recorded when it
+// started, and its summary when it ended. Runs recorded by older versions
+// lack some of it; what they lack is zero (ExitCode nil).
+type RunView struct {
+	ID       string    `json:"id"`
+	Kind     string    `json:"kind"`
+	Status   string    `json:"status"` // finished, killed (no end recorded), running
+	Journals []int64   `json:"journals"`
+	Started  time.Time `json:"started"`
+	// Finished is zero for a run killed before its end, or under way.
+	Finished        time.Time `json:"finished,omitzero"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	PID             int       `json:"pid,omitempty"`
+	Host            string    `json:"host,omitempty"`
+	ExitCode        *int      `json:"exit_code"`
+	// Quality is the verdict on the parsed papers: ok, alarm, or none
+	// (no page parsed, or no summary); QualityAlarm says which field.
+	Quality      string `json:"quality"`
+	QualityAlarm string `json:"quality_alarm,omitempty"`
+	// Summary is the run's summary (nil: the run has none, it did not
+	// end).
+	Summary *RunReport `json:"summary"`
+}
+
+// Run statuses.
+const (
+	StatusFinished = "finished"
+	StatusKilled   = "killed"
+	StatusRunning  = "running"
+)
+
+// PagesDone and the other counts read the summary (0 without one).
+func (v RunView) count(group, key string) int64 {
+	if v.Summary == nil {
+		return 0
+	}
+	switch group {
+	case "pages":
+		return v.Summary.Pages[key]
+	case "papers":
+		return v.Summary.Papers[key]
+	}
+	return 0
+}
+
+// Pages are the run's pages done, failed and past the end.
+func (v RunView) Pages() (ok, failed, pastEnd int64) {
+	return v.count("pages", "done"), v.count("pages", "failed"), v.count("pages", "past_end")
+}
+
+// Papers are the run's papers new and known.
+func (v RunView) Papers() (fresh, known int64) {
+	return v.count("papers", "new"), v.count("papers", "known")
+}
+
+// Retries is the run's failed tries, all causes.
+func (v RunView) Retries() int {
+	n := 0
+	if v.Summary != nil {
+		for _, c := range v.Summary.Retries {
+			n += c
+		}
+	}
+	return n
+}
+
+// ReadHistory reads the run history of dir without getting in a crawl's
+// way: it opens the state read-only; when a crawl holds it, it reads the
+// snapshot that crawl wrote when it started, and says which crawl that
+// is. thresholds judge the runs that did not record theirs.
+func ReadHistory(dir string, thresholds config.Quality) (*History, error) {
+	h := &History{}
+	var runs []state.Run
+	st, err := state.OpenReadOnly(dir)
+	switch {
+	case err == nil:
+		runs, err = st.Runs()
+		st.Close()
+		if err != nil {
+			return nil, err
+		}
+	case errors.Is(err, state.ErrLocked):
+		sn, serr := state.ReadSnapshot(dir)
+		if serr != nil {
+			if errors.Is(serr, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w; it was written by a version that leaves no history snapshot: try again when that crawl has ended", err)
+			}
+			return nil, fmt.Errorf("%w, and its history snapshot cannot be read: %v", err, serr)
+		}
+		if host, _ := os.Hostname(); sn.Current.Host == host && !alive(sn.Current.PID) {
+			return nil, fmt.Errorf("%w (not by the crawl that wrote %s: process %d has ended); try again when it is free", err, state.SnapshotName, sn.Current.PID)
+		}
+		runs = sn.Runs
+		cur := view(sn.Current, thresholds)
+		cur.Status = StatusRunning
+		h.HeldBy = &cur
+	default:
+		return nil, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		v := view(runs[i], thresholds)
+		if h.HeldBy != nil && v.ID == h.HeldBy.ID {
+			v = *h.HeldBy
+		}
+		h.Runs = append(h.Runs, v)
+	}
+	return h, nil
+}
+
+// alive says whether process pid is running on this machine.
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// view makes a run's view from its history entry.
+func view(r state.Run, thresholds config.Quality) RunView {
+	v := RunView{ID: r.ID, Kind: r.Kind, Journals: r.Journals, Started: r.Started, Finished: r.Finished,
+		PID: r.PID, Host: r.Host, Status: StatusFinished, Quality: "none"}
+	if v.Journals == nil {
+		v.Journals = []int64{}
+	}
+	if r.Finished.IsZero() {
+		v.Status = StatusKilled
+	} else {
+		v.DurationSeconds = r.Finished.Sub(r.Started).Seconds()
+	}
+	if len(r.Summary) > 0 {
+		var rep RunReport
+		if json.Unmarshal(r.Summary, &rep) == nil {
+			v.Summary = &rep
+			v.ExitCode = rep.ExitCode
+			if len(v.Journals) == 0 {
+				v.Journals = journalsOf(rep)
+			}
+			if rep.DurationSeconds > 0 {
+				v.DurationSeconds = rep.DurationSeconds
+			}
+			t := thresholds
+			if rep.QualityThresholds != nil {
+				t = *rep.QualityThresholds
+			}
+			if rep.Quality.Pages > 0 {
+				v.Quality = "ok"
+				if err := qualityAlarm(t, rep.Quality); err != nil {
+					v.Quality, v.QualityAlarm = "alarm", strings.TrimPrefix(err.Error(), "quality alarm: ")
+				}
+			}
+		}
+	}
+	return v
+}
+
+// journalsOf are the journals a summary names (by its per-journal counts
+// and failures), for runs that did not record theirs.
+func journalsOf(rep RunReport) []int64 {
+	var js []int64
+	for k := range rep.PerJournal {
+		var j int64
+		if _, err := fmt.Sscan(k, &j); err == nil {
+			js = append(js, j)
+		}
+	}
+	for _, f := range rep.Failures {
+		js = append(js, f.Journal)
+	}
+	slices.Sort(js)
+	return slices.Compact(js)
+}
+
+// Find is the run whose id is id, or starts with it (a unique prefix);
+// "latest" is the newest run.
+func (h *History) Find(id string) (RunView, error) {
+	if id == "latest" && len(h.Runs) > 0 {
+		return h.Runs[0], nil
+	}
+	var found []RunView
+	for _, v := range h.Runs {
+		if v.ID == id {
+			return v, nil
+		}
+		if strings.HasPrefix(v.ID, id) {
+			found = append(found, v)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return RunView{}, badOption("run %q: no such run in the history (crawl runs lists them)", id)
+	}
+	return RunView{}, badOption("run %q: %d runs start with it (%s, …): give more of the id", id, len(found), found[0].ID)
+}

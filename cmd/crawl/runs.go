@@ -1,0 +1,346 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/app"
+)
+
+// exitMeaning says what an exit code means, as the help lists them.
+func exitMeaning(code int) string {
+	switch code {
+	case exitOK:
+		return "success"
+	case exitFatal:
+		return "fatal error"
+	case exitUsage:
+		return "usage error"
+	case exitIncomplete:
+		return "some pages failed"
+	case exitQuality:
+		return "quality alarm"
+	case exitInterrupted:
+		return "interrupted"
+	case exitTerminated:
+		return "terminated"
+	}
+	return "unknown"
+}
+
+// stateDirFlag is --state-dir, defaulting to the config's state_dir.
+func stateDirOf(cmd *cobra.Command, dir string) (string, *app.Env, error) {
+	env, err := newEnv(cmd)
+	if err != nil {
+		return "", nil, err
+	}
+	if dir == "" {
+		dir = env.Config.StateDir
+	}
+	return dir, env, nil
+}
+
+// readHistory reads the history, and says on stderr when a crawl holds the
+// state (what is shown then comes from its snapshot).
+func readHistory(cmd *cobra.Command, dir string, env *app.Env) (*app.History, error) {
+	h, err := app.ReadHistory(dir, env.Config.Quality)
+	if err != nil {
+		return nil, err
+	}
+	if r := h.HeldBy; r != nil {
+		sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: %s run %s (pid %d on %s, started %s) holds the state: showing the history as it was when that run started, and that run as under way",
+			r.Kind, r.ID, r.PID, r.Host, r.Started.UTC().Format(time.DateTime+" UTC"))
+	}
+	return h, nil
+}
+
+func newRunsCmd() *cobra.Command {
+	var dir string
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "runs [--state-dir DIR] [--json] [--limit N]",
+		Short: "List the runs in the crawl state's history, newest first",
+		Long: `runs lists the backfills and nightly runs recorded in the crawl state,
+newest first: id, kind, journals, start, duration, pages ok/failed/past the
+end, papers new/known, retries, exit code and the quality verdict. A run
+with no end recorded was killed (kill -9, power loss) before its end.
+Runs recorded by older versions show what they recorded ("-" for the
+rest). 'crawl runs show ID' prints one run in full.
+
+While a crawl holds the state, runs does not wait for it: it shows the
+history as it was when that crawl started (from runs.json, which the crawl
+writes then), with that crawl as running.`,
+		Example: `  crawl runs --state-dir crawl-state
+  crawl runs --json --limit 0 | jq '.[] | select(.exit_code != 0)'
+  crawl runs show latest`,
+		Args: noArgs("runs"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit %d: expected 0 (all) or more", limit)}
+			}
+			dir, env, err := stateDirOf(cmd, dir)
+			if err != nil {
+				return err
+			}
+			h, err := readHistory(cmd, dir, env)
+			if err != nil {
+				return err
+			}
+			runs := h.Runs
+			if limit > 0 && len(runs) > limit {
+				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: showing the newest %d of %d runs (--limit 0 shows all)", limit, len(runs))
+				runs = runs[:limit]
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), runs)
+			}
+			if len(runs) == 0 {
+				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: no run recorded in %s yet", dir)
+				return nil
+			}
+			return printRuns(cmd.OutOrStdout(), runs)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array (with each run's summary)")
+	cmd.Flags().IntVar(&limit, "limit", 20, "show the newest N runs (0: all)")
+	cmd.AddCommand(newRunsShowCmd())
+	return cmd
+}
+
+func newRunsShowCmd() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID [--state-dir DIR] [--json]",
+		Short: "Print one run of the history: its counts, per journal, and its failed pages",
+		Long: `show prints one run of the crawl state's history: when and where it ran,
+how it ended (exit code), its pages, papers and retries, the quality of
+the parsed papers against their thresholds, the distribution of page
+fetch times, the counts per journal, nightly walks that stopped at
+nightly.max_pages, and the pages that failed with their errors.
+
+ID is a run id, a unique prefix of one, or "latest".`,
+		Example: `  crawl runs show latest
+  crawl runs show 20261203T0300 --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("runs show: needs one run id (or \"latest\"), got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, env, err := stateDirOf(cmd, dir)
+			if err != nil {
+				return err
+			}
+			h, err := readHistory(cmd, dir, env)
+			if err != nil {
+				return err
+			}
+			if len(h.Runs) == 0 {
+				return fmt.Errorf("no run recorded in %s yet", dir)
+			}
+			v, err := h.Find(args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), v)
+			}
+			return printRun(cmd.OutOrStdout(), v)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func orDash[T comparable](v T, show func(T) string) string {
+	var zero T
+	if v == zero {
+		return "-"
+	}
+	return show(v)
+}
+
+func journalList(js []int64, most int) string {
+	if len(js) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i, j := range js {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("+%d", len(js)-most))
+			break
+		}
+		parts = append(parts, strconv.FormatInt(j, 10))
+	}
+	return strings.Join(parts, ",")
+}
+
+func duration(v app.RunView) string {
+	if v.DurationSeconds == 0 {
+		return "-"
+	}
+	return (time.Duration(v.DurationSeconds * float64(time.Second))).Round(100 * time.Millisecond).String()
+}
+
+func exitText(v app.RunView) string {
+	switch {
+	case v.ExitCode != nil:
+		return strconv.Itoa(*v.ExitCode)
+	case v.Status == app.StatusKilled:
+		return "killed"
+	case v.Status == app.StatusRunning:
+		return "running"
+	}
+	return "-"
+}
+
+func printRuns(w io.Writer, runs []app.RunView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/PAST END\tPAPERS NEW/KNOWN\tRETRIES\tEXIT\tQUALITY")
+	for _, v := range runs {
+		pages, papers, retries := "-", "-", "-"
+		if v.Summary != nil {
+			ok, failed, past := v.Pages()
+			fresh, known := v.Papers()
+			pages = fmt.Sprintf("%d/%d/%d", ok, failed, past)
+			papers = fmt.Sprintf("%d/%d", fresh, known)
+			retries = strconv.Itoa(v.Retries())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Kind, journalList(v.Journals, 3),
+			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality)
+	}
+	return tw.Flush()
+}
+
+func pct(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(of))
+}
+
+func printRun(w io.Writer, v app.RunView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	row("run", "%s", v.ID)
+	row("kind", "%s", v.Kind)
+	status := v.Status
+	switch {
+	case v.ExitCode != nil:
+		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitMeaning(*v.ExitCode))
+	case v.Status == app.StatusKilled:
+		status = "killed before its end (no end recorded): the next run resumed where it stopped"
+	}
+	row("status", "%s", status)
+	row("journals", "%s", journalList(v.Journals, 1000))
+	where := ""
+	if v.PID != 0 {
+		where = fmt.Sprintf(" (pid %d on %s)", v.PID, orDash(v.Host, func(s string) string { return s }))
+	}
+	row("started", "%s%s", v.Started.UTC().Format(time.DateTime+" UTC"), where)
+	if !v.Finished.IsZero() {
+		row("finished", "%s (%s)", v.Finished.UTC().Format(time.DateTime+" UTC"), duration(v))
+	}
+	s := v.Summary
+	if s == nil {
+		fmt.Fprintln(tw, "summary\tnone: the run did not end")
+		return tw.Flush()
+	}
+	if s.Error != "" {
+		row("error", "%s", s.Error)
+	}
+	ok, failed, past := v.Pages()
+	row("pages", "%d ok, %d failed, %d skipped (done before), %d past the end", ok, failed, s.Pages["skipped"], past)
+	fresh, known := v.Papers()
+	row("papers", "%d new, %d known", fresh, known)
+	var causes []string
+	for _, k := range slices.Sorted(maps.Keys(s.Retries)) {
+		causes = append(causes, fmt.Sprintf("%s=%d", k, s.Retries[k]))
+	}
+	if len(causes) == 0 {
+		row("retries", "none")
+	} else {
+		row("retries", "%d (%s)", v.Retries(), strings.Join(causes, " "))
+	}
+	q := s.Quality
+	qline := v.Quality
+	if q.Pages > 0 {
+		qline = fmt.Sprintf("%s: %d papers on %d pages; with title %s, DOI %s, authors %s, date %s", v.Quality, q.Records, q.Pages,
+			pct(q.WithTitle, q.Records), pct(q.WithDOI, q.Records), pct(q.WithAuthor, q.Records), pct(q.WithDate, q.Records))
+		if t := s.QualityThresholds; t != nil {
+			qline += fmt.Sprintf(" (minimum %.0f%%, %.0f%%, %.0f%%, %.0f%%)", 100*t.MinTitleShare, 100*t.MinDOIShare, 100*t.MinAuthorsShare, 100*t.MinPublishedShare)
+		}
+	}
+	row("quality", "%s", qline)
+	if v.QualityAlarm != "" {
+		row("", "%s", v.QualityAlarm)
+	}
+	if h := s.FetchSeconds; h != nil {
+		var parts []string
+		for i, c := range h.Counts {
+			if c == 0 {
+				continue
+			}
+			if i < len(h.LE) {
+				parts = append(parts, fmt.Sprintf("≤%gs: %d", h.LE[i], c))
+			} else {
+				parts = append(parts, fmt.Sprintf(">%gs: %d", h.LE[len(h.LE)-1], c))
+			}
+		}
+		if len(parts) > 0 {
+			row("fetch times", "%s", strings.Join(parts, ", "))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, iw := range s.IncompleteWalks {
+		fmt.Fprintf(w, "incomplete: journal %d: the walk stopped at nightly.max_pages (page %d) before known papers; the next nightly carries on from there\n", iw.Journal, iw.Page)
+	}
+	if len(s.PerJournal) > 0 {
+		fmt.Fprintln(w, "\nper journal:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "JOURNAL\tPAGES OK\tFAILED\tSKIPPED\tPAST END\tPAPERS NEW\tKNOWN\t")
+		keys := slices.SortedFunc(maps.Keys(s.PerJournal), func(a, b string) int {
+			x, _ := strconv.ParseInt(a, 10, 64)
+			y, _ := strconv.ParseInt(b, 10, 64)
+			return int(x - y)
+		})
+		for _, k := range keys {
+			c := s.PerJournal[k]
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", k, c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersKnown)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.Failures) > 0 {
+		fmt.Fprintf(w, "\nfailed pages (%d):\n", len(s.Failures))
+		for _, f := range s.Failures {
+			fmt.Fprintf(w, "  journal %d page %d: %s\n", f.Journal, f.Page, f.Error)
+		}
+	}
+	return nil
+}
+

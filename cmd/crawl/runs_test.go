@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/state"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+// crawl runs lists the history newest first with each run's exit code,
+// journals and counts; a run with no end recorded shows as killed; runs
+// show prints one run with its failed pages and per-journal counts.
+func TestRunsHistory(t *testing.T) {
+	site, srv := fixtureSite(t)
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	// A run killed before its end, recorded by hand as a killed crawl leaves it.
+	st, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := state.Run{ID: "20200101T000000Z-0000dead", Kind: "nightly", Started: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), Journals: []int64{7}, PID: 1}
+	if err := st.PutRun(killed); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.Status, Status: 403})
+	args := []string{"backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl")}
+	if code, _, errs := crawl(t, args...); code != exitIncomplete {
+		t.Fatalf("backfill: exit %d: %s", code, errs)
+	}
+
+	code, out, errs := crawl(t, "runs", "--state-dir", stateDir, "--json")
+	if code != exitOK {
+		t.Fatalf("runs --json: exit %d: %s", code, errs)
+	}
+	var runs []app.RunView
+	if err := json.Unmarshal([]byte(out), &runs); err != nil {
+		t.Fatalf("runs --json: %v\n%s", err, out)
+	}
+	if len(runs) != 2 || runs[1].ID != killed.ID {
+		t.Fatalf("runs, newest first: %+v", runs)
+	}
+	r := runs[0]
+	if r.Kind != "backfill" || r.Status != app.StatusFinished || r.ExitCode == nil || *r.ExitCode != exitIncomplete ||
+		len(r.Journals) != 1 || r.Journals[0] != 501422 || r.Summary == nil || r.Quality != "ok" || r.PID != os.Getpid() {
+		t.Errorf("the backfill's entry: %+v", r)
+	}
+	if ok, failed, _ := r.Pages(); ok != 2 || failed != 1 || r.Summary.PerJournal["501422"].PagesFailed != 1 || r.Summary.FetchSeconds == nil {
+		t.Errorf("the backfill's counts: %+v", r.Summary)
+	}
+	if k := runs[1]; k.Status != app.StatusKilled || k.ExitCode != nil || k.Summary != nil {
+		t.Errorf("the killed run's entry: %+v", k)
+	}
+
+	code, out, _ = crawl(t, "runs", "--state-dir", stateDir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[0], "RUN") || !strings.Contains(lines[1], "2/1/0") ||
+		!strings.Contains(lines[2], "killed") {
+		t.Errorf("runs: exit %d:\n%s", code, out)
+	}
+
+	code, out, _ = crawl(t, "runs", "show", r.ID[:12], "--state-dir", stateDir)
+	for _, want := range []string{"exit 3 (some pages failed)", "failed pages (1):", "journal 501422 page 2: ", "HTTP 403", "per journal:", "quality      ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show lacks %q (exit %d):\n%s", want, code, out)
+		}
+	}
+	if code, _, errs := crawl(t, "runs", "show", "19990101", "--state-dir", stateDir); code != exitUsage || !strings.Contains(errs, "no such run") {
+		t.Errorf("runs show of an unknown run: exit %d: %s", code, errs)
+	}
+	if code, _, errs := crawl(t, "runs", "--state-dir", filepath.Join(dir, "none")); code != exitFatal || !strings.Contains(errs, "no crawl has run") {
+		t.Errorf("runs without a state: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none")); err == nil {
+		t.Error("runs created the state directory it was asked to read")
+	}
+}
+
+// While a crawl holds the state, crawl runs does not wait for it: it
+// shows the snapshot that crawl wrote when it started, and says so.
+func TestRunsWhileACrawlHoldsTheState(t *testing.T) {
+	stateDir := t.TempDir()
+	st, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	host, _ := os.Hostname()
+	cur := state.Run{ID: "20261203T030000Z-0000beef", Kind: "nightly", Started: time.Now(), Journals: []int64{9}, PID: os.Getpid(), Host: host}
+	if err := st.PutRun(cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteSnapshot(cur); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, out, errs := crawl(t, "runs", "--state-dir", stateDir)
+	if code != exitOK || !strings.Contains(errs, "nightly run "+cur.ID) || !strings.Contains(errs, "holds the state") ||
+		!strings.Contains(out, cur.ID) || !strings.Contains(out, "running") {
+		t.Errorf("runs while a crawl holds the state: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("runs took %v while a crawl held the state", d)
+	}
+	// Without a snapshot, it says who holds the state, and fails.
+	os.Remove(filepath.Join(stateDir, state.SnapshotName))
+	if code, _, errs := crawl(t, "runs", "--state-dir", stateDir); code != exitFatal || !strings.Contains(errs, "in use by another process") {
+		t.Errorf("runs while the state is held, no snapshot: exit %d: %s", code, errs)
+	}
+}
