@@ -343,4 +343,3 @@ func printRun(w io.Writer, v app.RunView) error {
 	}
 	return nil
 }
-
