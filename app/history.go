@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/state"
 )
 
@@ -220,4 +221,50 @@ func (h *History) Find(id string) (RunView, error) {
 		return RunView{}, badOption("run %q: no such run in the history (crawl runs lists them)", id)
 	}
 	return RunView{}, badOption("run %q: %d runs start with it (%s, …): give more of the id", id, len(found), found[0].ID)
+}
+
+// FromReport is the view of a run known only from its --report file.
+func FromReport(rep RunReport, thresholds config.Quality) RunView {
+	started, _ := time.Parse(time.RFC3339, rep.Started)
+	data, _ := json.Marshal(rep)
+	r := state.Run{ID: rep.RunID, Kind: rep.Kind, Started: started, Journals: rep.Journals, Summary: data,
+		Finished: started.Add(time.Duration(rep.DurationSeconds * float64(time.Second)))}
+	return view(r, thresholds)
+}
+
+// ReportFile is a --report file: the run's summary and its page log.
+type ReportFile struct {
+	RunReport
+	PageLog []engine.PageReport `json:"page_log"`
+}
+
+// MaxReportFileBytes bounds a --report file read back (by crawl report).
+const MaxReportFileBytes = 512 << 20
+
+// ReadReportFile reads a --report file.
+func ReadReportFile(path string) (*ReportFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	} else if info.Size() > MaxReportFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than a run report may hold (%d)", path, info.Size(), MaxReportFileBytes)
+	}
+	var rf ReportFile
+	dec := json.NewDecoder(f)
+	if err := dec.Decode(&rf); err != nil {
+		return nil, fmt.Errorf("%s: not a run report (crawl backfill/nightly --report writes them): %w", path, err)
+	}
+	if rf.RunID == "" || rf.Started == "" {
+		return nil, fmt.Errorf("%s: not a run report: it has no run_id and started", path)
+	}
+	if _, err := time.Parse(time.RFC3339, rf.Started); err != nil {
+		return nil, fmt.Errorf("%s: started %q: expected an RFC 3339 time", path, rf.Started)
+	}
+	return &rf, nil
 }

@@ -117,3 +117,47 @@ func TestRunsWhileACrawlHoldsTheState(t *testing.T) {
 		t.Errorf("runs while the state is held, no snapshot: exit %d: %s", code, errs)
 	}
 }
+
+// crawl report writes the HTML report of the history (and of --report
+// files), and refuses a missing or directory -o.
+func TestReportCommand(t *testing.T) {
+	_, srv := fixtureSite(t)
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	rep := filepath.Join(dir, "run.json")
+	if code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", rep); code != exitOK {
+		t.Fatalf("backfill: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(dir, "report.html")
+	code, _, errs := crawl(t, "report", "--state-dir", stateDir, "-o", out, rep)
+	b, err := os.ReadFile(out)
+	if code != exitOK || err != nil || !strings.Contains(errs, "report: "+out) || !strings.Contains(string(b), "chart-papers") ||
+		!strings.Contains(string(b), "run.json") {
+		t.Fatalf("report: exit %d (%v): %s", code, err, errs)
+	}
+	for _, bad := range []string{"<script", "<link", "<img", "<iframe", `src=`, `href="http`, "@import", "url("} {
+		if strings.Contains(string(b), bad) {
+			t.Errorf("the report holds %q: it must load nothing from elsewhere", bad)
+		}
+	}
+	// A --report file alone, its state gone.
+	out2 := filepath.Join(dir, "alone.html")
+	if code, _, errs := crawl(t, "report", "--state-dir", filepath.Join(dir, "gone"), "--out", out2, rep); code != exitOK || !strings.Contains(errs, "the --report files alone") {
+		t.Errorf("report from a --report file alone: exit %d: %s", code, errs)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report", "--state-dir", stateDir}, exitUsage, "-o/--out FILE is required"},
+		{[]string{"report", "--state-dir", stateDir, "-o", dir}, exitUsage, "is a directory"},
+		{[]string{"report", "--state-dir", stateDir, "-o", out, filepath.Join(dir, "p.jsonl")}, exitFatal, "not a run report"},
+		{[]string{"report", "--state-dir", filepath.Join(dir, "gone"), "-o", out}, exitFatal, "no crawl has run"},
+	} {
+		if code, _, errs := crawl(t, tt.args...); code != tt.code || !strings.Contains(errs, tt.want) {
+			t.Errorf("crawl %v: exit %d, want %d with %q: %s", tt.args, code, tt.code, tt.want, errs)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
+	htmlreport "github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -251,6 +252,10 @@ func demoConfig(base string) *config.Config {
 	return cfg
 }
 
+// demoArrivals are the papers that arrive at the top of each demo journal
+// before each of the demo's three nights.
+var demoArrivals = [][3]int{{14, 6, 25}, {9, 0, 31}, {22, 11, 4}}
+
 // demoJournals are the synthetic journals of crawl demo: 3 journals of 6
 // pages of 20 papers.
 var demoJournals = []int64{1001, 1002, 1003}
@@ -265,9 +270,11 @@ func newDemoCmd() *cobra.Command {
 		Short: "Run the whole pipeline offline against a built-in flaky test site",
 		Long: `demo starts the test site in-process on a free loopback port with the
 flaky fault profile, backfills three synthetic journals (360 papers)
-into OUT/demo.jsonl with the crawl state in OUT/demo-state, and prints
-the summary. Each demo starts afresh: it removes the previous demo's
-output and state. No network is needed.`,
+into OUT/demo.jsonl with the crawl state in OUT/demo-state, then runs
+three nightly crawls, new papers arriving on the site before each, and
+writes the HTML report of the four runs to OUT/report.html. Each demo
+starts afresh: it removes the previous demo's output and state. No
+network is needed.`,
 		Args: noArgs("demo"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, ok := testsite.Profiles[faults]; !ok {
@@ -310,9 +317,62 @@ output and state. No network is needed.`,
 				Progress: func(total int64, sum *engine.Summary) func() {
 					return startProgress(cmd.ErrOrStderr(), int64(len(demoJournals)*demoPages), sum, env.Log)
 				}})
-			if sum != nil && (err == nil || errors.Is(err, app.ErrPagesFailed)) {
-				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "demo: %d papers in %s (state in %s)", sum.PapersNew.Load(), out, stateDir)
+			if err != nil && !errors.Is(err, app.ErrPagesFailed) {
+				return err
 			}
+			papers := sum.PapersNew.Load()
+			// Three nights: new papers arrive at the top of each journal's
+			// listing, and a nightly run delivers them alone.
+			listings := map[int64][]string{}
+			for _, j := range demoJournals {
+				for p := 1; p <= demoPages; p++ {
+					for i := range 20 {
+						listings[j] = append(listings[j], testsite.SynthID(j, p, i))
+					}
+				}
+			}
+			for night, arrivals := range demoArrivals {
+				if ctx.Err() != nil {
+					break
+				}
+				for k, j := range demoJournals {
+					var fresh []string
+					for i := range arrivals[k] {
+						fresh = append(fresh, testsite.SynthID(j, 900+night, i))
+					}
+					listings[j] = append(fresh, listings[j]...)
+					site.SetListing(j, listings[j], 20)
+				}
+				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "demo: night %d: %d new papers on the site; nightly run", night+1, arrivals[0]+arrivals[1]+arrivals[2])
+				nsum, nerr := env.Crawl(ctx, app.Crawl{Kind: "nightly", Journals: demoJournals, Sinks: []string{"jsonl:" + out}, StateDir: stateDir,
+					Progress: func(total int64, sum *engine.Summary) func() {
+						return startProgress(cmd.ErrOrStderr(), total, sum, env.Log)
+					}})
+				if nerr != nil && !errors.Is(nerr, app.ErrPagesFailed) {
+					return nerr
+				}
+				if nsum != nil {
+					papers += nsum.PapersNew.Load()
+				}
+				if err == nil {
+					err = nerr
+				}
+			}
+			reportPath := filepath.Join(outDir, "report.html")
+			if h, herr := app.ReadHistory(stateDir, env.Config.Quality); herr == nil {
+				if _, herr = writeReport(reportPath, htmlreport.Data{StateDir: stateDir, Runs: h.Runs, Thresholds: env.Config.Quality, Generated: time.Now()}); herr != nil {
+					return herr
+				}
+			} else {
+				return herr
+			}
+			sayf(cmd.ErrOrStderr(), slog.LevelInfo, `demo: %d papers in %s (state in %s); report in %s
+Next:
+  open %s in a browser                     the report of the four runs
+  crawl runs --state-dir %s               the run history
+  crawl runs show latest --state-dir %s   the last run in full
+  crawl serve --synth 1001:50 --faults flaky            a test site to crawl by hand (README: Everyday commands)`,
+				papers, out, stateDir, reportPath, reportPath, stateDir, stateDir)
 			return err
 		},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"bufio"
 	"errors"
 	"io"
@@ -15,19 +16,32 @@ import (
 	"github.com/litcrawl/litcrawl/parser"
 )
 
-// crawl demo runs the whole pipeline offline: 360 papers, each once.
+// crawl demo runs the whole pipeline offline: a backfill of 360 papers and
+// three nights of new ones, each paper once; it ends with the report of
+// its four runs and what to try next.
 func TestDemo(t *testing.T) {
 	out := t.TempDir()
 	code, _, errs := crawl(t, "demo", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	const papers = 360 + 45 + 40 + 37
 	ids := papersIn(t, filepath.Join(out, "demo.jsonl")) // fails on a repeated paper
-	if len(ids) != 360 || !strings.Contains(errs, "360 papers in") {
+	if len(ids) != papers || !strings.Contains(errs, fmt.Sprintf("%d papers in", papers)) {
 		t.Fatalf("%d papers: %s", len(ids), errs)
 	}
+	report := filepath.Join(out, "report.html")
+	if b, err := os.ReadFile(report); err != nil || strings.Count(string(b), `<figure class="chart"`) != 5 || strings.Contains(string(b), "No data:") {
+		t.Errorf("the demo's report %s: %v", report, err)
+	}
+	if !strings.Contains(errs, "report in "+report) || !strings.Contains(errs, "crawl runs --state-dir") {
+		t.Errorf("the demo does not say where its report is and what to try next: %s", errs)
+	}
+	if code, stdout, _ := crawl(t, "runs", "--state-dir", filepath.Join(out, "demo-state")); code != exitOK || strings.Count(stdout, "nightly") != 3 || strings.Count(stdout, "backfill") != 1 {
+		t.Errorf("the demo's runs: exit %d\n%s", code, stdout)
+	}
 	// A second demo starts afresh.
-	if code, _, errs = crawl(t, "demo", "--out", out, "--faults", "none"); code != exitOK || len(papersIn(t, filepath.Join(out, "demo.jsonl"))) != 360 {
+	if code, _, errs = crawl(t, "demo", "--out", out, "--faults", "none"); code != exitOK || len(papersIn(t, filepath.Join(out, "demo.jsonl"))) != papers {
 		t.Fatalf("second demo: exit %d: %s", code, errs)
 	}
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/engine"
+	htmlreport "github.com/litcrawl/litcrawl/report"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+func newReportCmd() *cobra.Command {
+	var dir, out string
+	cmd := &cobra.Command{
+		Use:   "report -o FILE [--state-dir DIR] [REPORT.json …]",
+		Short: "Write an HTML report of the run history, with charts",
+		Long: `report writes one self-contained HTML file (no script, font or style from
+elsewhere: it opens from disk with no network) from the run history in the
+crawl state and any --report JSON files given: new papers per run and per
+journal over time, pages per second, retries by cause, the distribution of
+page fetch times, the quality of the parsed papers against their
+thresholds, the nightly walks stopped by nightly.max_pages, the failed
+pages with their errors, and the runs.
+
+A --report file adds its run when the history lacks it (a state that is
+gone), and its page log gives the fetch times of runs recorded before they
+were. While a crawl holds the state, report does not wait for it: it
+shows the history as it was when that crawl started.`,
+		Example: `  crawl report --state-dir crawl-state -o report.html
+  crawl report --state-dir crawl-state -o report.html reports/*.json`,
+		RunE: func(cmd *cobra.Command, files []string) error {
+			if out == "" {
+				return usageError{errors.New("-o/--out FILE is required: where to write the HTML report")}
+			}
+			if info, err := os.Stat(out); err == nil && info.IsDir() {
+				return usageError{fmt.Errorf("-o %s: is a directory: expected a file name", out)}
+			}
+			dir, env, err := stateDirOf(cmd, dir)
+			if err != nil {
+				return err
+			}
+			d := htmlreport.Data{StateDir: dir, Thresholds: env.Config.Quality, Generated: time.Now(),
+				PageLogs: map[string][]engine.PageReport{}}
+			h, err := readHistory(cmd, dir, env)
+			switch {
+			case err == nil:
+				d.Runs, d.HeldBy = h.Runs, h.HeldBy
+			case errors.Is(err, state.ErrNoState) && len(files) > 0:
+				sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl: %v: the report shows the --report files alone", err)
+			default:
+				return err
+			}
+			for _, f := range files {
+				rf, err := app.ReadReportFile(f)
+				if err != nil {
+					return fmt.Errorf("report: %w", err)
+				}
+				d.Sources = append(d.Sources, f)
+				d.PageLogs[rf.RunID] = rf.PageLog
+				if !slices.ContainsFunc(d.Runs, func(v app.RunView) bool { return v.ID == rf.RunID }) {
+					d.Runs = append(d.Runs, app.FromReport(rf.RunReport, env.Config.Quality))
+				}
+			}
+			// Newest first, as the history is.
+			slices.SortStableFunc(d.Runs, func(a, b app.RunView) int { return b.Started.Compare(a.Started) })
+			size, err := writeReport(out, d)
+			if err != nil {
+				return err
+			}
+			sayf(cmd.ErrOrStderr(), slog.LevelInfo, "report: %s (%s, %s): open it in a browser", out, humanBytes(size), plural(len(d.Runs), "run"))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "the HTML file to write (replaced atomically)")
+	return cmd
+}
+
+// writeReport writes the report to a temporary file next to path and
+// renames it over path: a reader never sees half a report.
+func writeReport(path string, d htmlreport.Data) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, fmt.Errorf("-o %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	err = htmlreport.Write(w, d)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	var size int64
+	if info, serr := tmp.Stat(); serr == nil {
+		size = info.Size()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("-o %s: %w", path, err)
+	}
+	return size, nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+

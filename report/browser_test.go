@@ -1,0 +1,299 @@
+package report_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/report"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+// chromium finds Debian's chromium (or another Chrome). With CI=true a
+// missing browser fails the test; locally it skips, saying how to get it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no Chromium on PATH: install it (Debian: apt-get install -y chromium) to check the HTML report in a real browser"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// fixtureState makes a state whose history has every kind of data: runs
+// of both kinds over ten days across ten journals (more than get a line of
+// their own), retries of several causes, fetch-time histograms, a quality
+// alarm, failed pages, a nightly walk stopped by max_pages, a run killed
+// before its end, and a run recorded before per-journal counts, exit codes
+// and histograms were (its fetch times come from a --report page log).
+func fixtureState(t *testing.T) (dir string, logs map[string][]engine.PageReport) {
+	t.Helper()
+	dir = t.TempDir()
+	st, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	thresholds := config.Default().Quality
+	day0 := time.Date(2026, 11, 20, 3, 0, 0, 0, time.UTC)
+	put := func(r state.Run, rep *app.RunReport) {
+		t.Helper()
+		if rep != nil {
+			data, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Summary = data
+		}
+		if err := st.PutRun(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An old run: no journals, exit code, per-journal counts or histogram.
+	oldID := "20261119T030000Z-00000001"
+	started := day0.Add(-24 * time.Hour)
+	put(state.Run{ID: oldID, Kind: "backfill", Started: started, Finished: started.Add(90 * time.Second)}, &app.RunReport{
+		RunID: oldID, Kind: "backfill", Started: started.Format(time.RFC3339), DurationSeconds: 90,
+		Pages: map[string]int64{"done": 40, "failed": 0, "past_end": 1}, Papers: map[string]int64{"new": 800, "known": 0},
+		Retries: map[string]int{"http-5xx": 3}, Failures: []engine.PageFailure{},
+		Quality: engine.Quality{Pages: 40, Records: 800, WithTitle: 800, WithDOI: 780, WithAuthor: 790, WithDate: 800}})
+	logs = map[string][]engine.PageReport{oldID: {
+		{Journal: 1, Page: 1, Result: "done", Tries: 1, Seconds: 0.2, Records: 20},
+		{Journal: 1, Page: 2, Result: "done", Tries: 2, Seconds: 3.1, Records: 20},
+	}}
+	for d := range 10 {
+		started := day0.Add(time.Duration(d) * 24 * time.Hour)
+		id := fmt.Sprintf("%s-%08x", started.Format("20060102T150405Z"), d+2)
+		journals := []int64{11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+		per := map[string]engine.JournalCounts{}
+		var fresh int64
+		for i, j := range journals {
+			c := engine.JournalCounts{PagesDone: 2, PapersNew: int64((d*7 + i*5) % 23), PapersKnown: 20}
+			per[fmt.Sprint(j)] = c
+			fresh += c.PapersNew
+		}
+		code := 0
+		rep := &app.RunReport{RunID: id, Kind: "nightly", Started: started.Format(time.RFC3339), DurationSeconds: 20 + float64(d),
+			Journals: journals, Pages: map[string]int64{"done": 20, "failed": 0, "past_end": 0},
+			Papers: map[string]int64{"new": fresh, "known": 200}, Retries: map[string]int{"http-5xx": d % 3, "timeout": d % 2, "http-429": (d + 1) % 4},
+			Failures: []engine.PageFailure{}, PerJournal: per, QualityThresholds: &thresholds, ExitCode: &code,
+			Quality:      engine.Quality{Pages: 20, Records: 400, WithTitle: 400, WithDOI: 390 - 10*d, WithAuthor: 395, WithDate: 400},
+			FetchSeconds: &engine.Histogram{LE: engine.FetchSecondsBounds, Counts: []int64{2, 5, 8, 3, 1, 1, 0, 0, 0, 0, int64(d % 2)}}}
+		switch d {
+		case 4: // pages failed
+			code = 3
+			rep.Pages["failed"] = 2
+			rep.Failures = []engine.PageFailure{{Journal: 12, Page: 3, Error: "HTTP 403 Forbidden <blocked>"}, {Journal: 15, Page: 1, Error: "timeout after 30s"}}
+		case 6: // a quality alarm
+			code = 4
+			rep.Quality.WithAuthor = 100
+		case 8: // a walk stopped by max_pages
+			rep.IncompleteWalks = []engine.IncompleteWalk{{Journal: 17, Page: 50}}
+		}
+		put(state.Run{ID: id, Kind: "nightly", Started: started, Finished: started.Add(time.Duration(rep.DurationSeconds * float64(time.Second))), Journals: journals, PID: 4242, Host: "crawler-1"}, rep)
+	}
+	// Killed before its end.
+	put(state.Run{ID: "20261201T030000Z-0000dead", Kind: "nightly", Started: day0.Add(11 * 24 * time.Hour), Journals: []int64{11}, PID: 4343, Host: "crawler-1"}, nil)
+	return dir, logs
+}
+
+// chartInfo is what the page shows of one chart.
+type chartInfo struct {
+	ID     string   `json:"id"`
+	Series string   `json:"series"`
+	Empty  bool     `json:"empty"`
+	Paths  int      `json:"paths"`
+	Texts  []string `json:"texts"`
+	Width  float64  `json:"width"`
+	Height float64  `json:"height"`
+	Note   string   `json:"note"`
+}
+
+// open loads file in headless Chromium and returns its charts, the console
+// errors and exceptions it logged, the requests it made that were not for
+// the file itself, and a screenshot of the whole page.
+func open(t *testing.T, file string) (charts []chartInfo, consoleErrors, requests []string, png []byte) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-gpu", true))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	var mu sync.Mutex
+	err := chromedp.Listen(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value))
+				}
+				consoleErrors = append(consoleErrors, "console."+string(ev.Type)+": "+strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			consoleErrors = append(consoleErrors, "exception: "+ev.ExceptionDetails.Text)
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+				consoleErrors = append(consoleErrors, "log: "+ev.Entry.Text)
+			}
+		case *network.EventRequestWillBeSent:
+			if u := ev.Request.URL; !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
+				requests = append(requests, u)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate("file://"+file), chromedp.WaitReady(chromedp.CSS("footer"))); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	charts, err = chromedp.Run(bctx, chromedp.Evaluate[[]chartInfo](`[...document.querySelectorAll("figure.chart")].map(f => {
+			const svg = f.querySelector("svg");
+			const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+			return {id: f.id, series: f.dataset.series || "", empty: f.dataset.empty === "true",
+				paths: svg ? svg.querySelectorAll("path").length : 0,
+				texts: svg ? [...svg.querySelectorAll("text")].map(t => t.textContent) : [],
+				width: r.width, height: r.height,
+				note: (f.querySelector(".empty") || {textContent: ""}).textContent};
+		})`))
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	if png, err = chromedp.Run(bctx, chromedp.FullScreenshot(90)); err != nil {
+		t.Fatalf("chromium: screenshot: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return charts, consoleErrors, requests, png
+}
+
+// The report of a history with every kind of data, opened in headless
+// Chromium: every chart is drawn, with the series expected, titles and
+// axis labels; the page logs no console error and asks for nothing from
+// the network.
+func TestReportInBrowser(t *testing.T) {
+	dir, logs := fixtureState(t)
+	h, err := app.ReadHistory(dir, config.Default().Quality)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = report.Write(f, report.Data{StateDir: dir, Runs: h.Runs, Thresholds: config.Default().Quality, PageLogs: logs,
+		Sources: []string{"old-run.json"}, Generated: time.Now()})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts, consoleErrors, requests, png := open(t, out)
+	// REPORT_SCREENSHOT_DIR keeps the screenshot (and the page) for a look.
+	keep := os.Getenv("REPORT_SCREENSHOT_DIR")
+	if keep == "" {
+		keep = t.TempDir()
+	} else if b, err := os.ReadFile(out); err == nil {
+		os.WriteFile(filepath.Join(keep, "report.html"), b, 0o644)
+	}
+	shot := filepath.Join(keep, "report.jpg")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+	if len(consoleErrors) > 0 {
+		t.Errorf("console errors: %q", consoleErrors)
+	}
+	if len(requests) > 0 {
+		t.Errorf("the report asked the network for %q", requests)
+	}
+	want := map[string][]string{
+		"chart-papers":      {"all journals", "journal 11", "other journals", "New papers per run", "new papers", "run start (UTC)"},
+		"chart-speed":       {"nightly", "backfill", "Pages per second", "pages per second"},
+		"chart-retries":     {"http-5xx", "http-429", "timeout", "Retries by cause", "failed tries"},
+		"chart-fetch-times": {"all runs", "latest run", "Page fetch times", "pages", "≤50 ms", ">60 s"},
+		"chart-quality":     {"with title", "with DOI", "DOI minimum", "with authors", "date minimum", "share of papers (%)"},
+	}
+	if len(charts) != len(want) {
+		t.Errorf("%d charts, want %d: %+v", len(charts), len(want), charts)
+	}
+	for _, c := range charts {
+		texts := strings.Join(c.Texts, "\n")
+		if c.Empty || c.Paths < 10 || c.Width < 300 || c.Height < 100 {
+			t.Errorf("chart %s is not drawn: empty %v, %d paths, %.0f×%.0f px (%s)", c.ID, c.Empty, c.Paths, c.Width, c.Height, c.Note)
+		}
+		for _, w := range want[c.ID] {
+			if !strings.Contains(texts, w) {
+				t.Errorf("chart %s lacks %q (series %q); texts: %q", c.ID, w, c.Series, c.Texts)
+			}
+		}
+		for _, s := range strings.Split(c.Series, "|") {
+			if !strings.Contains(texts, s) {
+				t.Errorf("chart %s: series %q has no legend entry", c.ID, s)
+			}
+		}
+	}
+	// Dates on the time axis.
+	for _, c := range charts {
+		if c.ID == "chart-papers" && !strings.Contains(strings.Join(c.Texts, " "), "2026-11-") {
+			t.Errorf("the time axis shows no date: %q", c.Texts)
+		}
+	}
+}
+
+// A history with no summary (a run killed before its end): each chart
+// says it has no data, rather than drawing empty axes.
+func TestReportWithoutDataSaysSo(t *testing.T) {
+	v := app.RunView{ID: "20261201T030000Z-0000dead", Kind: "nightly", Status: app.StatusKilled, Started: time.Now(), Journals: []int64{1}}
+	out := filepath.Join(t.TempDir(), "empty.html")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Write(f, report.Data{StateDir: "st", Runs: []app.RunView{v}, Generated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	charts, consoleErrors, _, _ := open(t, out)
+	if len(charts) != 5 || len(consoleErrors) > 0 {
+		t.Fatalf("%d charts, console errors %q", len(charts), consoleErrors)
+	}
+	for _, c := range charts {
+		if !c.Empty || c.Paths != 0 || !strings.Contains(c.Note, "No data:") {
+			t.Errorf("chart %s without data: empty %v, %d paths, note %q", c.ID, c.Empty, c.Paths, c.Note)
+		}
+	}
+}
+

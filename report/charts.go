@@ -1,0 +1,216 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// The charts are drawn by gonum/plot as SVG, in a sans-serif face; the
+// file names the face and falls back to the reader's sans-serif fonts
+// (nothing is fetched).
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+const (
+	chartWidth  = 9.5 * vg.Inch
+	chartHeight = 3.6 * vg.Inch
+	legendWidth = 1.9 * vg.Inch
+)
+
+// chart is one figure of the report: its SVG, or why it has none.
+type chart struct {
+	ID, Title, Caption string
+	Series             []string      // the legend's entries, in order
+	SVG                template.HTML // empty: no data
+	Empty              string        // what is missing, when SVG is empty
+}
+
+// series is one line of a chart over time.
+type series struct {
+	name   string
+	pts    plotter.XYs
+	dashed bool
+	color  int // index into the palette
+}
+
+// newPlot makes a plot with the report's faces, a title and axis labels.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	for _, ts := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		ts.Typeface, ts.Variant = sans.Typeface, sans.Variant
+	}
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Title.TextStyle.Font.Size = 13
+	p.Title.Padding = 6
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// xAxis is the X axis of the charts over runs: their start time, with
+// dates (and times when the runs are close together); or, for runs less
+// than a minute apart (a demo, a test), the run's number, oldest first.
+type xAxis struct {
+	byNumber bool
+	span     time.Duration
+	runs     int
+}
+
+func newXAxis(first, last time.Time, runs int) xAxis {
+	span := last.Sub(first)
+	return xAxis{byNumber: span < time.Minute, span: span, runs: runs}
+}
+
+// x is the X value of the i-th run (oldest first) that started at t.
+func (a xAxis) x(i int, t time.Time) float64 {
+	if a.byNumber {
+		return float64(i + 1)
+	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+func (a xAxis) apply(p *plot.Plot) {
+	if a.byNumber {
+		p.X.Label.Text = "run (oldest first)"
+		var ticks []plot.Tick
+		step := max(1, a.runs/10)
+		for i := 1; i <= a.runs; i += step {
+			ticks = append(ticks, plot.Tick{Value: float64(i), Label: strconv.Itoa(i)})
+		}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+		p.X.Min, p.X.Max = 0.5, float64(a.runs)+0.5
+		return
+	}
+	format := "2006-01-02"
+	if a.span < 2*24*time.Hour {
+		format = "Jan 2 15:04"
+	}
+	p.X.Tick.Marker = plot.TimeTicks{Format: format}
+}
+
+// render draws p with its legend to the right of it, as SVG for inline
+// use.
+func render(p *plot.Plot) (template.HTML, error) {
+	c := vgsvg.New(chartWidth, chartHeight)
+	dc := draw.New(c)
+	legend := p.Legend
+	p.Legend = plot.NewLegend() // the plot draws none inside its area
+	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
+	legend.Top, legend.Left = true, true
+	legend.Padding = vg.Points(3.5)
+	legend.YOffs = -vg.Length(p.Title.TextStyle.Font.Size) * 2
+	legend.Draw(draw.Crop(dc, chartWidth-legendWidth+8, 0, 0, 0))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	svg := buf.String()
+	if i := strings.Index(svg, "<svg"); i >= 0 {
+		svg = svg[i:]
+	}
+	svg = strings.ReplaceAll(svg, "font-family:Liberation Sans", "font-family:'Liberation Sans',Arial,Helvetica,sans-serif")
+	svg = strings.Replace(svg, "<svg ", `<svg role="img" `, 1)
+	return template.HTML(svg), nil //nolint:gosec // gonum's own SVG; every text in it is XML-escaped by svgo
+}
+
+// lineChart draws series over time; a chart whose series have no point
+// is empty, with why.
+func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax float64, empty string) (chart, error) {
+	ch := chart{ID: id, Title: title, Caption: caption}
+	n := 0
+	for _, s := range ss {
+		n += len(s.pts)
+	}
+	if n == 0 {
+		ch.Empty = empty
+		return ch, nil
+	}
+	p := newPlot(title, "run start (UTC)", yLabel)
+	ax.apply(p)
+	p.Y.Min = 0
+	if yMax > 0 {
+		p.Y.Max = yMax
+	}
+	for _, s := range ss {
+		if len(s.pts) == 0 {
+			continue
+		}
+		col := plotutil.Color(s.color)
+		l, pts, err := plotter.NewLinePoints(s.pts)
+		if err != nil {
+			return ch, fmt.Errorf("%s: %s: %w", id, s.name, err)
+		}
+		l.Color, l.Width = col, vg.Points(1.5)
+		pts.Color, pts.Shape, pts.Radius = col, draw.CircleGlyph{}, vg.Points(2.2)
+		if s.dashed {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			p.Add(l)
+			p.Legend.Add(s.name, l)
+		} else {
+			p.Add(l, pts)
+			p.Legend.Add(s.name, l, pts)
+		}
+		ch.Series = append(ch.Series, s.name)
+	}
+	switch {
+	case p.Y.Max <= p.Y.Min:
+		p.Y.Max = 1
+	case yMax == 0:
+		p.Y.Max *= 1.1 // room above the highest point
+	}
+	svg, err := render(p)
+	ch.SVG = svg
+	return ch, err
+}
+
+// barChart draws groups of bars over named categories.
+func barChart(id, title, caption, xLabel, yLabel string, categories []string, groups []string, values [][]float64, empty string) (chart, error) {
+	ch := chart{ID: id, Title: title, Caption: caption}
+	total := 0.0
+	for _, vs := range values {
+		for _, v := range vs {
+			total += v
+		}
+	}
+	if total == 0 {
+		ch.Empty = empty
+		return ch, nil
+	}
+	p := newPlot(title, xLabel, yLabel)
+	width := vg.Points(math.Min(28, 420/float64(len(categories)*len(groups))))
+	for i, g := range groups {
+		b, err := plotter.NewBarChart(plotter.Values(values[i]), width)
+		if err != nil {
+			return ch, fmt.Errorf("%s: %s: %w", id, g, err)
+		}
+		b.Color = plotutil.Color(i)
+		b.LineStyle.Width = 0
+		b.Offset = width * vg.Length(float64(i)-float64(len(groups)-1)/2)
+		p.Add(b)
+		p.Legend.Add(g, b)
+		ch.Series = append(ch.Series, g)
+	}
+	p.NominalX(categories...)
+	p.Y.Min = 0
+	p.Y.Max *= 1.1
+	svg, err := render(p)
+	ch.SVG = svg
+	return ch, err
+}
+
+var _ color.Color = plotutil.Color(0)
