@@ -296,4 +296,3 @@ func TestReportWithoutDataSaysSo(t *testing.T) {
 		}
 	}
 }
-

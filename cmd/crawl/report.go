@@ -126,4 +126,3 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
-

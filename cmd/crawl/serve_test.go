@@ -1,9 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
