@@ -24,6 +24,10 @@ import (
 // (nothing is fetched).
 var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
+// maxGlyphs: a series of more points is drawn as a line alone (a long
+// history's dots would hide it, and weigh on the file).
+const maxGlyphs = 120
+
 const (
 	chartWidth  = 9.5 * vg.Inch
 	chartHeight = 3.6 * vg.Inch
@@ -157,7 +161,7 @@ func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax fl
 		}
 		l.Color, l.Width = col, vg.Points(1.5)
 		pts.Color, pts.Shape, pts.Radius = col, draw.CircleGlyph{}, vg.Points(2.2)
-		if s.dashed {
+		if s.dashed || len(s.pts) > maxGlyphs {
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			p.Add(l)
 			p.Legend.Add(s.name, l)
