@@ -161,7 +161,9 @@ type Nightly struct {
 	// StopAfterKnownPages: stop after this many consecutive pages whose
 	// papers were all known before the run began.
 	StopAfterKnownPages int `yaml:"stop_after_known_pages"`
-	// MaxPages: never walk further than this.
+	// MaxPages: a walk fetches at most this many pages; one that reaches
+	// it before known papers leaves a mark, and the next walk carries on
+	// from there (engine.Walk).
 	MaxPages int `yaml:"max_pages"`
 }
 

@@ -160,6 +160,53 @@ func TestNightlyCommand(t *testing.T) {
 	}
 }
 
+// A nightly that reaches nightly.max_pages says so in its log and summary,
+// and the run history and the report show it; the next nightly carries on
+// to the last page.
+func TestNightlyMaxPagesSaysSo(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(78, 5, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("nightly:\n  max_pages: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir, out := filepath.Join(dir, "state"), filepath.Join(dir, "papers.jsonl")
+	args := []string{"nightly", "--config", cfg, "--journal", "78", "--base-url", srv.URL, "--delay", "0", "--state-dir", stateDir, "-o", out}
+	code, _, errs := crawl(t, args...)
+	if code != exitOK || countLines(t, out) != 60 {
+		t.Fatalf("first night: exit %d, %d papers: %s", code, countLines(t, out), errs)
+	}
+	for _, want := range []string{"nightly walk stopped at nightly.max_pages", "incomplete: journal 78: the walk stopped at nightly.max_pages (page 3)"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("the first night does not say %q: %s", want, errs)
+		}
+	}
+	if _, stdout, _ := crawl(t, "runs", "show", "latest", "--state-dir", stateDir); !strings.Contains(stdout, "incomplete: journal 78") {
+		t.Errorf("runs show: %s", stdout)
+	}
+	rep := filepath.Join(dir, "report.html")
+	if code, _, errs := crawl(t, "report", "--state-dir", stateDir, "-o", rep); code != exitOK {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	if b, _ := os.ReadFile(rep); !strings.Contains(string(b), "<td class=\"n\">78</td><td class=\"n\">3</td>") {
+		t.Error("the report does not list the incomplete walk")
+	}
+	// Night 2, nothing new: page 1 is all known, but the walk jumps to the
+	// mark's page (3) and goes past it, to page 4, its third page.
+	code, _, errs = crawl(t, args...)
+	if code != exitOK || countLines(t, out) != 80 || !strings.Contains(errs, "incomplete: journal 78: the walk stopped at nightly.max_pages (page 4)") {
+		t.Errorf("second night: exit %d, %d papers: %s", code, countLines(t, out), errs)
+	}
+	// Night 3: on from page 4 to the last page; the walk is complete.
+	code, _, errs = crawl(t, args...)
+	if code != exitOK || countLines(t, out) != 100 || strings.Contains(errs, "incomplete:") {
+		t.Errorf("third night: exit %d, %d papers: %s", code, countLines(t, out), errs)
+	}
+}
+
 // Layout drift: the pages are still listing pages, but their blocks lost
 // their meta lines and JSON. The run delivers what it parsed and exits 4,
 // naming the field that dropped.
