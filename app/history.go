@@ -124,7 +124,15 @@ func ReadHistory(dir string, thresholds config.Quality) (*History, error) {
 	default:
 		return nil, err
 	}
-	for i := len(runs) - 1; i >= 0; i-- {
+	// Newest first: by start time (ids sort by the second a run started,
+	// then at random), then by id.
+	slices.SortStableFunc(runs, func(a, b state.Run) int {
+		if c := b.Started.Compare(a.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	for i := range runs {
 		v := view(runs[i], thresholds)
 		if h.HeldBy != nil && v.ID == h.HeldBy.ID {
 			v = *h.HeldBy

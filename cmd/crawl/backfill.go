@@ -164,11 +164,16 @@ func newNightlyCmd() *cobra.Command {
 		Short: "Walk each journal from page 1 and deliver only new papers",
 		Long: `nightly walks each configured journal (or --journal) from page 1 until
 nightly.stop_after_known_pages consecutive pages hold only papers known
-before this run began, or nightly.max_pages, and delivers only papers
-never delivered before. Papers delivered earlier in the same run do not
-count as known, so papers pushed down by new ones during the walk cannot
-stop it early, and are not delivered twice. A page that fails stops its
-journal's walk; the next run walks again from page 1.
+before this run began, and delivers only papers never delivered before.
+Papers delivered earlier in the same run do not count as known, so papers
+pushed down by new ones during the walk cannot stop it early, and are not
+delivered twice. A page that fails stops its journal's walk; the next run
+walks again from page 1.
+
+A walk fetches at most nightly.max_pages pages. One that stops there
+before known papers says so (log, summary, report) and leaves a mark: the
+next nightly, where known papers would stop it, jumps to the page it
+reached and carries on past it, so no page is left behind.
 
 Exit codes: 0 every walk finished, 3 some pages failed, 4 quality alarm,
 1 fatal, 2 usage, 130/143 interrupted.`,
