@@ -54,7 +54,11 @@ func startProgress(w io.Writer, total int64, sum *engine.Summary, log *slog.Logg
 				case <-done:
 					return
 				case <-t.C:
-					log.Info("progress", "pages", sum.PagesSeen(), "of", total, "failed", sum.Failed.Load(),
+					var of any = total
+					if total < 0 {
+						of = "unknown" // an open range, a nightly walk
+					}
+					log.Info("progress", "pages", sum.PagesSeen(), "of", of, "failed", sum.Failed.Load(),
 						"papers_new", sum.PapersNew.Load(), "retries", sum.RetriesTotal())
 				}
 			}
