@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -78,6 +79,19 @@ func (v RunView) Pages() (ok, failed, pastEnd int64) {
 // Papers are the run's papers new and known.
 func (v RunView) Papers() (fresh, known int64) {
 	return v.count("papers", "new"), v.count("papers", "known")
+}
+
+// Outcome is how the run ended, in a word: its exit code, "killed",
+// "running", or "" when it is not known (a run recorded before exit codes
+// were).
+func (v RunView) Outcome() string {
+	switch {
+	case v.ExitCode != nil:
+		return strconv.Itoa(*v.ExitCode)
+	case v.Status == StatusKilled, v.Status == StatusRunning:
+		return v.Status
+	}
+	return ""
 }
 
 // Retries is the run's failed tries, all causes.

@@ -98,17 +98,7 @@ func seconds(f float64) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-func exitText(v app.RunView) string {
-	switch {
-	case v.ExitCode != nil:
-		return strconv.Itoa(*v.ExitCode)
-	case v.Status == app.StatusKilled:
-		return "killed"
-	case v.Status == app.StatusRunning:
-		return "running"
-	}
-	return "—"
-}
+func exitText(v app.RunView) string { return cmp.Or(v.Outcome(), "—") }
 
 // failureRow is one failed page in the table.
 type failureRow struct {

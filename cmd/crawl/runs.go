@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,7 +39,8 @@ func exitMeaning(code int) string {
 	return "unknown"
 }
 
-// stateDirFlag is --state-dir, defaulting to the config's state_dir.
+// stateDirOf is --state-dir, defaulting to the config's state_dir, and
+// the command's environment.
 func stateDirOf(cmd *cobra.Command, dir string) (string, *app.Env, error) {
 	env, err := newEnv(cmd)
 	if err != nil {
@@ -48,6 +50,16 @@ func stateDirOf(cmd *cobra.Command, dir string) (string, *app.Env, error) {
 		dir = env.Config.StateDir
 	}
 	return dir, env, nil
+}
+
+// loadHistory reads the history of --state-dir dir (see readHistory).
+func loadHistory(cmd *cobra.Command, dir string) (*app.History, string, error) {
+	dir, env, err := stateDirOf(cmd, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	h, err := readHistory(cmd, dir, env)
+	return h, dir, err
 }
 
 // readHistory reads the history, and says on stderr when a crawl holds the
@@ -89,11 +101,7 @@ writes then), with that crawl as running.`,
 			if limit < 0 {
 				return usageError{fmt.Errorf("--limit %d: expected 0 (all) or more", limit)}
 			}
-			dir, env, err := stateDirOf(cmd, dir)
-			if err != nil {
-				return err
-			}
-			h, err := readHistory(cmd, dir, env)
+			h, dir, err := loadHistory(cmd, dir)
 			if err != nil {
 				return err
 			}
@@ -141,11 +149,7 @@ ID is a run id, a unique prefix of one, or "latest".`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, env, err := stateDirOf(cmd, dir)
-			if err != nil {
-				return err
-			}
-			h, err := readHistory(cmd, dir, env)
+			h, dir, err := loadHistory(cmd, dir)
 			if err != nil {
 				return err
 			}
@@ -203,17 +207,7 @@ func duration(v app.RunView) string {
 	return (time.Duration(v.DurationSeconds * float64(time.Second))).Round(100 * time.Millisecond).String()
 }
 
-func exitText(v app.RunView) string {
-	switch {
-	case v.ExitCode != nil:
-		return strconv.Itoa(*v.ExitCode)
-	case v.Status == app.StatusKilled:
-		return "killed"
-	case v.Status == app.StatusRunning:
-		return "running"
-	}
-	return "-"
-}
+func exitText(v app.RunView) string { return cmp.Or(v.Outcome(), "-") }
 
 func printRuns(w io.Writer, runs []app.RunView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
