@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command (README: "Set-up: two commands"). Everything it
+# The project's test command (README: "Quick start"). Everything it
 # needs comes from the Go module proxy, but Debian's nats-server for the
 # tests that run against the oldest supported server: they skip, saying how
 # to install it, when it is missing, and fail with CI=true (.ci/run

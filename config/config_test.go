@@ -54,6 +54,8 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		"fetch:\n  breaker_max_opens: -1\n":                                            "fetch.breaker_max_opens",
 		"backfill:\n  stop_after_repeat_pages: 0\n":                                    "backfill.stop_after_repeat_pages: 0",
 		"backfill:\n  max_pages: 0\n":                                                  "backfill.max_pages: 0",
+		"nightly:\n  max_pages: 2\n":                                                   "nightly.max_pages: 2: expected 3 to 1000000 pages (at least nightly.stop_after_known_pages + 2",
+		"nightly:\n  stop_after_known_pages: 3\n  max_pages: 4\n":                      "nightly.max_pages: 4: expected 5 to",
 		"parse:\n  max_input_bytes: 10\n":                                              "parse.max_input_bytes: 10",
 		"site:\n  base_url: http://ann:hunter2@h/?q=1\n":                               "xxxxx",
 		"site:\n  allowed_hosts: [\"a/b\"]\n":                                          "site.allowed_hosts[0]",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/litcrawl/litcrawl/ledger"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -323,7 +324,7 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 	site.SetListing(j, listing, 20)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "papers.jsonl")
-	night := func(runID string) (*engine.Summary, ledger.WalkMark, int) {
+	night := func(runID string) (*engine.Summary, []ledger.WalkMark, int) {
 		t.Helper()
 		before := 0
 		for p := 1; p <= 8; p++ {
@@ -334,7 +335,7 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 		if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: 5}); err != nil {
 			t.Fatal(err)
 		}
-		mark, err := r.store.WalkMark(context.Background(), j)
+		marks, err := r.store.WalkMarks(context.Background(), j)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,21 +343,21 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 		for p := 1; p <= 8; p++ {
 			after += site.Hits(testsite.PagePath(j, p))
 		}
-		return r.r.Summary(), mark, after - before
+		return r.r.Summary(), marks, after - before
 	}
 
 	// Night 1: pages 1-5 are new; max_pages (5) stops the walk with 10
 	// papers beyond it: the walk is incomplete, and its last page is the
 	// mark.
-	s, mark, fetched := night("n1")
+	s, marks, fetched := night("n1")
 	if s.PapersNew.Load() != 100 || fetched != 5 {
 		t.Fatalf("night 1: %s, %d pages fetched", s, fetched)
 	}
 	if iw := s.IncompleteWalks(); len(iw) != 1 || iw[0] != (engine.IncompleteWalk{Journal: j, Page: 5}) {
 		t.Errorf("night 1's incomplete walks: %+v", iw)
 	}
-	if mark.Page != 5 || !slices.Contains(mark.Papers, "8000080") || !slices.Contains(mark.Papers, "8000099") {
-		t.Errorf("night 1's mark: %+v", mark)
+	if len(marks) != 1 || marks[0].Page != 5 || !slices.Contains(marks[0].Papers, "8000080") || !slices.Contains(marks[0].Papers, "8000099") {
+		t.Errorf("night 1's marks: %+v", marks)
 	}
 
 	// Night 2: 10 new papers at the top. Page 2 is all known, which would
@@ -366,15 +367,15 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 	listing = append(ids("8100", 10), listing...)
 	site.SetListing(j, listing, 20)
 	hits := site.Hits(testsite.PagePath(j, 3)) + site.Hits(testsite.PagePath(j, 4))
-	s, mark, fetched = night("n2")
+	s, marks, fetched = night("n2")
 	if s.PapersNew.Load() != 20 || fetched != 4 {
 		t.Fatalf("night 2: %s, %d pages fetched; want 20 new papers from pages 1, 2, 5 and 6", s, fetched)
 	}
 	if site.Hits(testsite.PagePath(j, 3))+site.Hits(testsite.PagePath(j, 4)) != hits {
 		t.Error("night 2 walked pages 3-4 instead of jumping to the mark's page")
 	}
-	if iw := s.IncompleteWalks(); len(iw) != 0 || !mark.Zero() {
-		t.Errorf("night 2 reached the last page, yet incomplete walks %+v, mark %+v", iw, mark)
+	if iw := s.IncompleteWalks(); len(iw) != 0 || len(marks) != 0 {
+		t.Errorf("night 2 reached the last page, yet incomplete walks %+v, marks %+v", iw, marks)
 	}
 	got := readIDs(t, out)
 	if len(got) != len(listing) {
@@ -384,6 +385,66 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 		if n != 1 {
 			t.Errorf("paper %s delivered %d times", id, n)
 		}
+	}
+}
+
+// Over many nights with random arrivals, often more than a night's
+// max_pages can take, the walks leave marks and carry on from them: each
+// night fetches at most max_pages pages, no paper is delivered twice, and
+// once the arrivals stop, every paper of the listing is delivered.
+func TestNightlyNeverLeavesAPageBehind(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			site := testsite.New()
+			srv := httptest.NewServer(site)
+			defer srv.Close()
+			const j, perPage, maxPages = 4545, 5, 4
+			listing := ids(fmt.Sprintf("7%d00", seed), 30)
+			site.SetListing(j, listing, perPage)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "papers.jsonl")
+			fetched := func() int {
+				n := 0
+				for p := 1; p <= len(listing)/perPage+2; p++ {
+					n += site.Hits(testsite.PagePath(j, p))
+				}
+				return n
+			}
+			for night := 1; night <= 60; night++ {
+				if night <= 15 {
+					// 0 to 5 pages of new papers: a night walks 4 at most.
+					fresh := ids(fmt.Sprintf("7%d%02d", seed, night), rng.IntN(5*perPage+1))
+					listing = append(fresh, listing...)
+					site.SetListing(j, listing, perPage)
+				}
+				before := fetched()
+				r := start(t, config(srv), filepath.Join(dir, "state"), out, fmt.Sprintf("n%d", night))
+				if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: maxPages}); err != nil {
+					t.Fatal(err)
+				}
+				incomplete := len(r.r.Summary().IncompleteWalks())
+				r.close()
+				if n := fetched() - before; n > maxPages {
+					t.Fatalf("night %d fetched %d pages, max_pages is %d", night, n, maxPages)
+				}
+				if night > 15 && incomplete == 0 {
+					break
+				}
+			}
+			got := readIDs(t, out)
+			for id, n := range got {
+				if n != 1 {
+					t.Errorf("paper %s delivered %d times", id, n)
+				}
+			}
+			for _, id := range listing {
+				if got[id] == 0 {
+					t.Errorf("paper %s was never delivered (%d of %d delivered)", id, len(got), len(listing))
+					break
+				}
+			}
+		})
 	}
 }
 
@@ -455,9 +516,11 @@ func TestOpenBackfillStopsOnRepeatsAndMaxPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1 page of new papers, then 20 repeats; a few more were in flight or
-	// waiting for their commit when the 20th repeat was committed.
-	if n := hits.Load(); n < 21 || n > 40 {
+	// 1 page of new papers, then 20 repeats; more were in flight or
+	// waiting for their commit when the 20th repeat was committed: at most
+	// the pool's pages, the committer's queue and the group it commits
+	// (how many depends on how fast commits are on a loaded machine).
+	if n := hits.Load(); n < 21 || n > 21+int64(config(srv).Concurrency)+2*16 {
 		t.Errorf("%d pages fetched; want the walk to stop after 1 + 20 repeats", n)
 	}
 	if ids := readIDs(t, filepath.Join(dir, "out.jsonl")); len(ids) != 3 || ids["a1"] != 1 {

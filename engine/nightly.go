@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sourcegraph/conc/pool"
 
@@ -28,33 +29,49 @@ type Walk struct {
 	StopAfterKnown  int
 	StopAfterRepeat int
 	MaxPages        int
-	// Mark is where an earlier walk stopped at MaxPages with older pages
-	// never reached (see WalkMark); zero: none. Marked says the walk began
-	// with a mark, which its end replaces or clears.
-	Mark   ledger.WalkMark
+	// Marks are where earlier walks stopped at MaxPages with older pages
+	// never reached, topmost first, not passed yet (see below). Marked says
+	// the walk began with marks, which its end replaces or clears.
+	Marks  []ledger.WalkMark
 	Marked bool
+	// SeenKnown: since the walk began or last passed a mark, it has met
+	// papers delivered before (it has reached the block above the next
+	// mark).
+	SeenKnown bool
 }
 
-// A walk's mark, and the carry-on rule. A walk that stops at MaxPages
-// leaves the page it reached and that page's papers as a mark. The next
-// walk starts at page 1 as always, and where known papers would stop it
-// (it has met the papers delivered before) it jumps to the mark's page
-// instead: the papers there have only moved down, by the papers added
-// since. From there known papers do not stop it until it has passed the
-// mark (a page holding one of the mark's papers, or one holding papers
-// never delivered: the listing moved up, past the mark). Then the usual
-// rule applies; the pages beyond the mark are new to it. MaxPages bounds
-// the pages walked, jump or not; a walk that reaches it again leaves the
-// mark further down, so no page is left behind.
+// MaxMarks bounds a journal's marks: one is added by each night that
+// stops at MaxPages before reaching the marks it had.
+const MaxMarks = 64
+
+// A walk's marks, and the carry-on rule. A walk that stops at MaxPages
+// leaves a mark: the page it reached and that page's papers; below it lie
+// papers never delivered. The next walk starts at page 1 as always, and
+// where known papers would stop it (it has reached papers delivered
+// before) it jumps to the first mark's page instead: the papers there have
+// only moved down, by the papers added since. From there known papers do
+// not stop it until it has passed the mark (a page holding one of the
+// mark's papers, or one holding papers never delivered: the listing moved
+// up, past the mark; counted only once the walk has met papers delivered
+// before since its last mark, so that new papers pushed down past a mark's
+// page are not taken for it). Then the usual rule applies again, with the next
+// mark if there is one. MaxPages bounds the pages walked, jumps or not. A
+// walk that reaches it again leaves a mark where it stopped, above the
+// marks it did not reach; so no page is left behind, as long as a night
+// has pages to spare (nightly.max_pages at least stop_after_known_pages+2:
+// the pages to known papers, the mark's page, and one more).
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
 	Why string // "last page", "known papers only", "the same papers again" or "max pages"
 	// Incomplete: the walk stopped at MaxPages with older pages it never
-	// reached; Mark is where the next walk carries on.
+	// reached; Marks are where the next walk carries on.
 	Incomplete bool
-	Mark       ledger.WalkMark
-	// Store: the journal's mark changes (set, or cleared).
+	Marks      []ledger.WalkMark
+	// Dropped: marks beyond MaxMarks that were forgotten (their pages will
+	// not be reached by nightly walks: backfill them).
+	Dropped []ledger.WalkMark
+	// Store: the journal's marks change (set, or cleared).
 	Store bool
 }
 
@@ -66,19 +83,23 @@ func (w Walk) End(d Delivered) WalkEnd {
 		return WalkEnd{Why: "last page", Store: w.Marked}
 	case w.StopAfterRepeat > 0 && w.RepeatRun >= w.StopAfterRepeat:
 		return WalkEnd{Why: "the same papers again", Store: w.Marked}
-	case w.Mark.Zero() && w.StopAfterKnown > 0 && w.KnownRun >= w.StopAfterKnown:
+	case len(w.Marks) == 0 && w.StopAfterKnown > 0 && w.KnownRun >= w.StopAfterKnown:
 		return WalkEnd{Why: "known papers only", Store: w.Marked}
 	}
 	last := w.Page - 1
-	mark := w.Mark
-	switch {
-	case mark.Zero():
-		mark = ledger.WalkMark{Page: last, Papers: MarkOf(d.Papers)}
-	case last >= mark.Page:
-		// Not passed yet, though walked from its page on: it lies beyond.
-		mark.Page = last
+	marks := slices.Clone(w.Marks)
+	if len(marks) > 0 && last >= marks[0].Page && d.Records > 0 && d.KnownBefore == d.Records {
+		// Between the first mark's page and the mark: papers delivered
+		// before, nothing new. The mark lies further down.
+		marks[0].Page = last
+	} else {
+		marks = append([]ledger.WalkMark{{Page: last, Papers: MarkOf(d.Papers)}}, marks...)
 	}
-	return WalkEnd{Why: "max pages", Incomplete: true, Mark: mark, Store: true}
+	end := WalkEnd{Why: "max pages", Incomplete: true, Marks: marks, Store: true}
+	if len(marks) > MaxMarks {
+		end.Marks, end.Dropped = marks[:MaxMarks], marks[MaxMarks:]
+	}
+	return end
 }
 
 // MarkOf is the mark of a page's papers: their ids and DOI keys.
@@ -114,7 +135,7 @@ func holds(papers []ledger.Paper, mark []string) bool {
 // stop it early), after StopAfterRepeat pages in a row that held no paper
 // not already met in this run (a site that answers every page number with
 // the same papers), at the last page the pager names, and after MaxPages
-// pages. A walk with a mark carries on past it first (see Walk). When it
+// pages. A walk with marks carries on past them first (see Walk). When it
 // stops, End says how.
 func (w Walk) Next(d Delivered) (Walk, bool) {
 	next := w
@@ -130,25 +151,33 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	} else {
 		next.RepeatRun = 0
 	}
-	if !w.Mark.Zero() {
-		carrying := w.Page >= w.Mark.Page
-		switch {
-		case holds(d.Papers, w.Mark.Papers), carrying && d.KnownBefore < d.Records:
-			next.Mark, next.KnownRun = ledger.WalkMark{}, 0 // passed
-		case carrying:
+	for len(next.Marks) > 0 {
+		m := next.Marks[0]
+		carrying := w.Page >= m.Page
+		if holds(d.Papers, m.Papers) || carrying && next.SeenKnown && d.KnownBefore < d.Records {
+			next.Marks, next.KnownRun, next.SeenKnown = next.Marks[1:], 0, false // passed
+			continue
+		}
+		if carrying {
 			next.KnownRun = 0 // known papers do not stop it here
 		}
+		break
+	}
+	if len(next.Marks) == 0 {
+		next.Marks = nil
+	} else if d.KnownBefore > 0 && !holds(d.Papers, w.Marks[0].Papers) {
+		next.SeenKnown = true
 	}
 	knownStop := w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown
 	switch {
 	case d.Last, w.StopAfterRepeat > 0 && next.RepeatRun >= w.StopAfterRepeat:
 		return next, false
-	case knownStop && next.Mark.Zero():
+	case knownStop && len(next.Marks) == 0:
 		return next, false
 	case next.Walked >= w.MaxPages:
 		return next, false
 	case knownStop:
-		next.Page, next.KnownRun = max(next.Page, next.Mark.Page), 0 // jump to the mark
+		next.Page, next.KnownRun = max(next.Page, next.Marks[0].Page), 0 // jump to the mark
 	}
 	return next, true
 }
@@ -165,7 +194,11 @@ func (r *Run) EndWalk(ctx context.Context, journal int64, w Walk, d Delivered) e
 	if end.Incomplete {
 		r.sum.addIncomplete(journal, last)
 		r.log.Warn("nightly walk stopped at nightly.max_pages with older pages not reached: the next nightly carries on from there",
-			"journal", journal, "page", last, "max_pages", w.MaxPages, "carry_on_from_page", end.Mark.Page)
+			"journal", journal, "page", last, "max_pages", w.MaxPages, "carry_on_from_page", end.Marks[0].Page, "marks", len(end.Marks))
+		if len(end.Dropped) > 0 {
+			r.log.Error("too many nightly walks in a row stopped at nightly.max_pages: the deepest unreached pages are left to a backfill; raise nightly.max_pages",
+				"journal", journal, "from_page", end.Dropped[0].Page)
+		}
 	} else {
 		r.log.Info("nightly walk done", "journal", journal, "page", last, "why", end.Why, "known_pages_in_a_row", w.KnownRun)
 	}
@@ -173,7 +206,7 @@ func (r *Run) EndWalk(ctx context.Context, journal int64, w Walk, d Delivered) e
 	if !ok || !end.Store {
 		return nil
 	}
-	if err := marks.SetWalkMark(ctx, journal, end.Mark); err != nil {
+	if err := marks.SetWalkMarks(ctx, journal, end.Marks); err != nil {
 		return fmt.Errorf("journal %d: remember where the nightly walk stopped: %w", journal, err)
 	}
 	return nil
@@ -190,13 +223,13 @@ func (r *Run) StartWalk(ctx context.Context, journal int64, w Walk) (Walk, error
 	return LoadMark(ctx, marks, journal, w)
 }
 
-// LoadMark gives w the journal's mark from marks.
+// LoadMark gives w the journal's marks from marks.
 func LoadMark(ctx context.Context, marks ledger.WalkMarks, journal int64, w Walk) (Walk, error) {
-	mark, err := marks.WalkMark(ctx, journal)
+	ms, err := marks.WalkMarks(ctx, journal)
 	if err != nil {
 		return w, fmt.Errorf("journal %d: read where the last nightly walk stopped: %w", journal, err)
 	}
-	w.Mark, w.Marked = mark, !mark.Zero()
+	w.Marks, w.Marked = ms, len(ms) > 0
 	return w, nil
 }
 

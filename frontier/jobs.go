@@ -32,10 +32,11 @@ type Job struct {
 	StopAfterRepeat int  `json:"stop_after_repeat,omitempty"`
 	MaxPages        int  `json:"max_pages,omitempty"`
 	Walked          int  `json:"walked,omitempty"` // pages walked so far
-	// Mark and Marked are the walk's (engine.Walk): where the last walk
-	// stopped at MaxPages, until this walk has passed it.
-	Mark   *ledger.WalkMark `json:"mark,omitempty"`
-	Marked bool             `json:"marked,omitempty"`
+	// Marks and Marked are the walk's (engine.Walk): where earlier walks
+	// stopped at MaxPages, until this walk has passed them.
+	Marks     []ledger.WalkMark `json:"marks,omitempty"`
+	Marked    bool              `json:"marked,omitempty"`
+	SeenKnown bool              `json:"seen_known,omitempty"`
 }
 
 // Subject is the job's subject: one per page of a journal
@@ -60,13 +61,10 @@ func (j Job) MsgID() string {
 // Walk is the nightly walk a job stands at.
 func (j Job) Walk() engine.Walk {
 	w := engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, Walked: j.Walked, StopAfterKnown: j.StopAfterKnown,
-		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marked: j.Marked}
-	if j.Mark != nil {
-		w.Mark = *j.Mark
-	}
+		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, SeenKnown: j.SeenKnown}
 	// A job enqueued before walks counted their pages: its page is how
 	// many it walked.
-	if w.Walked == 0 && w.Page > 1 && w.Mark.Zero() {
+	if w.Walked == 0 && w.Page > 1 && !w.Marked {
 		w.Walked = w.Page - 1
 	}
 	return w
@@ -74,12 +72,7 @@ func (j Job) Walk() engine.Walk {
 
 // WithWalk is the job at the walk's next page.
 func (j Job) WithWalk(w engine.Walk) Job {
-	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marked = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marked
-	j.Mark = nil
-	if !w.Mark.Zero() {
-		m := w.Mark
-		j.Mark = &m
-	}
+	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marks, j.Marked, j.SeenKnown = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marks, w.Marked, w.SeenKnown
 	return j
 }
 

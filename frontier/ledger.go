@@ -107,32 +107,35 @@ var _ ledger.WalkMarks = (*Ledger)(nil)
 // walkKey is the bucket key of a journal's nightly walk mark.
 func walkKey(journal int64) string { return "walk." + strconv.FormatInt(journal, 10) }
 
-// WalkMark is the journal's nightly walk mark (see ledger.WalkMarks).
-func (l *Ledger) WalkMark(ctx context.Context, journal int64) (ledger.WalkMark, error) {
-	var mark ledger.WalkMark
+// WalkMarks are the journal's nightly walk marks (see ledger.WalkMarks).
+func (l *Ledger) WalkMarks(ctx context.Context, journal int64) ([]ledger.WalkMark, error) {
 	e, err := l.kv.Get(ctx, walkKey(journal))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return mark, nil
+		return nil, nil
 	}
 	if err != nil {
-		return mark, fmt.Errorf("papers bucket: %w", err)
+		return nil, fmt.Errorf("papers bucket: %w", err)
 	}
-	if err := json.Unmarshal(e.Value(), &mark); err != nil {
-		return mark, fmt.Errorf("papers bucket: %s: %w", walkKey(journal), err)
+	var marks []ledger.WalkMark
+	if err := json.Unmarshal(e.Value(), &marks); err != nil {
+		return nil, fmt.Errorf("papers bucket: %s: %w", walkKey(journal), err)
 	}
-	return mark, nil
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	return marks, nil
 }
 
-// SetWalkMark stores the journal's mark; a zero one clears it.
-func (l *Ledger) SetWalkMark(ctx context.Context, journal int64, mark ledger.WalkMark) error {
-	if mark.Zero() {
+// SetWalkMarks stores the journal's marks; none clears them.
+func (l *Ledger) SetWalkMarks(ctx context.Context, journal int64, marks []ledger.WalkMark) error {
+	if len(marks) == 0 {
 		err := l.kv.Delete(ctx, walkKey(journal))
 		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return fmt.Errorf("papers bucket: %w", err)
 		}
 		return nil
 	}
-	v, err := json.Marshal(mark)
+	v, err := json.Marshal(marks)
 	if err != nil {
 		return err
 	}

@@ -113,13 +113,11 @@ type WalkMark struct {
 	Papers []string `json:"papers"`
 }
 
-// Zero says there is no mark.
-func (m WalkMark) Zero() bool { return len(m.Papers) == 0 }
-
-// WalkMarks is the optional ability to remember each journal's WalkMark.
+// WalkMarks is the optional ability to remember each journal's marks,
+// topmost first.
 type WalkMarks interface {
-	// WalkMark is the journal's mark (zero: none).
-	WalkMark(ctx context.Context, journal int64) (WalkMark, error)
-	// SetWalkMark stores the journal's mark; a zero one clears it.
-	SetWalkMark(ctx context.Context, journal int64, mark WalkMark) error
+	// WalkMarks are the journal's marks (none: nil).
+	WalkMarks(ctx context.Context, journal int64) ([]WalkMark, error)
+	// SetWalkMarks stores the journal's marks; none clears them.
+	SetWalkMarks(ctx context.Context, journal int64, marks []WalkMark) error
 }

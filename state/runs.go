@@ -160,31 +160,34 @@ func ReadSnapshot(dir string) (Snapshot, error) {
 
 func journalKey(j int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(j)) }
 
-// WalkMark is the journal's nightly walk mark (see ledger.WalkMarks).
-func (s *Store) WalkMark(ctx context.Context, journal int64) (ledger.WalkMark, error) {
-	var mark ledger.WalkMark
+// WalkMarks are the journal's nightly walk marks (see ledger.WalkMarks).
+func (s *Store) WalkMarks(ctx context.Context, journal int64) ([]ledger.WalkMark, error) {
 	if err := ctx.Err(); err != nil {
-		return mark, err
+		return nil, err
 	}
+	var marks []ledger.WalkMark
 	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketWalks)
 		if b == nil {
 			return nil
 		}
 		if v := b.Get(journalKey(journal)); v != nil {
-			return s.decode(v, &mark)
+			return s.decode(v, &marks)
 		}
 		return nil
 	})
-	return mark, err
+	if len(marks) == 0 {
+		marks = nil
+	}
+	return marks, err
 }
 
-// SetWalkMark stores the journal's mark; a zero one clears it.
-func (s *Store) SetWalkMark(ctx context.Context, journal int64, mark ledger.WalkMark) error {
+// SetWalkMarks stores the journal's marks; none clears them.
+func (s *Store) SetWalkMarks(ctx context.Context, journal int64, marks []ledger.WalkMark) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	v, err := json.Marshal(mark)
+	v, err := json.Marshal(marks)
 	if err != nil {
 		return err
 	}
@@ -193,7 +196,7 @@ func (s *Store) SetWalkMark(ctx context.Context, journal int64, mark ledger.Walk
 		if err != nil {
 			return err
 		}
-		if mark.Zero() {
+		if len(marks) == 0 {
 			return b.Delete(journalKey(journal))
 		}
 		return b.Put(journalKey(journal), v)

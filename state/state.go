@@ -35,7 +35,7 @@ var (
 	bucketPages  = []byte("pages")  // journal(8) page(4) → PageStatus JSON
 	bucketMeta   = []byte("meta")   // sink_token, schema
 	bucketRuns   = []byte("runs")   // run id → Run JSON
-	bucketWalks  = []byte("walks")  // journal(8) → the nightly walk's mark (JSON array)
+	bucketWalks  = []byte("walks")  // journal(8) → the nightly walk's marks (JSON array)
 	keySinkToken = []byte("sink_token")
 	keyFreelist  = []byte("freelist") // "synced": written by a version that keeps the free-page list
 )

@@ -30,7 +30,7 @@ type crawlFlags struct {
 
 func (f *crawlFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.Int64SliceVar(&f.journals, "journal", nil, "`J`, a journal id to crawl (repeatable); replaces the configured journals")
+	fl.Int64SliceVar(&f.journals, "journal", nil, "a journal id `J` to crawl (repeatable); replaces the configured journals")
 	hideDefault(cmd, "journal")
 	f.registerSite(cmd)
 	fl.StringVar(&f.stateDir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
@@ -44,7 +44,7 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
-	fl.StringArrayVar(&f.sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
+	fl.StringArrayVar(&f.sinks, "sink", nil, "a sink `URL` (repeatable; replaces the configured sinks; default: standard output)")
 	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight per host (default: fetch.concurrency)")
 	fl.DurationVar(&f.delay, "delay", 0, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
@@ -120,7 +120,7 @@ func newBackfillCmd() *cobra.Command {
 	var pages string
 	var noResume, redeliver bool
 	cmd := &cobra.Command{
-		Use:   "backfill --journal J [--journal J2 …] --pages A-B",
+		Use:   "backfill --journal J [--journal J2 …] --pages A-B|A-|A",
 		Short: "Fetch a range of listing pages (resumable)",
 		Long: `backfill fetches pages A to B (or A- until the listing ends) of each
 journal, delivers the papers not delivered before to the sinks, and

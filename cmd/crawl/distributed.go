@@ -150,7 +150,7 @@ enqueued again.`,
 		},
 	}
 	ff.register(cmd, true)
-	cmd.Flags().Int64SliceVar(&journals, "journal", nil, "`J`, a journal id (repeatable); default: the configured journals")
+	cmd.Flags().Int64SliceVar(&journals, "journal", nil, "a journal id `J` (repeatable; default: the configured journals)")
 	hideDefault(cmd, "journal")
 	cmd.Flags().StringVar(&pages, "pages", "", "pages A-B, or a page A")
 	cmd.Flags().BoolVar(&nightly, "nightly", false, "enqueue the nightly walk of each journal")

@@ -255,12 +255,12 @@ fields: the site's layout has probably changed), 130 interrupted
 	}
 	root.SetVersionTemplate("crawl {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentFlags().String("config", config.DefaultPath, "configuration file (may be absent when not given explicitly)")
+	root.PersistentFlags().String("config", config.DefaultPath, "configuration `FILE`; the default one may be absent, one given must exist")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
 	root.PersistentFlags().String("metrics-addr", "", "serve Prometheus metrics (/metrics) on this address, e.g. 127.0.0.1:9090")
 	root.PersistentFlags().String("metrics-file", "", "at the end, write the metrics to this file in node_exporter's textfile format (atomically), for one-shot runs")
-	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr (off by default; never the command line)")
+	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr; /debug/pprof/cmdline is never served")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
 			if err := checkWritableDir(path); err != nil {

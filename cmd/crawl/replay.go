@@ -98,7 +98,7 @@ parser fix to re-derive records from what was fetched.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")
-	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "sink URL (repeatable); replaces the configured sinks; default stdout")
+	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "a sink `URL` (repeatable; replaces the configured sinks; default: standard output)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	cmd.Flags().BoolVar(&appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
 	return cmd

@@ -174,31 +174,32 @@ func walkMarks(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledge
 	if !ok {
 		t.Skip("no WalkMarks")
 	}
-	if m, err := wm.WalkMark(ctx, 7); err != nil || !m.Zero() {
-		t.Fatalf("a fresh ledger's mark: %+v (%v)", m, err)
+	if m, err := wm.WalkMarks(ctx, 7); err != nil || m != nil {
+		t.Fatalf("a fresh ledger's marks: %+v (%v)", m, err)
 	}
-	mark := ledger.WalkMark{Page: 12, Papers: []string{"p1", "doi:10.1/x", "p2"}}
-	if err := wm.SetWalkMark(ctx, 7, mark); err != nil {
+	marks := []ledger.WalkMark{{Page: 3, Papers: []string{"p9"}}, {Page: 12, Papers: []string{"p1", "doi:10.1/x", "p2"}}}
+	if err := wm.SetWalkMarks(ctx, 7, marks); err != nil {
 		t.Fatal(err)
 	}
-	if err := wm.SetWalkMark(ctx, 8, ledger.WalkMark{Page: 3, Papers: []string{"q"}}); err != nil {
+	if err := wm.SetWalkMarks(ctx, 8, []ledger.WalkMark{{Page: 3, Papers: []string{"q"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if reopen != nil {
 		l = reopen()
 		wm = l.(ledger.WalkMarks)
 	}
-	if m, err := wm.WalkMark(ctx, 7); err != nil || m.Page != 12 || !slices.Equal(m.Papers, mark.Papers) {
-		t.Errorf("journal 7's mark: %+v (%v), want %+v", m, err, mark)
+	got, err := wm.WalkMarks(ctx, 7)
+	if err != nil || len(got) != 2 || got[0].Page != 3 || got[1].Page != 12 || !slices.Equal(got[1].Papers, marks[1].Papers) {
+		t.Errorf("journal 7's marks: %+v (%v), want %+v", got, err, marks)
 	}
-	if err := wm.SetWalkMark(ctx, 7, ledger.WalkMark{}); err != nil {
+	if err := wm.SetWalkMarks(ctx, 7, nil); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := wm.WalkMark(ctx, 7); err != nil || !m.Zero() {
-		t.Errorf("journal 7's cleared mark: %+v (%v)", m, err)
+	if m, err := wm.WalkMarks(ctx, 7); err != nil || m != nil {
+		t.Errorf("journal 7's cleared marks: %+v (%v)", m, err)
 	}
-	if m, err := wm.WalkMark(ctx, 8); err != nil || m.Page != 3 || len(m.Papers) != 1 {
-		t.Errorf("journal 8's mark after clearing 7's: %+v (%v)", m, err)
+	if m, err := wm.WalkMarks(ctx, 8); err != nil || len(m) != 1 || m[0].Page != 3 {
+		t.Errorf("journal 8's marks after clearing 7's: %+v (%v)", m, err)
 	}
 }
 
