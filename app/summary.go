@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -85,9 +86,15 @@ func (e *Env) printSummary(r RunReport, s *engine.Summary) {
 		}
 	}
 	for _, w := range r.IncompleteWalks {
-		fmt.Fprintf(e.Stderr, "  incomplete: journal %d: the walk stopped at nightly.max_pages (page %d) before known papers; the next nightly carries on from there\n", w.Journal, w.Page)
+		fmt.Fprintf(e.Stderr, "  incomplete: %s\n", IncompleteText(w))
 	}
 	for _, pf := range r.Failures {
 		fmt.Fprintf(e.Stderr, "  failed: journal %d page %d: %s\n", pf.Journal, pf.Page, pf.Error)
 	}
+}
+
+// IncompleteText says what an incomplete walk means, in a line.
+func IncompleteText(w engine.IncompleteWalk) string {
+	return fmt.Sprintf("journal %d: the walk stopped at page %d (%s) before known papers; the next nightly carries on from there",
+		w.Journal, w.Page, cmp.Or(w.Why, engine.WhyMaxPages))
 }

@@ -353,7 +353,7 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 	if s.PapersNew.Load() != 100 || fetched != 5 {
 		t.Fatalf("night 1: %s, %d pages fetched", s, fetched)
 	}
-	if iw := s.IncompleteWalks(); len(iw) != 1 || iw[0] != (engine.IncompleteWalk{Journal: j, Page: 5}) {
+	if iw := s.IncompleteWalks(); len(iw) != 1 || iw[0] != (engine.IncompleteWalk{Journal: j, Page: 5, Why: engine.WhyMaxPages}) {
 		t.Errorf("night 1's incomplete walks: %+v", iw)
 	}
 	if len(marks) != 1 || marks[0].Page != 5 || !slices.Contains(marks[0].Papers, "8000080") || !slices.Contains(marks[0].Papers, "8000099") {
@@ -443,6 +443,72 @@ func TestNightlyNeverLeavesAPageBehind(t *testing.T) {
 					t.Errorf("paper %s was never delivered (%d of %d delivered)", id, len(got), len(listing))
 					break
 				}
+			}
+		})
+	}
+}
+
+// A walk cut short — a page that fails once, or the run stopped by its
+// first signal — leaves a mark at its last page like one stopped at
+// max_pages: the next nightly carries on from there instead of stopping at
+// the known papers above, with or without an older mark pending.
+func TestNightlyCutShortCarriesOn(t *testing.T) {
+	for _, tc := range []string{"failed", "failed-with-mark", "stopped"} {
+		t.Run(tc, func(t *testing.T) {
+			site := testsite.New()
+			srv := httptest.NewServer(site)
+			defer srv.Close()
+			const j = 4346
+			listing := ids("8200", 200)
+			site.SetListing(j, listing, 20)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "papers.jsonl")
+			maxPages := 50
+			night := func(n int, stop chan struct{}) *engine.Summary {
+				r := start(t, config(srv), filepath.Join(dir, "state"), out, fmt.Sprint("n", n))
+				defer r.close()
+				if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: maxPages, Stop: stop}); err != nil {
+					t.Fatal(err)
+				}
+				return r.r.Summary()
+			}
+			var stop chan struct{}
+			switch tc {
+			case "failed": // night 1 reads all 10 pages; 10 new pages arrive; page 6 fails once
+				night(1, nil)
+				listing = append(ids("8300", 200), listing...)
+				site.SetListing(j, listing, 20)
+				site.Inject(testsite.PagePath(j, 6), testsite.Fault{Kind: testsite.Status, Status: 403})
+			case "failed-with-mark": // a mark at page 3, then page 6 fails once past it
+				maxPages = 3
+				night(1, nil)
+				maxPages = 50
+				site.Inject(testsite.PagePath(j, 6), testsite.Fault{Kind: testsite.Status, Status: 403})
+			case "stopped": // the first signal arrives while page 4 is served
+				stop = make(chan struct{})
+				site.AfterServe(testsite.PagePath(j, 4), func() { close(stop) })
+			}
+			s := night(2, stop)
+			if iw := s.IncompleteWalks(); len(iw) != 1 || iw[0].Why == engine.WhyMaxPages {
+				t.Errorf("the cut walk: incomplete walks %+v", iw)
+			}
+			for n := 3; n <= 5; n++ {
+				night(n, nil)
+			}
+			got := readIDs(t, out)
+			missing := 0
+			for _, id := range listing {
+				if got[id] == 0 {
+					missing++
+				}
+			}
+			for id, c := range got {
+				if c != 1 {
+					t.Errorf("paper %s delivered %d times", id, c)
+				}
+			}
+			if missing > 0 {
+				t.Errorf("%d of %d papers never delivered", missing, len(listing))
 			}
 		})
 	}

@@ -63,7 +63,7 @@ const MaxMarks = 64
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
-	Why string // "last page", "known papers only", "the same papers again" or "max pages"
+	Why string // "last page", "known papers only", "the same papers again", or why it was cut (WhyMaxPages, …)
 	// Incomplete: the walk stopped at MaxPages with older pages it never
 	// reached; Marks are where the next walk carries on.
 	Incomplete bool
@@ -86,7 +86,20 @@ func (w Walk) End(d Delivered) WalkEnd {
 	case len(w.Marks) == 0 && w.StopAfterKnown > 0 && w.KnownRun >= w.StopAfterKnown:
 		return WalkEnd{Why: "known papers only", Store: w.Marked}
 	}
-	last := w.Page - 1
+	return w.cut(d, w.Page-1, WhyMaxPages)
+}
+
+// Why a walk stopped before its rule ended it (IncompleteWalk.Why).
+const (
+	WhyMaxPages   = "nightly.max_pages"
+	WhyFailedPage = "a failed page"
+	WhyStopped    = "the run was stopped"
+)
+
+// cut is how a walk ends that stopped short of known papers after page
+// last, delivered as d: at MaxPages, at a failed page, or when the run was
+// stopped. It leaves a mark where it stopped.
+func (w Walk) cut(d Delivered, last int, why string) WalkEnd {
 	marks := slices.Clone(w.Marks)
 	if len(marks) > 0 && last >= marks[0].Page && d.Records > 0 && d.KnownBefore == d.Records {
 		// Between the first mark's page and the mark: papers delivered
@@ -95,7 +108,7 @@ func (w Walk) End(d Delivered) WalkEnd {
 	} else {
 		marks = append([]ledger.WalkMark{{Page: last, Papers: MarkOf(d.Papers)}}, marks...)
 	}
-	end := WalkEnd{Why: "max pages", Incomplete: true, Marks: marks, Store: true}
+	end := WalkEnd{Why: why, Incomplete: true, Marks: marks, Store: true}
 	if len(marks) > MaxMarks {
 		end.Marks, end.Dropped = marks[:MaxMarks], marks[MaxMarks:]
 	}
@@ -189,12 +202,30 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 // mark is set or cleared in the ledger when it keeps marks
 // (ledger.WalkMarks).
 func (r *Run) EndWalk(ctx context.Context, journal int64, w Walk, d Delivered) error {
-	end := w.End(d)
-	last := w.Page - 1
+	return r.endWalk(ctx, journal, w, w.Page-1, w.End(d))
+}
+
+// StopWalk ends a journal's walk that did not end by its rule: the page
+// after last (the last page it delivered, as d; 0: none) was past the end
+// of the listing (the walk is complete), or failed, or the run was stopped
+// (why: WhyFailedPage, WhyStopped). A walk cut short leaves a mark at its
+// last page, as one stopped at MaxPages does, so the next walk carries on
+// from there.
+func (r *Run) StopWalk(ctx context.Context, journal int64, w Walk, last int, d Delivered, pastEnd bool, why string) error {
+	switch {
+	case pastEnd:
+		return r.endWalk(ctx, journal, w, last, WalkEnd{Why: "past the end", Store: w.Marked})
+	case last == 0:
+		return nil // nothing delivered: the marks stay as they were
+	}
+	return r.endWalk(ctx, journal, w, last, w.cut(d, last, why))
+}
+
+func (r *Run) endWalk(ctx context.Context, journal int64, w Walk, last int, end WalkEnd) error {
 	if end.Incomplete {
-		r.sum.addIncomplete(journal, last)
-		r.log.Warn("nightly walk stopped at nightly.max_pages with older pages not reached: the next nightly carries on from there",
-			"journal", journal, "page", last, "max_pages", w.MaxPages, "carry_on_from_page", end.Marks[0].Page, "marks", len(end.Marks))
+		r.sum.addIncomplete(journal, last, end.Why)
+		r.log.Warn("nightly walk stopped short of known papers, with older pages not reached: the next nightly carries on from there",
+			"journal", journal, "page", last, "why", end.Why, "max_pages", w.MaxPages, "carry_on_from_page", end.Marks[0].Page, "marks", len(end.Marks))
 		if len(end.Dropped) > 0 {
 			r.log.Error("too many nightly walks in a row stopped at nightly.max_pages: the deepest unreached pages are left to a backfill; raise nightly.max_pages",
 				"journal", journal, "from_page", end.Dropped[0].Page)
@@ -267,15 +298,26 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 				cancel(err)
 				return
 			}
-			for ctx.Err() == nil && !stopped(o.Stop) {
+			last, lastD := 0, Delivered{} // the last page delivered
+			for ctx.Err() == nil {
+				if stopped(o.Stop) {
+					if err := r.StopWalk(ctx, journal, w, last, lastD, false, WhyStopped); err != nil {
+						cancel(err)
+					}
+					return
+				}
 				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{})
 				if err != nil {
 					cancel(err)
 					return
 				}
 				if oc.Result != Done {
-					return // past the end, or failed
+					if err := r.StopWalk(ctx, journal, w, last, lastD, oc.Result == PastEnd, WhyFailedPage); err != nil {
+						cancel(err)
+					}
+					return
 				}
+				last, lastD = w.Page, oc.Delivered
 				var goOn bool
 				if w, goOn = w.Next(oc.Delivered); !goOn {
 					if err := r.EndWalk(ctx, journal, w, oc.Delivered); err != nil {

@@ -48,11 +48,13 @@ type JournalCounts struct {
 	PapersKnown  int64 `json:"papers_known"`
 }
 
-// IncompleteWalk is a nightly walk that stopped at nightly.max_pages
-// before known papers: the next nightly carries on past Page's papers.
+// IncompleteWalk is a nightly walk that stopped short of known papers
+// (at nightly.max_pages, at a failed page, or when the run was stopped):
+// the next nightly carries on past Page's papers.
 type IncompleteWalk struct {
-	Journal int64 `json:"journal"`
-	Page    int   `json:"page"` // the last page reached
+	Journal int64  `json:"journal"`
+	Page    int    `json:"page"`          // the last page delivered
+	Why     string `json:"why,omitempty"` // engine.WhyMaxPages, …
 }
 
 // FetchSecondsBounds are the upper bounds, in seconds, of the buckets of
@@ -221,9 +223,9 @@ func (s *Summary) addFetchTime(seconds float64) {
 	s.mu.Unlock()
 }
 
-func (s *Summary) addIncomplete(j int64, page int) {
+func (s *Summary) addIncomplete(j int64, page int, why string) {
 	s.mu.Lock()
-	s.incomplete = append(s.incomplete, IncompleteWalk{Journal: j, Page: page})
+	s.incomplete = append(s.incomplete, IncompleteWalk{Journal: j, Page: page, Why: why})
 	s.mu.Unlock()
 }
 

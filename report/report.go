@@ -116,6 +116,7 @@ type incompleteRow struct {
 	Started time.Time
 	Journal int64
 	Page    int
+	Why     string
 }
 
 // page is what the template fills in.
@@ -128,6 +129,7 @@ type page struct {
 	Failures        []failureRow
 	MoreFailures    int
 	Incomplete      []incompleteRow
+	MoreIncomplete  int
 	First, Last     time.Time
 	TotalNew        int64
 	TotalPages      int64
@@ -181,7 +183,11 @@ func Write(w io.Writer, d Data) error {
 			pg.Failures = append(pg.Failures, row)
 		}
 		for _, iw := range v.Summary.IncompleteWalks {
-			pg.Incomplete = append(pg.Incomplete, incompleteRow{Run: v.ID, Started: v.Started, Journal: iw.Journal, Page: iw.Page})
+			if len(pg.Incomplete) == maxFailureRows {
+				pg.MoreIncomplete++
+				continue
+			}
+			pg.Incomplete = append(pg.Incomplete, incompleteRow{Run: v.ID, Started: v.Started, Journal: iw.Journal, Page: iw.Page, Why: cmp.Or(iw.Why, engine.WhyMaxPages)})
 		}
 	}
 	charts, err := buildCharts(old, d)

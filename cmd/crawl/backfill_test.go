@@ -179,12 +179,12 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 	if code != exitOK || countLines(t, out) != 60 {
 		t.Fatalf("first night: exit %d, %d papers: %s", code, countLines(t, out), errs)
 	}
-	for _, want := range []string{"nightly walk stopped at nightly.max_pages", "incomplete: journal 78: the walk stopped at nightly.max_pages (page 3)"} {
+	for _, want := range []string{"nightly walk stopped short of known papers", "why=nightly.max_pages", "incomplete: journal 78: the walk stopped at page 3 (nightly.max_pages)"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("the first night does not say %q: %s", want, errs)
 		}
 	}
-	if _, stdout, _ := crawl(t, "runs", "show", "latest", "--state-dir", stateDir); !strings.Contains(stdout, "incomplete: journal 78") {
+	if _, stdout, _ := crawl(t, "runs", "show", "latest", "--state-dir", stateDir); !strings.Contains(stdout, "journal 78: the walk stopped at page 3") {
 		t.Errorf("runs show: %s", stdout)
 	}
 	rep := filepath.Join(dir, "report.html")
@@ -197,7 +197,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 	// Night 2, nothing new: page 1 is all known, but the walk jumps to the
 	// mark's page (3) and goes past it, to page 4, its third page.
 	code, _, errs = crawl(t, args...)
-	if code != exitOK || countLines(t, out) != 80 || !strings.Contains(errs, "incomplete: journal 78: the walk stopped at nightly.max_pages (page 4)") {
+	if code != exitOK || countLines(t, out) != 80 || !strings.Contains(errs, "incomplete: journal 78: the walk stopped at page 4 (nightly.max_pages)") {
 		t.Errorf("second night: exit %d, %d papers: %s", code, countLines(t, out), errs)
 	}
 	// Night 3: on from page 4 to the last page; the walk is complete.

@@ -306,11 +306,11 @@ func printRun(w io.Writer, v app.RunView) error {
 			row("fetch times", "%s", strings.Join(parts, ", "))
 		}
 	}
+	for _, iw := range s.IncompleteWalks {
+		row("incomplete", "%s", app.IncompleteText(iw))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
-	}
-	for _, iw := range s.IncompleteWalks {
-		fmt.Fprintf(w, "incomplete: journal %d: the walk stopped at nightly.max_pages (page %d) before known papers; the next nightly carries on from there\n", iw.Journal, iw.Page)
 	}
 	if len(s.PerJournal) > 0 {
 		fmt.Fprintln(w, "\nper journal:")
