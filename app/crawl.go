@@ -65,38 +65,50 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, err
 	}
 	defer st.Close()
+	// The run is in the history from the moment it holds the state, and
+	// runs.json says so to crawl runs and crawl report until it ends.
+	host, _ := os.Hostname()
+	hist := state.Run{ID: runID, Kind: c.Kind, Started: time.Now(), Journals: c.Journals, PID: os.Getpid(), Host: host}
+	if err := st.WriteSnapshot(hist); err != nil {
+		e.log().Warn("crawl runs will not show the history while this run goes on", "error", err)
+	}
+	if err := st.PutRun(hist); err != nil {
+		return nil, fmt.Errorf("run history: %w", err)
+	}
+	// A run that fails before it fetches (a sink that cannot be opened, a
+	// report that cannot be written) is recorded with its error.
+	sum := engine.NewSummary()
+	early := func(err error) (*engine.Summary, error) {
+		rep := newRunReport(runID, c.Kind, sum, nil, err)
+		rep.Journals = c.Journals
+		code := e.exitCode(err)
+		rep.ExitCode = &code
+		data, _ := json.Marshal(rep)
+		hist.Finished, hist.Summary = time.Now(), data
+		st.PutRun(hist)
+		return nil, err
+	}
 	out, err := OpenSinks(ctx, c.Sinks, e.Stdout, e.Log, e.Metrics)
 	if err != nil {
-		return nil, err
+		return early(err)
 	}
 	defer out.Close()
 	if err := restore(ctx, st, out); err != nil {
-		return nil, err
+		return early(err)
 	}
 	fcfg := FetcherConfig(cfg)
 	fcfg.Transport, fcfg.Metrics = rt, e.Metrics.fetch()
 	fetch, err := crawler.New(fcfg, e.log())
 	if err != nil {
-		return nil, err
+		return early(err)
 	}
-	sum := engine.NewSummary()
 	var report *reportFile
 	if c.Report != "" {
-		if report, err = openReport(c.Report); err != nil {
-			return nil, err
+		if report, err = openReport(c.Report, c.StateDir); err != nil {
+			return early(err)
 		}
 		defer report.discard()
 		sum.LogPagesTo(report.pages())
-	}
-	started := time.Now()
-	host, _ := os.Hostname()
-	hist := state.Run{ID: runID, Kind: c.Kind, Started: started, Journals: c.Journals, PID: os.Getpid(), Host: host}
-	if err := st.PutRun(hist); err != nil {
-		return nil, fmt.Errorf("run history: %w", err)
-	}
-	// What crawl runs and crawl report show while this run holds the state.
-	if err := st.WriteSnapshot(hist); err != nil {
-		e.log().Warn("crawl runs will not show the history while this run goes on", "error", err)
 	}
 
 	run := engine.Start(engine.Options{ID: runID, Fetcher: fetch, Ledger: st, Sink: out, StopWhenUnreachable: true,

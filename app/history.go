@@ -1,9 +1,11 @@
 package app
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -175,12 +177,13 @@ func view(r state.Run, thresholds config.Quality) RunView {
 	}
 	if r.Finished.IsZero() {
 		v.Status = StatusKilled
-	} else {
-		v.DurationSeconds = r.Finished.Sub(r.Started).Seconds()
+	} else if d := r.Finished.Sub(r.Started).Seconds(); d >= 0 && d <= maxRunSeconds {
+		v.DurationSeconds = d
 	}
 	if len(r.Summary) > 0 {
 		var rep RunReport
 		if json.Unmarshal(r.Summary, &rep) == nil {
+			sanitize(&rep)
 			v.Summary = &rep
 			v.ExitCode = rep.ExitCode
 			if len(v.Journals) == 0 {
@@ -204,6 +207,55 @@ func view(r state.Run, thresholds config.Quality) RunView {
 	return v
 }
 
+// sanitize drops or clamps what a summary cannot mean (a file edited by
+// hand, a --report file from elsewhere), so that one odd run cannot stop
+// a listing or a report: a histogram whose buckets are not the crawl's, a
+// threshold that is no share, a duration beyond any run, counts below 0.
+func sanitize(rep *RunReport) {
+	if h := rep.FetchSeconds; h != nil {
+		if !slices.Equal(h.LE, engine.FetchSecondsBounds) || len(h.Counts) != len(h.LE)+1 {
+			rep.FetchSeconds = nil
+		} else {
+			for i, c := range h.Counts {
+				h.Counts[i] = max(c, 0)
+			}
+		}
+	}
+	if t := rep.QualityThresholds; t != nil {
+		for _, v := range []float64{t.MinTitleShare, t.MinDOIShare, t.MinAuthorsShare, t.MinPublishedShare} {
+			if !(v >= 0 && v <= 1) {
+				rep.QualityThresholds = nil
+				break
+			}
+		}
+		if t := rep.QualityThresholds; t != nil && !(t.MinPapersPerPage >= 0 && t.MinPapersPerPage <= 1e4) {
+			rep.QualityThresholds = nil
+		}
+	}
+	if !(rep.DurationSeconds >= 0 && rep.DurationSeconds <= maxRunSeconds) {
+		rep.DurationSeconds = 0
+	}
+	for _, m := range []map[string]int64{rep.Pages, rep.Papers} {
+		for k, n := range m {
+			m[k] = max(n, 0)
+		}
+	}
+	for k, n := range rep.Retries {
+		rep.Retries[k] = max(n, 0)
+	}
+	q := &rep.Quality
+	for _, n := range []*int{&q.Pages, &q.Records, &q.WithTitle, &q.WithDOI, &q.WithAuthor, &q.WithDate} {
+		*n = max(*n, 0)
+	}
+	for _, n := range []*int{&q.WithTitle, &q.WithDOI, &q.WithAuthor, &q.WithDate} {
+		*n = min(*n, q.Records)
+	}
+}
+
+// maxRunSeconds is longer than any run (a year): a longer duration is
+// taken as unknown.
+const maxRunSeconds = 366 * 24 * 3600
+
 // journalsOf are the journals a summary names (by its per-journal counts
 // and failures), for runs that did not record theirs.
 func journalsOf(rep RunReport) []int64 {
@@ -226,6 +278,9 @@ func journalsOf(rep RunReport) []int64 {
 func (h *History) Find(id string) (RunView, error) {
 	if id == "latest" && len(h.Runs) > 0 {
 		return h.Runs[0], nil
+	}
+	if strings.TrimSpace(id) == "" {
+		return RunView{}, badOption("run id: empty (give an id, a prefix of one, or latest)")
 	}
 	var found []RunView
 	for _, v := range h.Runs {
@@ -254,17 +309,36 @@ func FromReport(rep RunReport, thresholds config.Quality) RunView {
 	return view(r, thresholds)
 }
 
-// ReportFile is a --report file: the run's summary and its page log.
+// ReportFile is a --report file as crawl report uses it: the run's
+// summary, and what its page log holds that the summary may not (for runs
+// recorded before the summary kept it).
 type ReportFile struct {
 	RunReport
-	PageLog []engine.PageReport `json:"page_log"`
+	PageLog PageLogSummary
 }
+
+// PageLogSummary is what a report's page log adds: the fetch times of its
+// pages, and its failed pages with their tries (the first
+// MaxFailedPagesRead).
+type PageLogSummary struct {
+	FetchSeconds engine.Histogram
+	Failed       []engine.PageReport
+}
+
+// MaxFailedPagesRead bounds the failed pages kept from one page log.
+const MaxFailedPagesRead = 1000
 
 // MaxReportFileBytes bounds a --report file read back (by crawl report).
 const MaxReportFileBytes = 512 << 20
 
 // ReadReportFile reads a --report file.
 func ReadReportFile(path string) (*ReportFile, error) {
+	// A FIFO would block the open itself: look before opening.
+	if info, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -277,9 +351,8 @@ func ReadReportFile(path string) (*ReportFile, error) {
 	} else if info.Size() > MaxReportFileBytes {
 		return nil, fmt.Errorf("%s: %d bytes, more than a run report may hold (%d)", path, info.Size(), MaxReportFileBytes)
 	}
-	var rf ReportFile
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&rf); err != nil {
+	rf, err := decodeReportFile(bufio.NewReaderSize(f, 64<<10))
+	if err != nil {
 		return nil, fmt.Errorf("%s: not a run report (crawl backfill/nightly --report writes them): %w", path, err)
 	}
 	if rf.RunID == "" || rf.Started == "" {
@@ -288,5 +361,75 @@ func ReadReportFile(path string) (*ReportFile, error) {
 	if _, err := time.Parse(time.RFC3339, rf.Started); err != nil {
 		return nil, fmt.Errorf("%s: started %q: expected an RFC 3339 time", path, rf.Started)
 	}
-	return &rf, nil
+	return rf, nil
+}
+
+// decodeReportFile reads a report's page log one line at a time, keeping
+// only its histogram and failed pages: a page log of millions of pages
+// takes no more memory than a short one.
+func decodeReportFile(r io.Reader) (*ReportFile, error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil {
+		return nil, err
+	} else if t != json.Delim('{') {
+		return nil, errors.New("expected a JSON object")
+	}
+	rest := map[string]json.RawMessage{}
+	rf := &ReportFile{}
+	rf.PageLog.FetchSeconds = engine.Histogram{LE: engine.FetchSecondsBounds, Counts: make([]int64, len(engine.FetchSecondsBounds)+1)}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := t.(string)
+		if key != "page_log" {
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, err
+			}
+			rest[key] = v
+			continue
+		}
+		if t, err := dec.Token(); err != nil {
+			return nil, err
+		} else if t == nil {
+			continue
+		} else if t != json.Delim('[') {
+			return nil, errors.New("page_log: expected an array")
+		}
+		for dec.More() {
+			var pr engine.PageReport
+			if err := dec.Decode(&pr); err != nil {
+				return nil, fmt.Errorf("page_log: %w", err)
+			}
+			if pr.Result != "skipped" {
+				i, _ := slices.BinarySearch(engine.FetchSecondsBounds, pr.Seconds)
+				rf.PageLog.FetchSeconds.Counts[i]++
+			}
+			if pr.Result == "failed" && len(rf.PageLog.Failed) < MaxFailedPagesRead {
+				rf.PageLog.Failed = append(rf.PageLog.Failed, pr)
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+	}
+	data, err := json.Marshal(rest)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &rf.RunReport); err != nil {
+		return nil, err
+	}
+	return rf, nil
+}
+
+// SecondsLabel writes a bucket bound of the fetch-time histogram: "50 ms",
+// "2.5 s".
+func SecondsLabel(s float64) string {
+	if s < 1 {
+		return strconv.FormatFloat(s*1000, 'f', -1, 64) + " ms"
+	}
+	return strconv.FormatFloat(s, 'f', -1, 64) + " s"
 }

@@ -22,9 +22,9 @@ type reportFile struct {
 
 // openReport creates the spool; it fails before the run starts when FILE's
 // directory cannot be written.
-func openReport(path string) (*reportFile, error) {
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return nil, fmt.Errorf("--report %s: is a directory: expected a file name", path)
+func openReport(path, stateDir string) (*reportFile, error) {
+	if err := CheckOutputFile(path, stateDir); err != nil {
+		return nil, fmt.Errorf("--report %s: %w", path, err)
 	}
 	spool, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".pages-*")
 	if err != nil {

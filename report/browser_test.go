@@ -47,7 +47,7 @@ func chromium(t *testing.T) string {
 // alarm, failed pages, a nightly walk stopped by max_pages, a run killed
 // before its end, and a run recorded before per-journal counts, exit codes
 // and histograms were (its fetch times come from a --report page log).
-func fixtureState(t *testing.T) (dir string, logs map[string][]engine.PageReport) {
+func fixtureState(t *testing.T) (dir string, logs map[string]app.PageLogSummary) {
 	t.Helper()
 	dir = t.TempDir()
 	st, err := state.Open(dir)
@@ -78,9 +78,8 @@ func fixtureState(t *testing.T) (dir string, logs map[string][]engine.PageReport
 		Pages: map[string]int64{"done": 40, "failed": 0, "past_end": 1}, Papers: map[string]int64{"new": 800, "known": 0},
 		Retries: map[string]int{"http-5xx": 3}, Failures: []engine.PageFailure{},
 		Quality: engine.Quality{Pages: 40, Records: 800, WithTitle: 800, WithDOI: 780, WithAuthor: 790, WithDate: 800}})
-	logs = map[string][]engine.PageReport{oldID: {
-		{Journal: 1, Page: 1, Result: "done", Tries: 1, Seconds: 0.2, Records: 20},
-		{Journal: 1, Page: 2, Result: "done", Tries: 2, Seconds: 3.1, Records: 20},
+	logs = map[string]app.PageLogSummary{oldID: {
+		FetchSeconds: engine.Histogram{LE: engine.FetchSecondsBounds, Counts: []int64{0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0}},
 	}}
 	for d := range 10 {
 		started := day0.Add(time.Duration(d) * 24 * time.Hour)

@@ -85,7 +85,7 @@ func (a xAxis) x(i int, t time.Time) float64 {
 	if a.byNumber {
 		return float64(i + 1)
 	}
-	return float64(t.UnixNano()) / 1e9
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9 // UnixNano overflows outside 1678-2262
 }
 
 func (a xAxis) apply(p *plot.Plot) {

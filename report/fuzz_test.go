@@ -9,7 +9,6 @@ import (
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
-	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/report"
 )
 
@@ -40,7 +39,7 @@ func FuzzReportFile(f *testing.F) {
 			return
 		}
 		v := app.FromReport(rf.RunReport, config.Default().Quality)
-		d := report.Data{StateDir: "st", Runs: []app.RunView{v, v}, PageLogs: map[string][]engine.PageReport{rf.RunID: rf.PageLog}, Generated: time.Now()}
+		d := report.Data{StateDir: "st", Runs: []app.RunView{v, v}, PageLogs: map[string]app.PageLogSummary{rf.RunID: rf.PageLog}, Generated: time.Now()}
 		if err := report.Write(io.Discard, d); err != nil {
 			t.Fatalf("a run read from a report file cannot be drawn: %v", err)
 		}

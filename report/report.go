@@ -38,9 +38,10 @@ type Data struct {
 	HeldBy *app.RunView
 	// Thresholds judge the runs that did not record theirs.
 	Thresholds config.Quality
-	// PageLogs are the page lines of --report files, by run id: fetch
-	// times of runs that recorded no histogram come from them.
-	PageLogs map[string][]engine.PageReport
+	// PageLogs are what the page logs of --report files add, by run id:
+	// the fetch times of runs that recorded no histogram, the tries of
+	// failed pages.
+	PageLogs map[string]app.PageLogSummary
 	// Sources are the --report files read.
 	Sources []string
 	// Generated is when the report was built.
@@ -166,10 +167,8 @@ func Write(w io.Writer, d Data) error {
 			continue
 		}
 		tries := map[[2]int64]engine.PageReport{}
-		for _, pl := range d.PageLogs[v.ID] {
-			if pl.Result == "failed" {
-				tries[[2]int64{pl.Journal, int64(pl.Page)}] = pl
-			}
+		for _, pl := range d.PageLogs[v.ID].Failed {
+			tries[[2]int64{pl.Journal, int64(pl.Page)}] = pl
 		}
 		for _, f := range v.Summary.Failures {
 			if len(pg.Failures) == maxFailureRows {
@@ -319,7 +318,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 	allH := make([]float64, len(bounds)+1)
 	var latestH []float64
 	for i := len(done) - 1; i >= 0; i-- {
-		h := histogram(done[i], d.PageLogs[done[i].ID])
+		h := histogram(done[i], d.PageLogs[done[i].ID].FetchSeconds)
 		if h == nil {
 			continue
 		}
@@ -336,9 +335,9 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 	}
 	var cats []string
 	for _, b := range bounds {
-		cats = append(cats, "≤"+humanSeconds(b))
+		cats = append(cats, "≤"+app.SecondsLabel(b))
 	}
-	cats = append(cats, ">"+humanSeconds(bounds[len(bounds)-1]))
+	cats = append(cats, ">"+app.SecondsLabel(bounds[len(bounds)-1]))
 	if err := add(barChart("fetch-times", "Page fetch times", "How long pages took to fetch, retries and their waits included.",
 		"fetch time", "pages", cats, groups, values, "no run recorded its page fetch times (runs from before they were recorded; a --report file adds them)")); err != nil {
 		return nil, err
@@ -381,26 +380,19 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 	return charts, nil
 }
 
-// histogram is a run's fetch-time counts: its recorded histogram, or one
-// made from its --report page log.
-func histogram(v app.RunView, log []engine.PageReport) []float64 {
-	if h := v.Summary.FetchSeconds; h != nil && slices.Equal(h.LE, engine.FetchSecondsBounds) {
-		out := make([]float64, len(h.Counts))
-		for i, c := range h.Counts {
-			out[i] = float64(c)
-		}
-		return out
+// histogram is a run's fetch-time counts: its recorded histogram, or the
+// one of its --report page log (nil: neither, or one of other buckets).
+func histogram(v app.RunView, fromLog engine.Histogram) []float64 {
+	h := v.Summary.FetchSeconds
+	if h == nil || !slices.Equal(h.LE, engine.FetchSecondsBounds) || len(h.Counts) != len(h.LE)+1 {
+		h = &fromLog
 	}
-	if len(log) == 0 {
+	if !slices.Equal(h.LE, engine.FetchSecondsBounds) || len(h.Counts) != len(h.LE)+1 {
 		return nil
 	}
-	out := make([]float64, len(engine.FetchSecondsBounds)+1)
-	for _, pl := range log {
-		if pl.Result == "skipped" {
-			continue
-		}
-		i, _ := slices.BinarySearch(engine.FetchSecondsBounds, pl.Seconds)
-		out[i]++
+	out := make([]float64, len(h.Counts))
+	for i, c := range h.Counts {
+		out[i] = float64(max(c, 0))
 	}
 	return out
 }
@@ -411,11 +403,4 @@ func sum(v []float64) float64 {
 		s += x
 	}
 	return s
-}
-
-func humanSeconds(s float64) string {
-	if s < 1 {
-		return strconv.FormatFloat(s*1000, 'f', -1, 64) + " ms"
-	}
-	return strconv.FormatFloat(s, 'f', -1, 64) + " s"
 }

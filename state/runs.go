@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -111,12 +113,23 @@ type Snapshot struct {
 	Runs    []Run `json:"runs"` // the history, Current included
 }
 
-// WriteSnapshot writes the history with current under way to the state
-// directory (atomically: a temporary file renamed over the last one).
+// SnapshotRuns bounds the runs a snapshot holds: the newest ones, so that
+// writing it stays cheap however long the history.
+const SnapshotRuns = 1000
+
+// MaxSnapshotBytes bounds a snapshot read back.
+const MaxSnapshotBytes = 64 << 20
+
+// WriteSnapshot writes the history (its newest SnapshotRuns runs) with
+// current under way to the state directory (atomically: a temporary file
+// renamed over the last one).
 func (s *Store) WriteSnapshot(current Run) error {
 	runs, err := s.Runs()
 	if err != nil {
 		return err
+	}
+	if len(runs) > SnapshotRuns {
+		runs = runs[len(runs)-SnapshotRuns:]
 	}
 	data, err := json.Marshal(Snapshot{Current: current, Runs: runs})
 	if err != nil {
@@ -148,12 +161,35 @@ func (s *Store) WriteSnapshot(current Run) error {
 // started.
 func ReadSnapshot(dir string) (Snapshot, error) {
 	var sn Snapshot
-	data, err := os.ReadFile(filepath.Join(dir, SnapshotName))
+	path := filepath.Join(dir, SnapshotName)
+	// Only the regular file a crawl wrote: not a FIFO (it would block),
+	// a device or a link to one, nor a file too large to be one.
+	info, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return sn, err
+	case !info.Mode().IsRegular():
+		return sn, fmt.Errorf("%s: not a regular file (%s)", path, info.Mode().Type())
+	case info.Size() > MaxSnapshotBytes:
+		return sn, fmt.Errorf("%s: %d bytes, more than a snapshot holds", path, info.Size())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return sn, err
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSnapshotBytes+1))
+	if err != nil {
+		return sn, err
+	}
+	if len(data) > MaxSnapshotBytes {
+		return sn, fmt.Errorf("%s: more than a snapshot holds", path)
+	}
 	if err := json.Unmarshal(data, &sn); err != nil {
-		return sn, fmt.Errorf("%s: %w", filepath.Join(dir, SnapshotName), err)
+		return sn, fmt.Errorf("%s: %w", path, err)
+	}
+	if sn.Current.ID == "" || sn.Current.PID <= 0 {
+		return sn, fmt.Errorf("%s: it names no run and process", path)
 	}
 	return sn, nil
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -248,5 +252,31 @@ func TestLookup(t *testing.T) {
 	want := []ledger.Seen{ledger.SeenBefore, ledger.SeenBefore, ledger.SeenBefore, ledger.SeenThisRun, ledger.Unknown, ledger.Unknown}
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("Lookup = %v, %v; want %v", got, err, want)
+	}
+}
+
+// A runs.json that is not the regular file a crawl writes — a FIFO (it
+// would block), a link to /dev/zero (it would never end), one naming no
+// process — is refused at once.
+func TestReadSnapshotRefusesOddFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, state.SnapshotName)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := state.ReadSnapshot(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("FIFO: %v", err)
+	}
+	os.Remove(path)
+	if err := os.Symlink("/dev/zero", path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := state.ReadSnapshot(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("link to /dev/zero: %v", err)
+	}
+	os.Remove(path)
+	os.WriteFile(path, []byte(`{}`), 0o644)
+	if _, err := state.ReadSnapshot(dir); err == nil || !strings.Contains(err.Error(), "names no run") {
+		t.Errorf("empty snapshot: %v", err)
 	}
 }

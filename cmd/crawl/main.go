@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -230,7 +229,7 @@ func exitOnPanic(stderr io.Writer, code *int) {
 	if p == nil {
 		return
 	}
-	sayf(stderr, slog.LevelError, "crawl: internal error: %v (CRAWL_TRACE=1 prints where)", p)
+	say(stderr, slog.LevelError, fmt.Sprintf("crawl: internal error: %v (CRAWL_TRACE=1 prints where)", p), "exit", exitFatal)
 	if os.Getenv("CRAWL_TRACE") == "1" {
 		stderr.Write(debug.Stack())
 	}
@@ -263,7 +262,7 @@ fields: the site's layout has probably changed), 130 interrupted
 	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr; /debug/pprof/cmdline is never served")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
-			if err := checkWritableDir(path); err != nil {
+			if err := app.CheckOutputFile(path, ""); err != nil {
 				return usageError{fmt.Errorf("--metrics-file: %w", err)}
 			}
 			errw := cmd.ErrOrStderr()
@@ -384,15 +383,3 @@ func stopOnSignal(ctx context.Context, d time.Duration) (context.Context, contex
 }
 
 // checkWritableDir fails when the directory a file is to be written in
-// does not exist or is not a directory, before any work is done.
-func checkWritableDir(path string) error {
-	dir := filepath.Dir(path)
-	info, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	return nil
-}

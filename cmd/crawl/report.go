@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/engine"
 	htmlreport "github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -41,15 +40,15 @@ shows the history as it was when that crawl started.`,
 			if out == "" {
 				return usageError{errors.New("-o/--out FILE is required: where to write the HTML report")}
 			}
-			if info, err := os.Stat(out); err == nil && info.IsDir() {
-				return usageError{fmt.Errorf("-o %s: is a directory: expected a file name", out)}
-			}
 			dir, env, err := stateDirOf(cmd, dir)
 			if err != nil {
 				return err
 			}
+			if err := app.CheckOutputFile(out, dir); err != nil {
+				return usageError{fmt.Errorf("-o %s: %w", out, err)}
+			}
 			d := htmlreport.Data{StateDir: dir, Thresholds: env.Config.Quality, Generated: time.Now(),
-				PageLogs: map[string][]engine.PageReport{}}
+				PageLogs: map[string]app.PageLogSummary{}}
 			h, err := readHistory(cmd, dir, env)
 			switch {
 			case err == nil:

@@ -71,7 +71,7 @@ func readHistory(cmd *cobra.Command, dir string, env *app.Env) (*app.History, er
 	}
 	if r := h.HeldBy; r != nil {
 		sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: %s run %s (pid %d on %s, started %s) holds the state: showing the history as it was when that run started, and that run as under way",
-			r.Kind, r.ID, r.PID, r.Host, r.Started.UTC().Format(time.DateTime+" UTC"))
+			clean(r.Kind), clean(r.ID), r.PID, clean(r.Host), r.Started.UTC().Format(time.DateTime+" UTC"))
 	}
 	return h, nil
 }
@@ -111,6 +111,9 @@ writes then), with that crawl as running.`,
 				runs = runs[:limit]
 			}
 			if asJSON {
+				if runs == nil {
+					runs = []app.RunView{} // [] rather than null
+				}
 				return writeJSON(cmd.OutOrStdout(), runs)
 			}
 			if len(runs) == 0 {
@@ -201,17 +204,32 @@ func journalList(js []int64, most int) string {
 }
 
 func duration(v app.RunView) string {
-	if v.DurationSeconds == 0 {
+	d := time.Duration(v.DurationSeconds * float64(time.Second))
+	switch {
+	case v.DurationSeconds == 0:
 		return "-"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
 	}
-	return (time.Duration(v.DurationSeconds * float64(time.Second))).Round(100 * time.Millisecond).String()
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// clean keeps what the history holds from steering the terminal: control
+// characters become '?'.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func exitText(v app.RunView) string { return cmp.Or(v.Outcome(), "-") }
 
 func printRuns(w io.Writer, runs []app.RunView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/PAST END\tPAPERS NEW/KNOWN\tRETRIES\tEXIT\tQUALITY")
+	fmt.Fprintln(tw, "RUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/PAST END\tPAPERS NEW/KNOWN\tRETRIES\tEXIT\tQUALITY\tNOTES")
 	for _, v := range runs {
 		pages, papers, retries := "-", "-", "-"
 		if v.Summary != nil {
@@ -221,8 +239,12 @@ func printRuns(w io.Writer, runs []app.RunView) error {
 			papers = fmt.Sprintf("%d/%d", fresh, known)
 			retries = strconv.Itoa(v.Retries())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Kind, journalList(v.Journals, 3),
-			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality)
+		notes := "-"
+		if v.Summary != nil && len(v.Summary.IncompleteWalks) > 0 {
+			notes = plural(len(v.Summary.IncompleteWalks), "walk") + " cut short"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(v.ID), clean(v.Kind), journalList(v.Journals, 3),
+			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality, notes)
 	}
 	return tw.Flush()
 }
@@ -236,7 +258,7 @@ func pct(n, of int) string {
 
 func printRun(w io.Writer, v app.RunView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, clean(fmt.Sprintf(format, a...))) }
 	row("run", "%s", v.ID)
 	row("kind", "%s", v.Kind)
 	status := v.Status
@@ -244,7 +266,7 @@ func printRun(w io.Writer, v app.RunView) error {
 	case v.ExitCode != nil:
 		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitMeaning(*v.ExitCode))
 	case v.Status == app.StatusKilled:
-		status = "killed before its end (no end recorded): the next run resumed where it stopped"
+		status = "killed before its end (no end recorded); a later run resumes where it stopped"
 	}
 	row("status", "%s", status)
 	row("journals", "%s", journalList(v.Journals, 1000))
@@ -297,9 +319,9 @@ func printRun(w io.Writer, v app.RunView) error {
 				continue
 			}
 			if i < len(h.LE) {
-				parts = append(parts, fmt.Sprintf("≤%gs: %d", h.LE[i], c))
+				parts = append(parts, fmt.Sprintf("≤%s: %d", app.SecondsLabel(h.LE[i]), c))
 			} else {
-				parts = append(parts, fmt.Sprintf(">%gs: %d", h.LE[len(h.LE)-1], c))
+				parts = append(parts, fmt.Sprintf(">%s: %d", app.SecondsLabel(h.LE[len(h.LE)-1]), c))
 			}
 		}
 		if len(parts) > 0 {
@@ -319,11 +341,11 @@ func printRun(w io.Writer, v app.RunView) error {
 		keys := slices.SortedFunc(maps.Keys(s.PerJournal), func(a, b string) int {
 			x, _ := strconv.ParseInt(a, 10, 64)
 			y, _ := strconv.ParseInt(b, 10, 64)
-			return int(x - y)
+			return cmp.Or(cmp.Compare(x, y), strings.Compare(a, b))
 		})
 		for _, k := range keys {
 			c := s.PerJournal[k]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", k, c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersKnown)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", clean(k), c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersKnown)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -332,7 +354,7 @@ func printRun(w io.Writer, v app.RunView) error {
 	if len(s.Failures) > 0 {
 		fmt.Fprintf(w, "\nfailed pages (%d):\n", len(s.Failures))
 		for _, f := range s.Failures {
-			fmt.Fprintf(w, "  journal %d page %d: %s\n", f.Journal, f.Page, f.Error)
+			fmt.Fprintf(w, "  journal %d page %d: %s\n", f.Journal, f.Page, clean(f.Error))
 		}
 	}
 	return nil

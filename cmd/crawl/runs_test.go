@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,11 +147,28 @@ func TestReportCommand(t *testing.T) {
 	if code, _, errs := crawl(t, "report", "--state-dir", filepath.Join(dir, "gone"), "--out", out2, rep); code != exitOK || !strings.Contains(errs, "the --report files alone") {
 		t.Errorf("report from a --report file alone: exit %d: %s", code, errs)
 	}
+	// Paths a rename would wreck: a FIFO (like /dev/null, not a file), a
+	// symbolic link, the state file itself.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.html")
+	if err := os.Symlink(out, link); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		args []string
 		code int
 		want string
 	}{
+		{[]string{"report", "--state-dir", stateDir, "-o", fifo}, exitUsage, "is not a regular file"},
+		{[]string{"report", "--state-dir", stateDir, "-o", link}, exitUsage, "is a symbolic link"},
+		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(stateDir, "crawl.db")}, exitUsage, "is inside the state directory"},
+		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(dir, "no", "r.html")}, exitUsage, "no does not exist"},
+		{[]string{"report", "--state-dir", stateDir, "-o", out, fifo}, exitFatal, "not a regular file"},
+		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", fifo}, exitFatal, "is not a regular file"},
+		{[]string{"runs", "--state-dir", stateDir, "--metrics-file", fifo}, exitUsage, "is not a regular file"},
 		{[]string{"report", "--state-dir", stateDir}, exitUsage, "-o/--out FILE is required"},
 		{[]string{"report", "--state-dir", stateDir, "-o", dir}, exitUsage, "is a directory"},
 		{[]string{"report", "--state-dir", stateDir, "-o", out, filepath.Join(dir, "p.jsonl")}, exitFatal, "not a run report"},
@@ -159,5 +177,41 @@ func TestReportCommand(t *testing.T) {
 		if code, _, errs := crawl(t, tt.args...); code != tt.code || !strings.Contains(errs, tt.want) {
 			t.Errorf("crawl %v: exit %d, want %d with %q: %s", tt.args, code, tt.code, tt.want, errs)
 		}
+	}
+	if info, err := os.Lstat(fifo); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", info, err)
+	}
+	if _, err := state.OpenReadOnly(stateDir); err != nil {
+		t.Errorf("the state was damaged: %v", err)
+	}
+}
+
+// An empty history is [] in JSON; a run that fails before it fetches (a
+// sink that cannot be opened) is in the history with its error and exit
+// code.
+func TestRunsEmptyAndEarlyFailure(t *testing.T) {
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	st, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if code, out, _ := crawl(t, "runs", "--json", "--state-dir", stateDir); code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Errorf("runs --json of an empty history: exit %d: %q", code, out)
+	}
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o644)
+	if code, _, errs := crawl(t, "backfill", "--journal", "1", "--pages", "1", "--base-url", "http://127.0.0.1:9", "--state-dir", stateDir,
+		"--sink", "jsonl:"+filepath.Join(blocker, "p.jsonl")); code != exitFatal {
+		t.Fatalf("backfill into an unopenable sink: exit %d: %s", code, errs)
+	}
+	code, out, _ := crawl(t, "runs", "--json", "--state-dir", stateDir)
+	var runs []app.RunView
+	if err := json.Unmarshal([]byte(out), &runs); code != exitOK || err != nil || len(runs) != 1 {
+		t.Fatalf("runs: exit %d, %v: %s", code, err, out)
+	}
+	if r := runs[0]; r.Status != app.StatusFinished || r.ExitCode == nil || *r.ExitCode != exitFatal || r.Summary == nil || r.Summary.Error == "" {
+		t.Errorf("the failed run's entry: %+v", r)
 	}
 }

@@ -1,0 +1,72 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+// A --report file's page log is read a line at a time: what is kept is
+// its histogram and its failed pages (the first MaxFailedPagesRead), not
+// its lines.
+func TestReportFilePageLogIsStreamed(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"run_id":"r","kind":"backfill","started":"2026-12-01T03:00:00Z","pages":{"done":5},"page_log":[`)
+	const n = 200_000
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		result, secs := "done", 0.2
+		if i%10 == 0 {
+			result, secs = "failed", 70
+		}
+		fmt.Fprintf(&b, `{"journal":1,"page":%d,"result":%q,"tries":3,"seconds":%g}`, i+1, result, secs)
+	}
+	b.WriteString(`],"papers":{"new":9}}`)
+	rf, err := decodeReportFile(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rf.PageLog.FetchSeconds
+	if rf.RunID != "r" || rf.Papers["new"] != 9 || rf.Pages["done"] != 5 {
+		t.Errorf("summary: %+v", rf.RunReport)
+	}
+	if h.Counts[2] != n*9/10 || h.Counts[len(h.Counts)-1] != n/10 {
+		t.Errorf("histogram: %v", h.Counts)
+	}
+	if len(rf.PageLog.Failed) != MaxFailedPagesRead || rf.PageLog.Failed[0].Page != 1 {
+		t.Errorf("%d failed pages kept", len(rf.PageLog.Failed))
+	}
+	for _, bad := range []string{`[]`, `{"page_log":{}}`, `{"page_log":[1]}`, `{"run_id":`} {
+		if _, err := decodeReportFile(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// A summary that cannot mean what it says (edited by hand, from another
+// tool) is cleaned up, not shown as is or left to break a chart: a
+// histogram of other buckets is dropped, thresholds that are no shares
+// too, an impossible duration is unknown, counts below 0 are 0.
+func TestHistorySanitizesOddSummaries(t *testing.T) {
+	rep := RunReport{RunID: "r", Kind: "nightly", Started: "2026-12-01T03:00:00Z", DurationSeconds: 1e300,
+		Pages: map[string]int64{"done": -4}, Retries: map[string]int{"x": -1},
+		FetchSeconds:      &engine.Histogram{LE: []float64{}, Counts: []int64{7}},
+		QualityThresholds: &config.Quality{MinTitleShare: 1e308},
+		Quality:           engine.Quality{Pages: 1, Records: 2, WithTitle: 9}}
+	data, _ := json.Marshal(rep)
+	v := view(state.Run{ID: "r", Started: time.Now(), Finished: time.Now().Add(-time.Hour), Summary: data}, config.Default().Quality)
+	s := v.Summary
+	if s == nil || s.FetchSeconds != nil || s.QualityThresholds != nil || s.DurationSeconds != 0 || v.DurationSeconds != 0 ||
+		s.Pages["done"] != 0 || s.Retries["x"] != 0 || s.Quality.WithTitle != 2 {
+		t.Errorf("sanitized: %+v, duration %v", s, v.DurationSeconds)
+	}
+}

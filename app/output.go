@@ -1,0 +1,64 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CheckOutputFile checks a file the command will write by renaming a
+// temporary file over it (the HTML report, --report, --metrics-file): its
+// directory must exist, and the path must be new or a regular file. A
+// directory, a device (/dev/null), a FIFO or a socket would be replaced by
+// the rename, and a symbolic link too (not written through): they are
+// refused, as is a file inside stateDir (when given), which holds the
+// crawl state.
+func CheckOutputFile(path, stateDir string) error {
+	dir := filepath.Dir(path)
+	if info, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("directory %s does not exist", dir)
+		}
+		return err
+	} else if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case info.IsDir():
+		return fmt.Errorf("is a directory: expected a file name")
+	case info.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("is a symbolic link: give the file itself (the file is replaced, not written through the link)")
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("is not a regular file (%s): expected a file name", info.Mode().Type())
+	}
+	if stateDir != "" && inside(path, stateDir) {
+		return fmt.Errorf("is inside the state directory %s: write it elsewhere", stateDir)
+	}
+	return nil
+}
+
+// inside says whether path lies in dir (after making both absolute and
+// resolving dir's links).
+func inside(path, dir string) bool {
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		if r, err := filepath.EvalSymlinks(a); err == nil {
+			return r
+		}
+		return a
+	}
+	d := abs(dir)
+	p := filepath.Join(abs(filepath.Dir(path)), filepath.Base(path))
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
