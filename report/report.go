@@ -233,6 +233,9 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 		return cmp.Or(cmp.Compare(totals[b], totals[a]), cmp.Compare(a, b))
 	})
 	top := journals[:min(len(journals), maxJournalLine)]
+	if len(journals) == 1 {
+		top = nil // its line would be the line of all journals
+	}
 	all := series{name: "all journals", color: 0}
 	perJ := make([]series, len(top))
 	for i, j := range top {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -366,13 +367,21 @@ network is needed.`,
 			} else {
 				return herr
 			}
-			sayf(cmd.ErrOrStderr(), slog.LevelInfo, `demo: %d papers in %s (state in %s); report in %s
-Next:
-  open %s in a browser                     the report of the four runs
-  crawl runs --state-dir %s               the run history
-  crawl runs show latest --state-dir %s   the last run in full
-  crawl serve --synth 1001:50 --faults flaky            a test site to crawl by hand (README: Everyday commands)`,
-				papers, out, stateDir, reportPath, reportPath, stateDir, stateDir)
+			// The next steps, with the command as this one was called
+			// (go run ./cmd/crawl in a checkout, crawl once installed).
+			self := "crawl"
+			if exe, err := os.Executable(); err == nil && strings.Contains(exe, "go-build") {
+				self = "go run ./cmd/crawl"
+			}
+			var next strings.Builder
+			tw := tabwriter.NewWriter(&next, 0, 4, 3, ' ', 0)
+			fmt.Fprintf(tw, "  open %s in a browser\tthe report of the four runs\n", reportPath)
+			fmt.Fprintf(tw, "  %s runs --state-dir %s\tthe run history\n", self, stateDir)
+			fmt.Fprintf(tw, "  %s runs show latest --state-dir %s\tthe last run in full\n", self, stateDir)
+			fmt.Fprintf(tw, "  %s serve --synth 1001:50 --faults flaky\ta test site to crawl by hand (README: Everyday commands)\n", self)
+			tw.Flush()
+			sayf(cmd.ErrOrStderr(), slog.LevelInfo, "demo: %d papers in %s (state in %s); report in %s\nNext:\n%s",
+				papers, out, stateDir, reportPath, strings.TrimRight(next.String(), "\n"))
 			return err
 		},
 	}
