@@ -15,8 +15,11 @@ import (
 )
 
 // attackConfig is a configuration with the default limits, tightened to
-// keep the test short: two tries a page, a 2 s timeout, short cool-downs.
+// keep the test short: two tries a page, a 2 s timeout, short cool-downs,
+// and a 4 MiB body cap (the huge page and the gzip bomb reach it sooner
+// than the 2 s timeout, even on a loaded machine under -race).
 const attackConfig = `fetch:
+  max_body_bytes: 4194304
   delay: 0s
   jitter: 0s
   timeout: 2s
