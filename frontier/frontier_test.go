@@ -313,6 +313,47 @@ func TestNightlyWalkCarriesOnPastMaxPages(t *testing.T) {
 	}
 }
 
+// A walk whose job is dead-lettered (a page that fails for good) leaves a
+// mark at its last page delivered: the next night's walk carries on from
+// there instead of stopping at the known papers above.
+func TestDeadLetteredWalkCarriesOn(t *testing.T) {
+	n := natstest.Start(t)
+	site := testsite.New()
+	var listing []string
+	for i := range 100 {
+		listing = append(listing, fmt.Sprintf("81%04d", i))
+	}
+	site.SetListing(23, listing, 20)
+	site.Inject(testsite.PagePath(23, 3), testsite.Fault{Kind: testsite.Status, Status: 403})
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
+	sinkURL := n.URL() + "/papers.dl?stream=DLWALK"
+	night := func(run string) int64 {
+		w, err := engine.LoadMark(ctx, fr.Ledger(), 23, engine.Walk{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walk := frontier.Job{Journal: 23, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: 50}.WithWalk(w)
+		walk.Page = 1
+		if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
+			t.Fatalf("enqueue the walk: %+v %v", got, err)
+		}
+		wk := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second})
+		wk.Run(ctx)
+		return wk.run.Summary().PapersNew.Load()
+	}
+	if d := night("n1"); d != 40 {
+		t.Fatalf("night 1: %d papers, want pages 1-2", d)
+	}
+	if m, err := fr.Ledger().WalkMarks(ctx, 23); err != nil || len(m) != 1 || m[0].Page != 2 {
+		t.Fatalf("the dead-lettered walk's marks: %+v %v", m, err)
+	}
+	if d := night("n2"); d != 60 {
+		t.Fatalf("night 2: %d papers, want pages 3-5 (the page after the mark, on to the end)", d)
+	}
+}
+
 // A worker that dies on a job's last try: the server stops delivering it
 // and says so in an advisory, and a watching worker dead-letters it.
 func TestWorkerDiedOnLastTry(t *testing.T) {

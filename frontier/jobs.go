@@ -37,6 +37,11 @@ type Job struct {
 	Marks     []ledger.WalkMark `json:"marks,omitempty"`
 	Marked    bool              `json:"marked,omitempty"`
 	SeenKnown bool              `json:"seen_known,omitempty"`
+	// PrevPage and PrevMark are the walk's last page delivered and its
+	// papers (engine.MarkOf): a walk whose job is dead-lettered leaves its
+	// mark there, so the next walk carries on from it.
+	PrevPage int      `json:"prev_page,omitempty"`
+	PrevMark []string `json:"prev_mark,omitempty"`
 }
 
 // Subject is the job's subject: one per page of a journal
@@ -154,4 +159,18 @@ func (f *Frontier) continueWalk(ctx context.Context, seq uint64, next Job) error
 	}
 	return fmt.Errorf("frontier: continue the walk of journal %d at page %d: another job holds the walk (run %s page %d)",
 		next.Journal, next.Page, cur.RunID, cur.Page)
+}
+
+// cutWalk ends the nightly walk of a dead-lettered job as a walk cut
+// short at a failed page: a mark at its last page delivered, for the next
+// walk to carry on from (engine.Run.StopWalk).
+func cutWalk(ctx context.Context, run *engine.Run, job Job) error {
+	if !job.Nightly || run == nil {
+		return nil
+	}
+	papers := make([]ledger.Paper, len(job.PrevMark))
+	for i, id := range job.PrevMark {
+		papers[i] = ledger.Paper{ID: id}
+	}
+	return run.StopWalk(ctx, job.Journal, job.Walk(), job.PrevPage, engine.Delivered{Papers: papers}, false, engine.WhyFailedPage)
 }

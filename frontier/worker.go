@@ -217,6 +217,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			next, goOn := job.Walk().Next(oc.Delivered)
 			if goOn {
 				nj := job.WithWalk(next)
+				nj.PrevPage, nj.PrevMark = job.Page, engine.MarkOf(oc.Delivered.Papers)
 				if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 					w.failed(ctx, msg, job, err, true, md.NumDelivered)
 					return
@@ -272,6 +273,9 @@ func (w *Worker) giveUp(ctx context.Context, msg jetstream.Msg, job Job, cause e
 	}
 	w.dead.Add(1)
 	w.o.Log.Warn("job dead-lettered", "journal", job.Journal, "page", job.Page, "deliveries", deliveries, "error", cause)
+	if err := cutWalk(ctx, w.o.Run, job); err != nil {
+		w.o.Log.Warn("the dead-lettered walk leaves no mark: the next nightly walks from page 1 as if it had ended", "journal", job.Journal, "error", err)
+	}
 	// A plain terminate: nats-server 2.9 ignores a terminate that carries
 	// a reason, and the job would stay in the queue.
 	if err := msg.Term(); err != nil {
@@ -307,6 +311,7 @@ func (w *Worker) watchMaxDeliveries() (*nats.Subscription, error) {
 		if w.f.deadLetter(ctx, id, dl) == nil {
 			w.dead.Add(1)
 			w.f.jobs.DeleteMsg(ctx, adv.StreamSeq)
+			cutWalk(ctx, w.o.Run, job)
 		}
 	})
 }
