@@ -236,6 +236,27 @@ func TestBackfillFailuresEndsAndCharset(t *testing.T) {
 	}
 }
 
+// deliveredOnce checks that the JSONL at out holds every paper of listing,
+// and each paper once.
+func deliveredOnce(t *testing.T, out string, listing []string) {
+	t.Helper()
+	got := readIDs(t, out)
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("paper %s delivered %d times", id, n)
+		}
+	}
+	missing := 0
+	for _, id := range listing {
+		if got[id] == 0 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d papers never delivered", missing, len(listing))
+	}
+}
+
 func ids(prefix string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -299,15 +320,7 @@ func TestNightlyShiftingListing(t *testing.T) {
 	if s := night("n4"); s.PapersNew.Load() != 20 {
 		t.Fatalf("night 4: %s", s)
 	}
-	got := readIDs(t, out)
-	if len(got) != len(listing) {
-		t.Errorf("%d distinct papers delivered, the listing has %d", len(got), len(listing))
-	}
-	for id, n := range got {
-		if n != 1 {
-			t.Errorf("paper %s delivered %d times", id, n)
-		}
-	}
+	deliveredOnce(t, out, listing)
 }
 
 // A nightly that reaches max_pages before known papers leaves a mark; the
@@ -377,15 +390,7 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 	if iw := s.IncompleteWalks(); len(iw) != 0 || len(marks) != 0 {
 		t.Errorf("night 2 reached the last page, yet incomplete walks %+v, marks %+v", iw, marks)
 	}
-	got := readIDs(t, out)
-	if len(got) != len(listing) {
-		t.Errorf("%d distinct papers delivered, the listing has %d", len(got), len(listing))
-	}
-	for id, n := range got {
-		if n != 1 {
-			t.Errorf("paper %s delivered %d times", id, n)
-		}
-	}
+	deliveredOnce(t, out, listing)
 }
 
 // Over many nights with random arrivals, often more than a night's
@@ -432,18 +437,7 @@ func TestNightlyNeverLeavesAPageBehind(t *testing.T) {
 					break
 				}
 			}
-			got := readIDs(t, out)
-			for id, n := range got {
-				if n != 1 {
-					t.Errorf("paper %s delivered %d times", id, n)
-				}
-			}
-			for _, id := range listing {
-				if got[id] == 0 {
-					t.Errorf("paper %s was never delivered (%d of %d delivered)", id, len(got), len(listing))
-					break
-				}
-			}
+			deliveredOnce(t, out, listing)
 		})
 	}
 }
@@ -495,21 +489,7 @@ func TestNightlyCutShortCarriesOn(t *testing.T) {
 			for n := 3; n <= 5; n++ {
 				night(n, nil)
 			}
-			got := readIDs(t, out)
-			missing := 0
-			for _, id := range listing {
-				if got[id] == 0 {
-					missing++
-				}
-			}
-			for id, c := range got {
-				if c != 1 {
-					t.Errorf("paper %s delivered %d times", id, c)
-				}
-			}
-			if missing > 0 {
-				t.Errorf("%d of %d papers never delivered", missing, len(listing))
-			}
+			deliveredOnce(t, out, listing)
 		})
 	}
 }

@@ -264,6 +264,25 @@ func TestNightlyWalkChain(t *testing.T) {
 	}
 }
 
+// walkNight enqueues journal's nightly walk with the marks earlier walks
+// left (as enqueue --nightly does) and works it with one worker until
+// idle: the pages done and the papers delivered.
+func walkNight(t *testing.T, fr *frontier.Frontier, natsURL, siteURL, sinkURL string, journal int64, maxPages int, run string) (pages, papers int64) {
+	t.Helper()
+	w, err := engine.LoadMark(ctx, fr.Ledger(), journal, engine.Walk{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk := frontier.Job{Journal: journal, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: maxPages}.WithWalk(w)
+	walk.Page = 1
+	if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
+		t.Fatalf("enqueue the walk: %+v %v", got, err)
+	}
+	wk := newWorker(t, natsURL, siteURL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second})
+	wk.Run(ctx)
+	return wk.Jobs().Done, wk.run.Summary().PapersNew.Load()
+}
+
 // The fleet's walk follows the same carry-on rule as a local one: a walk
 // that reaches max_pages leaves a mark in the papers bucket; the next
 // night's walk, enqueued with it, jumps to the mark's page where known
@@ -279,20 +298,8 @@ func TestNightlyWalkCarriesOnPastMaxPages(t *testing.T) {
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
-	sinkURL := n.URL() + "/papers.carry?stream=CARRY"
 	night := func(run string) (pages, delivered int64) {
-		w, err := engine.LoadMark(ctx, fr.Ledger(), 22, engine.Walk{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		walk := frontier.Job{Journal: 22, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: 5}.WithWalk(w)
-		walk.Page = 1
-		if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
-			t.Fatalf("enqueue the walk: %+v %v", got, err)
-		}
-		wk := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second})
-		wk.Run(ctx)
-		return wk.Jobs().Done, wk.run.Summary().PapersNew.Load()
+		return walkNight(t, fr, n.URL(), srv.URL, n.URL()+"/papers.carry?stream=CARRY", 22, 5, run)
 	}
 	if p, d := night("n1"); p != 5 || d != 100 {
 		t.Fatalf("night 1: %d pages, %d papers (want max_pages 5, 100 papers)", p, d)
@@ -328,20 +335,9 @@ func TestDeadLetteredWalkCarriesOn(t *testing.T) {
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
-	sinkURL := n.URL() + "/papers.dl?stream=DLWALK"
 	night := func(run string) int64 {
-		w, err := engine.LoadMark(ctx, fr.Ledger(), 23, engine.Walk{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		walk := frontier.Job{Journal: 23, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: 50}.WithWalk(w)
-		walk.Page = 1
-		if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
-			t.Fatalf("enqueue the walk: %+v %v", got, err)
-		}
-		wk := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second})
-		wk.Run(ctx)
-		return wk.run.Summary().PapersNew.Load()
+		_, papers := walkNight(t, fr, n.URL(), srv.URL, n.URL()+"/papers.dl?stream=DLWALK", 23, 50, run)
+		return papers
 	}
 	if d := night("n1"); d != 40 {
 		t.Fatalf("night 1: %d papers, want pages 1-2", d)

@@ -85,19 +85,7 @@ func OpenReadOnly(dir string) (*Store, error) {
 	case info.Size() == 0:
 		return nil, &DamagedError{Path: path, Cause: "the file is empty"}
 	}
-	s := &Store{path: path}
-	err = s.guard(func() error {
-		db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: lockWait, ReadOnly: true})
-		if err != nil {
-			return openError(path, err)
-		}
-		s.db = db
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return openBolt(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
 }
 
 // SnapshotName is the file in the state directory that a crawl writes when

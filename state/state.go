@@ -103,19 +103,11 @@ func Open(dir string) (*Store, error) {
 	if err := upgradeOnce(path); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path}
 	// The free-page list is written at every commit (bbolt's default), so
 	// opening reads it rather than rebuilding it by scanning the whole
 	// file in a goroutine of bbolt's own, where damage would be a panic no
 	// one can catch. It is loaded here, under guard.
-	err := s.guard(func() error {
-		db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: lockWait, FreelistType: bolt.FreelistMapType, PreLoadFreelist: true})
-		if err != nil {
-			return openError(path, err)
-		}
-		s.db = db
-		return nil
-	})
+	s, err := openBolt(path, &bolt.Options{Timeout: lockWait, FreelistType: bolt.FreelistMapType, PreLoadFreelist: true})
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +130,24 @@ func Open(dir string) (*Store, error) {
 			return nil, d
 		}
 		return nil, fmt.Errorf("state %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// openBolt opens the bbolt file at path under guard: damage found by
+// opening is a *DamagedError, another process holding it ErrLocked.
+func openBolt(path string, opts *bolt.Options) (*Store, error) {
+	s := &Store{path: path}
+	err := s.guard(func() error {
+		db, err := bolt.Open(path, 0o644, opts)
+		if err != nil {
+			return openError(path, err)
+		}
+		s.db = db
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
