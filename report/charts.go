@@ -107,6 +107,22 @@ func (a xAxis) apply(p *plot.Plot) {
 	p.X.Tick.Marker = plot.TimeTicks{Format: format}
 }
 
+// countTicks are the default ticks without fractions: for counts.
+type countTicks struct{}
+
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(lo, hi) {
+		if t.Value == math.Trunc(t.Value) {
+			if t.Label != "" {
+				t.Label = strconv.FormatFloat(t.Value, 'f', -1, 64)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // render draws p with its legend to the right of it, as SVG for inline
 // use.
 func render(p *plot.Plot) (template.HTML, error) {
@@ -134,7 +150,7 @@ func render(p *plot.Plot) (template.HTML, error) {
 
 // lineChart draws series over time; a chart whose series have no point
 // is empty, with why.
-func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax float64, empty string) (chart, error) {
+func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax float64, counts bool, empty string) (chart, error) {
 	ch := chart{ID: id, Title: title, Caption: caption}
 	n := 0
 	for _, s := range ss {
@@ -146,6 +162,9 @@ func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax fl
 	}
 	p := newPlot(title, "run start (UTC)", yLabel)
 	ax.apply(p)
+	if counts {
+		p.Y.Tick.Marker = countTicks{}
+	}
 	p.Y.Min = 0
 	if yMax > 0 {
 		p.Y.Max = yMax
@@ -210,6 +229,7 @@ func barChart(id, title, caption, xLabel, yLabel string, categories []string, gr
 		ch.Series = append(ch.Series, g)
 	}
 	p.NominalX(categories...)
+	p.Y.Tick.Marker = countTicks{}
 	p.Y.Min = 0
 	p.Y.Max *= 1.1
 	svg, err := render(p)

@@ -265,7 +265,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 	ss := append([]series{all}, perJ...)
 	ss = append(ss, other)
 	if err := add(lineChart("papers", "New papers per run", "Papers delivered for the first time by each run, in all and per journal.",
-		"new papers", ss, ax, 0, "no run has ended with a summary yet")); err != nil {
+		"new papers", ss, ax, 0, true, "no run has ended with a summary yet")); err != nil {
 		return nil, err
 	}
 
@@ -290,7 +290,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 		ss = append(ss, *kinds[k])
 	}
 	if err := add(lineChart("speed", "Pages per second", "Listing pages delivered per second of each run (its whole length: fetches, retries, waits and delivery).",
-		"pages per second", ss, ax, 0, "no run has delivered a page yet")); err != nil {
+		"pages per second", ss, ax, 0, false, "no run has delivered a page yet")); err != nil {
 		return nil, err
 	}
 
@@ -312,7 +312,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 		ss = append(ss, s)
 	}
 	if err := add(lineChart("retries", "Retries by cause", "Failed tries that were retried, per run, by cause (HTTP status class, timeout, truncated body, …).",
-		"failed tries", ss, ax, 0, "no run has retried a page")); err != nil {
+		"failed tries", ss, ax, 0, true, "no run has retried a page")); err != nil {
 		return nil, err
 	}
 
@@ -377,7 +377,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 		ss = append(ss, share, limit)
 	}
 	if err := add(lineChart("quality", "Quality of the parsed papers", "Share of each run's papers that have each field; dashed: the quality alarm's minimum (below it, the run exits 4).",
-		"share of papers (%)", ss, ax, 105, "no run has parsed a paper yet")); err != nil {
+		"share of papers (%)", ss, ax, 105, false, "no run has parsed a paper yet")); err != nil {
 		return nil, err
 	}
 	return charts, nil
