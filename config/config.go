@@ -305,11 +305,11 @@ func (c *Config) Validate() error {
 	if c.Nightly.StopAfterKnownPages < 1 {
 		return bad("nightly.stop_after_known_pages", c.Nightly.StopAfterKnownPages, "1 or more pages")
 	}
-	if least := c.Nightly.StopAfterKnownPages + 2; c.Nightly.MaxPages < least || c.Nightly.MaxPages > MaxPages {
+	if least := c.Nightly.StopAfterKnownPages + 3; c.Nightly.MaxPages < least || c.Nightly.MaxPages > MaxPages {
 		// A walk that carries on from where the last one stopped spends
-		// the pages to known papers and the page it stopped at before it
-		// gets a page further.
-		return bad("nightly.max_pages", c.Nightly.MaxPages, fmt.Sprintf("%d to %d pages (at least nightly.stop_after_known_pages + 2, so that a walk that carries on from where the last one stopped at max_pages gets further)", least, MaxPages))
+		// the pages to known papers, the page before the one it stopped at
+		// and that page before it gets a page further.
+		return bad("nightly.max_pages", c.Nightly.MaxPages, fmt.Sprintf("%d to %d pages (at least nightly.stop_after_known_pages + 3, so that a walk that carries on from where the last one stopped gets further)", least, MaxPages))
 	}
 	if c.Backfill.StopAfterRepeatPages < 1 {
 		return bad("backfill.stop_after_repeat_pages", c.Backfill.StopAfterRepeatPages, "1 or more pages")

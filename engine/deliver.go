@@ -29,9 +29,11 @@ type Delivered struct {
 	New         int  // papers the ledger recorded for the first time
 	Last        bool // the page's pager says it is the last page
 	Group       int  // pages committed together with it (itself included)
-	// Papers are the page's distinct papers: a nightly walk that stops at
-	// its page limit remembers them (Walk.Mark).
+	// Papers are the page's distinct papers, in page order, and Seen what
+	// the ledger knew of each before the page: a nightly walk finds its
+	// marks and the ends of the gaps below them with them (Walk).
 	Papers []ledger.Paper
+	Seen   []ledger.Seen
 }
 
 // Deliver is the one delivery step, for local runs and the fleet alike:
@@ -55,7 +57,7 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		fresh, knownBefore, freshToRun := decide(recs, seen, it.Redeliver, &sent)
 		send = append(send, fresh...)
 		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Fresh: freshToRun, Sent: len(fresh),
-			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers}
+			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Seen: seen}
 		group.Pages[i] = ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()}
 	}
 	if len(send) > 0 {

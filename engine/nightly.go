@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sourcegraph/conc/pool"
 
@@ -23,49 +24,73 @@ type Walk struct {
 	RepeatRun int
 	// Walked counts the pages walked so far.
 	Walked int
-	// StopAfterKnown ends the walk after KnownRun reaches it (0: never);
-	// StopAfterRepeat after RepeatRun reaches it (0: never); MaxPages
-	// bounds the pages walked.
+	// StopAfterKnown ends the top part of the walk after KnownRun reaches
+	// it (0: never); StopAfterRepeat ends the walk after RepeatRun reaches
+	// it (0: never); MaxPages bounds the pages walked.
 	StopAfterKnown  int
 	StopAfterRepeat int
 	MaxPages        int
-	// Marks are where earlier walks stopped at MaxPages with older pages
-	// never reached, topmost first, not passed yet (see below). Marked says
-	// the walk began with marks, which its end replaces or clears.
+	// Marks are where earlier walks stopped short of known papers, topmost
+	// first (see below). Marked says the walk began with marks, which its
+	// end replaces or clears.
 	Marks  []ledger.WalkMark
 	Marked bool
-	// SeenKnown: since the walk began or last passed a mark, it has met
-	// papers delivered before (it has reached the block above the next
-	// mark).
-	SeenKnown bool
+	// PastTop: the walk has left its top part (the new papers above the
+	// papers delivered before) and goes from mark to mark. InGap: it has
+	// found Marks[0] and walks the papers never delivered below it.
+	PastTop bool
+	InGap   bool
+	// Tail is the mark of the walk's frontier: the last papers of the
+	// last page whose last paper was not one delivered earlier in this run
+	// (when new papers push the listing down while the walk goes on, a
+	// page can show papers it already delivered: the frontier is further
+	// down).
+	Tail []string
 }
 
 // MaxMarks bounds a journal's marks: one is added by each night that
-// stops at MaxPages before reaching the marks it had.
+// stops short of known papers before reaching the marks it had.
 const MaxMarks = 64
 
-// A walk's marks, and the carry-on rule. A walk that stops at MaxPages
-// leaves a mark: the page it reached and that page's papers; below it lie
-// papers never delivered. The next walk starts at page 1 as always, and
-// where known papers would stop it (it has reached papers delivered
-// before) it jumps to the first mark's page instead: the papers there have
-// only moved down, by the papers added since. From there known papers do
-// not stop it until it has passed the mark (a page holding one of the
-// mark's papers, or one holding papers never delivered: the listing moved
-// up, past the mark; counted only once the walk has met papers delivered
-// before since its last mark, so that new papers pushed down past a mark's
-// page are not taken for it). Then the usual rule applies again, with the next
-// mark if there is one. MaxPages bounds the pages walked, jumps or not. A
-// walk that reaches it again leaves a mark where it stopped, above the
-// marks it did not reach; so no page is left behind, as long as a night
-// has pages to spare (nightly.max_pages at least stop_after_known_pages+2:
-// the pages to known papers, the mark's page, and one more).
+// tailPapers is how many of a page's last papers a mark holds: one of them
+// is enough to find the mark again, should another be removed.
+const tailPapers = 3
+
+// A walk's marks, and the carry-on rule. Papers are delivered top down; a
+// walk that stops short of known papers (at MaxPages, at a failed page, or
+// when the run stops) leaves a mark: the page it reached and that page's
+// last papers. Below a mark lies a gap: papers never delivered, down to
+// the next papers delivered before. Marks are the only gaps there are:
+// every paper never delivered lies above the first paper delivered before
+// (the top part of the listing), or in the gap below a mark.
+//
+// The next walk starts at page 1 as always and delivers the new papers at
+// the top. Where known papers would stop it (StopAfterKnown pages of them
+// in a row), it jumps to the first mark's page instead: its papers have
+// only moved down, by the papers added since. It walks on to the page
+// holding a paper of the mark, then through the gap below it, delivering
+// it, until the gap ends at a paper delivered by an earlier run (papers
+// delivered earlier in this run, pushed down by new ones, do not end it).
+// Then the next mark, and so on; past the last gap the walk is done. A walk
+// that meets a mark's papers on its way down (in its top part, or on the
+// same page as the end of the gap above) does the same from there.
+//
+// A walk stopped short again leaves its own mark where it stopped: in the
+// top part, a new mark above the others; in a gap, the mark of that gap
+// moves down to where it stopped; on the way to a mark, the mark's page
+// only moves down (what lies between is known). So no page is left behind
+// as long as a night has pages to spare: nightly.max_pages at least
+// stop_after_known_pages+3 (the pages to known papers, the page before the
+// mark's, the mark's page and one more). The jump lands a page before the
+// mark's page, for a site that removes papers: more than a page of papers
+// removed above a mark can move some of its gap above that, where the jump
+// does not go; a backfill over those pages recovers them.
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
 	Why string // "last page", "known papers only", "the same papers again", or why it was cut (WhyMaxPages, …)
-	// Incomplete: the walk stopped at MaxPages with older pages it never
-	// reached; Marks are where the next walk carries on.
+	// Incomplete: the walk stopped short of known papers with older pages
+	// it never reached; Marks are where the next walk carries on.
 	Incomplete bool
 	Marks      []ledger.WalkMark
 	// Dropped: marks beyond MaxMarks that were forgotten (their pages will
@@ -75,6 +100,13 @@ type WalkEnd struct {
 	Store bool
 }
 
+// Why a walk stopped before its rule ended it (IncompleteWalk.Why).
+const (
+	WhyMaxPages   = "nightly.max_pages"
+	WhyFailedPage = "a failed page"
+	WhyStopped    = "the run was stopped"
+)
+
 // End is how the walk ended, called on the walk Next returned with false
 // for the page d.
 func (w Walk) End(d Delivered) WalkEnd {
@@ -83,30 +115,38 @@ func (w Walk) End(d Delivered) WalkEnd {
 		return WalkEnd{Why: "last page", Store: w.Marked}
 	case w.StopAfterRepeat > 0 && w.RepeatRun >= w.StopAfterRepeat:
 		return WalkEnd{Why: "the same papers again", Store: w.Marked}
-	case len(w.Marks) == 0 && w.StopAfterKnown > 0 && w.KnownRun >= w.StopAfterKnown:
+	case w.done():
 		return WalkEnd{Why: "known papers only", Store: w.Marked}
 	}
 	return w.cut(d, w.Page-1, WhyMaxPages)
 }
 
-// Why a walk stopped before its rule ended it (IncompleteWalk.Why).
-const (
-	WhyMaxPages   = "nightly.max_pages"
-	WhyFailedPage = "a failed page"
-	WhyStopped    = "the run was stopped"
-)
+// done: the walk has left its top part and closed every gap.
+func (w Walk) done() bool { return w.PastTop && len(w.Marks) == 0 }
 
-// cut is how a walk ends that stopped short of known papers after page
-// last, delivered as d: at MaxPages, at a failed page, or when the run was
-// stopped. It leaves a mark where it stopped.
+// cut is how a walk ends that stopped short after page last, delivered as
+// d: at MaxPages, at a failed page, or when the run was stopped. It leaves
+// a mark where it stopped (see Walk).
 func (w Walk) cut(d Delivered, last int, why string) WalkEnd {
 	marks := slices.Clone(w.Marks)
-	if len(marks) > 0 && last >= marks[0].Page && d.Records > 0 && d.KnownBefore == d.Records {
-		// Between the first mark's page and the mark: papers delivered
-		// before, nothing new. The mark lies further down.
-		marks[0].Page = last
-	} else {
-		marks = append([]ledger.WalkMark{{Page: last, Papers: MarkOf(d.Papers)}}, marks...)
+	tail := w.Tail
+	if len(tail) == 0 {
+		tail = tailOf(d.Papers)
+	}
+	here := ledger.WalkMark{Page: last, Papers: tail}
+	switch {
+	case w.InGap && !slices.Contains(marks[0].Papers, lastID(tail)):
+		marks[0] = here // the gap goes on below the frontier
+	case w.InGap:
+		// The frontier is the mark's own papers: the gap starts below,
+		// after the mark's papers still to come.
+		marks[0].Page = max(marks[0].Page, last)
+	case w.PastTop && len(marks) > 0:
+		// On the way to the first mark, through papers delivered before:
+		// the mark lies further down.
+		marks[0].Page = max(marks[0].Page, last)
+	default:
+		marks = append([]ledger.WalkMark{here}, marks...)
 	}
 	end := WalkEnd{Why: why, Incomplete: true, Marks: marks, Store: true}
 	if len(marks) > MaxMarks {
@@ -115,7 +155,23 @@ func (w Walk) cut(d Delivered, last int, why string) WalkEnd {
 	return end
 }
 
-// MarkOf is the mark of a page's papers: their ids and DOI keys.
+// lastID is the id of the last paper of a mark (its entries are ids, each
+// maybe followed by a "doi:" key).
+func lastID(mark []string) string {
+	for i := len(mark) - 1; i >= 0; i-- {
+		if !strings.HasPrefix(mark[i], "doi:") {
+			return mark[i]
+		}
+	}
+	return ""
+}
+
+// tailOf is the mark of a page's last papers: their ids and DOI keys.
+func tailOf(papers []ledger.Paper) []string {
+	return MarkOf(papers[max(0, len(papers)-tailPapers):])
+}
+
+// MarkOf is the mark of papers: their ids and DOI keys.
 func MarkOf(papers []ledger.Paper) []string {
 	mark := make([]string, 0, 2*len(papers))
 	for _, p := range papers {
@@ -127,34 +183,85 @@ func MarkOf(papers []ledger.Paper) []string {
 	return mark
 }
 
-// holds says whether a page's papers include one of the mark's.
-func holds(papers []ledger.Paper, mark []string) bool {
-	for _, p := range papers {
-		k := p.DOIKey()
-		for _, m := range mark {
-			if p.ID == m || k != "" && "doi:"+k == m {
-				return true
-			}
+// in says whether paper p is one of the mark's.
+func in(p ledger.Paper, mark []string) bool {
+	k := p.DOIKey()
+	for _, m := range mark {
+		if p.ID == m || k != "" && "doi:"+k == m {
+			return true
 		}
 	}
 	return false
 }
 
+// scan follows the marks over a page's papers: it finds Marks[0] (its
+// last paper on the page), walks the gap below it (the mark's papers that
+// spill onto the next page are not the gap's end), and drops the mark
+// where the gap ends, at a paper delivered by an earlier run; then the
+// next mark, on the same page. A mark whose papers are all gone is never
+// found: the walk goes on, delivering what it meets, to the end of the
+// listing, where the marks are cleared.
+func (w *Walk) scan(d Delivered) {
+	seen := func(i int) ledger.Seen {
+		if i < len(d.Seen) {
+			return d.Seen[i]
+		}
+		return ledger.SeenBefore
+	}
+	i := 0
+	for i < len(d.Papers) && len(w.Marks) > 0 {
+		m := w.Marks[0]
+		if !w.InGap {
+			found := -1
+			for j := i; j < len(d.Papers); j++ {
+				if in(d.Papers[j], m.Papers) {
+					found = j + 1 // the gap starts after the mark's last paper here
+				}
+			}
+			if found < 0 {
+				return
+			}
+			w.InGap, i = true, found
+			continue
+		}
+		// The mark's papers on this page again (the listing moved down while
+		// the walk went on): the gap starts after them.
+		for j := i; j < len(d.Papers); j++ {
+			if in(d.Papers[j], m.Papers) {
+				i = j + 1
+			}
+		}
+		for ; i < len(d.Papers); i++ {
+			if seen(i) == ledger.SeenBefore && !in(d.Papers[i], m.Papers) {
+				w.Marks, w.InGap = w.Marks[1:], false // the gap ends here
+				break
+			}
+		}
+	}
+	if len(w.Marks) == 0 {
+		w.Marks, w.InGap = nil, false
+	}
+}
+
 // Next is the one walk rule, of nightly walks and open-ended backfills:
 // after page w.Page was delivered as d, does the walk go on, and to where?
-// It stops after StopAfterKnown pages in a row whose papers were all known
-// before the run began (papers delivered earlier in the same run do not
-// count: new papers pushing older ones down while the walk goes on cannot
-// stop it early), after StopAfterRepeat pages in a row that held no paper
+// Its top part stops after StopAfterKnown pages in a row whose papers were
+// all known before the run began (papers delivered earlier in the same
+// run do not count: new papers pushing older ones down while the walk goes
+// on cannot stop it early); then, with marks, it carries on from them (see
+// Walk). It stops after StopAfterRepeat pages in a row that held no paper
 // not already met in this run (a site that answers every page number with
 // the same papers), at the last page the pager names, and after MaxPages
-// pages. A walk with marks carries on past them first (see Walk). When it
-// stops, End says how.
+// pages. When it stops, End says how.
 func (w Walk) Next(d Delivered) (Walk, bool) {
 	next := w
 	next.Page++
 	next.Walked++
-	if d.Records > 0 && d.KnownBefore == d.Records {
+	n := len(d.Papers) // distinct papers (a paper listed twice counts once)
+	if n == 0 {
+		n = d.Records
+	}
+	if n > 0 && d.KnownBefore == n {
 		next.KnownRun++
 	} else {
 		next.KnownRun = 0
@@ -164,33 +271,22 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	} else {
 		next.RepeatRun = 0
 	}
-	for len(next.Marks) > 0 {
-		m := next.Marks[0]
-		carrying := w.Page >= m.Page
-		if holds(d.Papers, m.Papers) || carrying && next.SeenKnown && d.KnownBefore < d.Records {
-			next.Marks, next.KnownRun, next.SeenKnown = next.Marks[1:], 0, false // passed
-			continue
-		}
-		if carrying {
-			next.KnownRun = 0 // known papers do not stop it here
-		}
-		break
+	if n := len(d.Papers); n > 0 && (n > len(d.Seen) || d.Seen[n-1] != ledger.SeenThisRun) {
+		next.Tail = tailOf(d.Papers)
 	}
-	if len(next.Marks) == 0 {
-		next.Marks = nil
-	} else if d.KnownBefore > 0 && !holds(d.Papers, w.Marks[0].Papers) {
-		next.SeenKnown = true
+	next.scan(d)
+	if !next.PastTop && !next.InGap && w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown {
+		next.PastTop = true
 	}
-	knownStop := w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown
 	switch {
-	case d.Last, w.StopAfterRepeat > 0 && next.RepeatRun >= w.StopAfterRepeat:
-		return next, false
-	case knownStop && len(next.Marks) == 0:
+	case d.Last, w.StopAfterRepeat > 0 && next.RepeatRun >= w.StopAfterRepeat, next.done():
 		return next, false
 	case next.Walked >= w.MaxPages:
 		return next, false
-	case knownStop:
-		next.Page, next.KnownRun = max(next.Page, next.Marks[0].Page), 0 // jump to the mark
+	case next.PastTop && !next.InGap:
+		// Jump to the page before the mark's: a page of slack, should a
+		// few papers above the mark have been removed from the listing.
+		next.Page = max(next.Page, next.Marks[0].Page-1)
 	}
 	return next, true
 }

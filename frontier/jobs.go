@@ -34,9 +34,11 @@ type Job struct {
 	Walked          int  `json:"walked,omitempty"` // pages walked so far
 	// Marks and Marked are the walk's (engine.Walk): where earlier walks
 	// stopped at MaxPages, until this walk has passed them.
-	Marks     []ledger.WalkMark `json:"marks,omitempty"`
-	Marked    bool              `json:"marked,omitempty"`
-	SeenKnown bool              `json:"seen_known,omitempty"`
+	Marks   []ledger.WalkMark `json:"marks,omitempty"`
+	Marked  bool              `json:"marked,omitempty"`
+	PastTop bool              `json:"past_top,omitempty"`
+	InGap   bool              `json:"in_gap,omitempty"`
+	Tail    []string          `json:"tail,omitempty"`
 	// PrevPage and PrevMark are the walk's last page delivered and its
 	// papers (engine.MarkOf): a walk whose job is dead-lettered leaves its
 	// mark there, so the next walk carries on from it.
@@ -66,7 +68,7 @@ func (j Job) MsgID() string {
 // Walk is the nightly walk a job stands at.
 func (j Job) Walk() engine.Walk {
 	w := engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, Walked: j.Walked, StopAfterKnown: j.StopAfterKnown,
-		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, SeenKnown: j.SeenKnown}
+		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, PastTop: j.PastTop, InGap: j.InGap, Tail: j.Tail}
 	// A job enqueued before walks counted their pages: its page is how
 	// many it walked.
 	if w.Walked == 0 && w.Page > 1 && !w.Marked {
@@ -77,7 +79,7 @@ func (j Job) Walk() engine.Walk {
 
 // WithWalk is the job at the walk's next page.
 func (j Job) WithWalk(w engine.Walk) Job {
-	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marks, j.Marked, j.SeenKnown = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marks, w.Marked, w.SeenKnown
+	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marks, j.Marked, j.PastTop, j.InGap, j.Tail = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marks, w.Marked, w.PastTop, w.InGap, w.Tail
 	return j
 }
 

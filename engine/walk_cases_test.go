@@ -1,0 +1,184 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+// nightHarness runs nightly walks over a listing that changes between and
+// during nights, and logs each night for a failing test.
+type nightHarness struct {
+	t        *testing.T
+	site     *testsite.Site
+	srv      *httptest.Server
+	dir, out string
+	listing  []string
+	pp       int
+	n        int
+	log      strings.Builder
+}
+
+const hj = 4848
+
+func newNightHarness(t *testing.T, pp int, initial []string) *nightHarness {
+	h := &nightHarness{t: t, site: testsite.New(), pp: pp, listing: initial}
+	h.srv = httptest.NewServer(h.site)
+	t.Cleanup(h.srv.Close)
+	h.dir = t.TempDir()
+	h.out = filepath.Join(h.dir, "papers.jsonl")
+	h.site.SetListing(hj, h.listing, pp)
+	return h
+}
+
+func (h *nightHarness) arrive(ids []string) {
+	h.listing = append(append([]string{}, ids...), h.listing...)
+	h.site.SetListing(hj, h.listing, h.pp)
+}
+
+// night runs one nightly walk and logs what it fetched and left.
+func (h *nightHarness) night(sak, maxPages int, stop chan struct{}) {
+	h.t.Helper()
+	h.n++
+	before := map[int]int{}
+	for p := 1; p <= 100; p++ {
+		before[p] = h.site.Hits(testsite.PagePath(hj, p))
+	}
+	r := start(h.t, config(h.srv), filepath.Join(h.dir, "state"), h.out, fmt.Sprint("n", h.n))
+	if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{hj}, StopAfterKnownPages: sak, MaxPages: maxPages, Stop: stop}); err != nil {
+		h.t.Fatal(err)
+	}
+	marks, _ := r.store.WalkMarks(context.Background(), hj)
+	iw := r.r.Summary().IncompleteWalks()
+	r.close()
+	var pages []int
+	for p := 1; p <= 100; p++ {
+		if h.site.Hits(testsite.PagePath(hj, p)) > before[p] {
+			pages = append(pages, p)
+		}
+	}
+	var ms []string
+	for _, m := range marks {
+		ms = append(ms, fmt.Sprintf("p%d%v", m.Page, m.Papers[:1]))
+	}
+	fmt.Fprintf(&h.log, "night %d: pages %v incomplete %v marks %v\n", h.n, pages, iw, ms)
+}
+
+// check: every paper listed was delivered, each once.
+func (h *nightHarness) check() {
+	got := readIDs(h.t, h.out)
+	var missing []string
+	for _, id := range h.listing {
+		if got[id] == 0 {
+			missing = append(missing, id)
+		}
+	}
+	for id, c := range got {
+		if c != 1 {
+			h.t.Errorf("%s delivered %d times", id, c)
+		}
+	}
+	if len(missing) > 0 {
+		h.t.Errorf("%d of %d papers never delivered: %v\n%s", len(missing), len(h.listing), missing, h.log.String())
+	} else {
+		h.t.Logf("ok\n%s", h.log.String())
+	}
+}
+
+func pfx(p string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%03d", p, i+1)
+	}
+	return out
+}
+
+// Two marks, the walk stopping at max_pages just past the first: the mark
+// it leaves must not take the place of the second one, nor end the gap
+// below the first at that mark's own papers on the next page.
+func TestWalkCutAfterPassingAMark(t *testing.T) {
+	h := newNightHarness(t, 5, pfx("91", 30)) // A
+	h.night(1, 4, nil)                        // A1-15, mark @3
+	h.arrive(pfx("92", 20))                   // B
+	h.night(1, 4, nil)                        // B1-15, marks [@3 B11-15, @3 A11-15]
+	h.arrive(pfx("93", 2))                    // C
+	for i := 0; i < 12; i++ {
+		h.night(1, 4, nil)
+	}
+	h.check()
+}
+
+// A mark's papers spilling onto the next page do not end the gap below it.
+func TestWalkMarkSpillingOntoTheNextPage(t *testing.T) {
+	h := newNightHarness(t, 5, pfx("91", 50))
+	h.night(1, 5, nil)
+	h.arrive(pfx("92", 30))
+	h.night(1, 5, nil)
+	h.arrive(pfx("93", 2))
+	for i := 0; i < 12; i++ {
+		h.night(1, 5, nil)
+	}
+	h.check()
+}
+
+// Papers arriving while the walk goes on push the listing down: papers
+// delivered earlier in the run reappear; they neither end a gap nor make
+// the walk's mark, which is left at its true frontier.
+func TestWalkArrivalsDuringTheWalk(t *testing.T) {
+	h := newNightHarness(t, 5, pfx("91", 50))
+	h.night(1, 4, nil) // A1-20, mark @4 A16-20
+	h.arrive(pfx("92", 3))
+	h.site.AfterServe(testsite.PagePath(hj, 2), func() { h.arrive(pfx("93", 15)) })
+	h.night(1, 4, nil)
+	for i := 0; i < 12; i++ {
+		h.night(1, 4, nil)
+	}
+	h.check()
+}
+
+// Papers removed above a mark (its own among them) move its gap up: the
+// page of slack before the mark's page still finds it.
+func TestWalkPapersRemovedAboveAMark(t *testing.T) {
+	h := newNightHarness(t, 5, pfx("91", 40))
+	h.night(1, 4, nil) // mark @3 = 91011-91015
+	var l []string
+	for _, id := range h.listing {
+		if id == "91005" || id >= "91011" && id <= "91015" {
+			continue
+		}
+		l = append(l, id)
+	}
+	h.listing = l
+	h.site.SetListing(hj, l, 5)
+	for i := 0; i < 12; i++ {
+		h.night(1, 4, nil)
+	}
+	h.check()
+}
+
+// A page that lists a paper twice still counts as all known.
+func TestWalkPaperListedTwice(t *testing.T) {
+	h := newNightHarness(t, 5, pfx("91", 50))
+	h.night(1, 4, nil) // A1-15, mark @3 = A11-15
+	h.arrive(pfx("92", 5))
+	// the site shows 91007 twice (page 3 now: 91006 91007 91007 91008 91009)
+	var l []string
+	for _, id := range h.listing {
+		l = append(l, id)
+		if id == "91007" {
+			l = append(l, id)
+		}
+	}
+	h.listing = l
+	h.site.SetListing(hj, l, 5)
+	for i := 0; i < 12; i++ {
+		h.night(1, 4, nil)
+	}
+	h.check()
+}

@@ -1,0 +1,292 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+// faulty wraps a site: scripted statuses per path for the current night,
+// and per-night request counts.
+type faulty struct {
+	site   *testsite.Site
+	mu     sync.Mutex
+	faults map[string][]int
+	hits   map[string]int
+}
+
+func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.hits[r.URL.Path]++
+	var st int
+	if q := f.faults[r.URL.Path]; len(q) > 0 {
+		st, f.faults[r.URL.Path] = q[0], q[1:]
+	}
+	f.mu.Unlock()
+	if st != 0 {
+		http.Error(w, http.StatusText(st), st)
+		return
+	}
+	f.site.ServeHTTP(w, r)
+}
+
+func (f *faulty) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults, f.hits = map[string][]int{}, map[string]int{}
+}
+
+type variant struct {
+	name                        string
+	deletions, midRun, failures bool
+	stops                       bool
+	sakChoices                  []int
+}
+
+func envInt(k string, d int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return v
+	}
+	return d
+}
+
+// TestNightlyRandomNights runs nightly walks over a listing for many
+// random scenarios: papers arriving before a night (often more than a
+// night's max_pages can take) and while it goes on, pages failing once or
+// for a night, runs stopped mid-walk, papers removed from the listing
+// (including those of a mark), stop_after_known_pages 1 and 2, max_pages
+// from its minimum up. After the disturbed nights, quiet nights run until
+// a walk is complete. Every paper still listed must then have been
+// delivered exactly once, and no night may fetch more than max_pages.
+// SEEDS (default 6 per variant), SEED0, VARIANT and SHOW choose what runs:
+//
+//	SEEDS=200 go test ./engine -run TestNightlyRandomNights -timeout 30m
+func TestNightlyRandomNights(t *testing.T) {
+	variants := []variant{
+		{name: "arrivals-only", sakChoices: []int{1, 2}},
+		{name: "fail-stop", failures: true, stops: true, sakChoices: []int{1, 2}},
+		{name: "fail-stop-delete", failures: true, stops: true, deletions: true, sakChoices: []int{1, 2}},
+		{name: "midrun", midRun: true, sakChoices: []int{1, 2}},
+		{name: "all", failures: true, stops: true, deletions: true, midRun: true, sakChoices: []int{1, 2}},
+	}
+	only := os.Getenv("VARIANT")
+	seeds := envInt("SEEDS", 6)
+	first := envInt("SEED0", 1)
+	for _, v := range variants {
+		if only != "" && only != v.name {
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			fails := 0
+			for seed := first; seed < first+seeds; seed++ {
+				if msg := attackNight(t, v, int64(seed)); msg != "" {
+					fails++
+					if fails <= envInt("SHOW", 3) {
+						t.Errorf("seed %d:\n%s", seed, msg)
+					} else {
+						t.Errorf("seed %d fails: %s", seed, strings.SplitN(msg, "\n", 2)[0])
+					}
+				}
+			}
+			t.Logf("%s: %d of %d seeds failed", v.name, fails, seeds)
+		})
+	}
+}
+
+// attackNight runs one scenario; "" when it held.
+func attackNight(t *testing.T, v variant, seed int64) string {
+	rng := rand.New(rand.NewPCG(uint64(seed), 99))
+	site := testsite.New()
+	ft := &faulty{site: site}
+	ft.reset()
+	srv := httptest.NewServer(ft)
+	defer srv.Close()
+	const j = 4747
+	pp := 3 + rng.IntN(4)
+	sak := v.sakChoices[rng.IntN(len(v.sakChoices))]
+	maxPages := sak + 3
+	if rng.IntN(2) == 0 {
+		maxPages += rng.IntN(5)
+	}
+	counter := 0
+	fresh := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			counter++
+			out[i] = fmt.Sprintf("9%07d", counter)
+		}
+		return out
+	}
+	var mu sync.Mutex // guards listing (mid-run arrivals change it from the server)
+	listing := fresh(rng.IntN(8 * pp))
+	site.SetListing(j, listing, pp)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	var log strings.Builder
+	fmt.Fprintf(&log, "variant %s seed %d: per_page %d stop_after_known %d max_pages %d initial %d papers\n", v.name, seed, pp, sak, maxPages, len(listing))
+	var marks []ledger.WalkMark
+	fail := func(format string, a ...any) string {
+		return fmt.Sprintf(format, a...) + "\n" + log.String()
+	}
+	const disturbed = 15
+	for night := 1; night <= 400; night++ {
+		ft.reset()
+		var stop chan struct{}
+		var ev []string
+		after := map[int][]func(){}
+		if night <= disturbed {
+			if rng.IntN(10) < 7 {
+				n := rng.IntN((maxPages+2)*pp + 1)
+				mu.Lock()
+				listing = append(fresh(n), listing...)
+				site.SetListing(j, listing, pp)
+				mu.Unlock()
+				ev = append(ev, fmt.Sprintf("arrive %d", n))
+			}
+			if v.deletions && rng.IntN(10) < 4 {
+				mu.Lock()
+				var del []string
+				if len(marks) > 0 && rng.IntN(2) == 0 {
+					m := marks[rng.IntN(len(marks))]
+					for _, id := range m.Papers {
+						if !strings.HasPrefix(id, "doi:") {
+							del = append(del, id)
+						}
+					}
+				}
+				if len(listing) > 2 && rng.IntN(2) == 0 {
+					at := 1 + rng.IntN(len(listing)-1)
+					k := 1 + rng.IntN(2*pp)
+					del = append(del, listing[at:min(at+k, len(listing))]...)
+				}
+				if len(del) > 0 {
+					listing = slices.DeleteFunc(listing, func(id string) bool { return slices.Contains(del, id) })
+					site.SetListing(j, listing, pp)
+					ev = append(ev, fmt.Sprintf("delete %v", del))
+				}
+				mu.Unlock()
+			}
+			if v.failures && rng.IntN(10) < 3 {
+				p := 1 + rng.IntN(maxPages+1)
+				var q []int
+				switch rng.IntN(3) {
+				case 0:
+					q = []int{403}
+				case 1:
+					q = []int{503, 503, 503, 503, 503, 503, 503, 503}
+				case 2:
+					q = []int{502, 503}
+				}
+				ft.mu.Lock()
+				ft.faults[testsite.PagePath(j, p)] = q
+				ft.mu.Unlock()
+				ev = append(ev, fmt.Sprintf("fault page %d %v", p, q))
+			}
+			if v.stops && rng.IntN(10) < 2 {
+				p := 1 + rng.IntN(maxPages)
+				stop = make(chan struct{})
+				s := stop
+				after[p] = append(after[p], func() { close(s) })
+				ev = append(ev, fmt.Sprintf("stop after serving page %d", p))
+			}
+			if v.midRun && rng.IntN(10) < 3 {
+				p := 1 + rng.IntN(maxPages)
+				n := 1 + rng.IntN(3*pp)
+				add := fresh(n)
+				after[p] = append(after[p], func() {
+					mu.Lock()
+					listing = append(add, listing...)
+					site.SetListing(j, listing, pp)
+					mu.Unlock()
+				})
+				ev = append(ev, fmt.Sprintf("arrive %d while serving page %d", n, p))
+			}
+			for p, fs := range after {
+				site.AfterServe(testsite.PagePath(j, p), func() {
+					for _, f := range fs {
+						f()
+					}
+				})
+			}
+		}
+		r := start(t, config(srv), filepath.Join(dir, "state"), out, fmt.Sprintf("n%d", night))
+		err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: sak, MaxPages: maxPages, Stop: stop})
+		iw := r.r.Summary().IncompleteWalks()
+		newN := r.r.Summary().PapersNew.Load()
+		var merr error
+		marks, merr = r.store.WalkMarks(context.Background(), j)
+		r.close()
+		for p := range after {
+			site.AfterServe(testsite.PagePath(j, p), nil)
+		}
+		if err != nil {
+			return fail("night %d: nightly error %v", night, err)
+		}
+		if merr != nil {
+			return fail("night %d: marks: %v", night, merr)
+		}
+		ft.mu.Lock()
+		var pages []int
+		for p := 1; p <= len(listing)/pp+200; p++ {
+			if ft.hits[testsite.PagePath(j, p)] > 0 {
+				pages = append(pages, p)
+			}
+		}
+		ft.mu.Unlock()
+		var ms []string
+		for _, m := range marks {
+			var pids []string
+			for _, id := range m.Papers {
+				if !strings.HasPrefix(id, "doi:") {
+					pids = append(pids, id)
+				}
+			}
+			ms = append(ms, fmt.Sprintf("p%d%v", m.Page, pids))
+		}
+		mu.Lock()
+		fmt.Fprintf(&log, "night %d: %v; listing %d papers (%d pages); fetched pages %v; new %d; incomplete %v; marks after %v\n",
+			night, ev, len(listing), (len(listing)+pp-1)/pp, pages, newN, iw, ms)
+		mu.Unlock()
+		if len(pages) > maxPages {
+			return fail("night %d fetched %d pages %v, max_pages %d", night, len(pages), pages, maxPages)
+		}
+		if night > disturbed && len(iw) == 0 {
+			break
+		}
+		if night == 400 {
+			return fail("still incomplete after 400 nights")
+		}
+	}
+	got := readIDs(t, out)
+	var dup, missing []string
+	for id, n := range got {
+		if n != 1 {
+			dup = append(dup, fmt.Sprintf("%s×%d", id, n))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range listing {
+		if got[id] == 0 {
+			missing = append(missing, id)
+		}
+	}
+	if len(dup) > 0 || len(missing) > 0 {
+		slices.Sort(dup)
+		return fail("duplicates %v; missing %d of %d: %v", dup, len(missing), len(listing), missing)
+	}
+	return ""
+}
