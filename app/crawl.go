@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/litcrawl/litcrawl/crawler"
@@ -53,6 +54,13 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	}
 	if c.Kind == "backfill" && c.To != 0 && c.To-c.From >= cfg.Backfill.MaxPages {
 		return nil, badOption("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one run; backfill a long range in parts", c.From, c.To, cfg.Backfill.MaxPages)
+	}
+	if c.Report != "" {
+		for _, u := range c.Sinks {
+			if p, ok := strings.CutPrefix(u, "jsonl:"); ok && samePath(p, c.Report) {
+				return nil, badOption("--report %s: is the records' JSONL file too: give the report a file of its own", c.Report)
+			}
+		}
 	}
 	runID := NewRunID(time.Now())
 	rt, closeRT, err := c.Transport.open(runID, cfg.Fetch.MaxBodyBytes)

@@ -237,11 +237,11 @@ func sanitize(rep *RunReport) {
 	}
 	for _, m := range []map[string]int64{rep.Pages, rep.Papers} {
 		for k, n := range m {
-			m[k] = max(n, 0)
+			m[k] = min(max(n, 0), maxCount)
 		}
 	}
 	for k, n := range rep.Retries {
-		rep.Retries[k] = max(n, 0)
+		rep.Retries[k] = min(max(n, 0), maxCount)
 	}
 	q := &rep.Quality
 	for _, n := range []*int{&q.Pages, &q.Records, &q.WithTitle, &q.WithDOI, &q.WithAuthor, &q.WithDate} {
@@ -251,6 +251,10 @@ func sanitize(rep *RunReport) {
 		*n = min(*n, q.Records)
 	}
 }
+
+// maxCount is more than any run counts (a trillion): a larger count is
+// clamped, so that totals cannot overflow.
+const maxCount = 1 << 40
 
 // maxRunSeconds is longer than any run (a year): a longer duration is
 // taken as unknown.

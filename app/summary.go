@@ -29,7 +29,10 @@ type RunReport struct {
 	Papers          map[string]int64     `json:"papers"`
 	Retries         map[string]int       `json:"retries"`
 	Failures        []engine.PageFailure `json:"failures"`
-	Quality         engine.Quality       `json:"quality"`
+	// FailuresOmitted counts the failed pages beyond MaxFailuresKept (the
+	// --report page log lists every page).
+	FailuresOmitted int            `json:"failures_omitted,omitempty"`
+	Quality         engine.Quality `json:"quality"`
 	// QualityThresholds are the alarms the run was held to.
 	QualityThresholds *config.Quality `json:"quality_thresholds,omitempty"`
 	// PerJournal are the counts by journal id.
@@ -60,11 +63,18 @@ func newRunReport(runID, kind string, s *engine.Summary, jobs *frontier.JobCount
 	if r.Failures == nil {
 		r.Failures = []engine.PageFailure{}
 	}
+	if n := len(r.Failures); n > MaxFailuresKept {
+		r.Failures, r.FailuresOmitted = r.Failures[:MaxFailuresKept], n-MaxFailuresKept
+	}
 	if err != nil {
 		r.Error = err.Error()
 	}
 	return r
 }
+
+// MaxFailuresKept bounds the failed pages a run's summary lists, so that
+// the run history stays small when a whole range fails.
+const MaxFailuresKept = 1000
 
 // printSummary prints what a run did: as text on stderr (a line, then a
 // line per failed page), or, with a JSON log, as one log line.
@@ -90,6 +100,9 @@ func (e *Env) printSummary(r RunReport, s *engine.Summary) {
 	}
 	for _, pf := range r.Failures {
 		fmt.Fprintf(e.Stderr, "  failed: journal %d page %d: %s\n", pf.Journal, pf.Page, pf.Error)
+	}
+	if r.FailuresOmitted > 0 {
+		fmt.Fprintf(e.Stderr, "  … and %d more failed pages (--report lists every page)\n", r.FailuresOmitted)
 	}
 }
 

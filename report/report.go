@@ -181,6 +181,7 @@ func Write(w io.Writer, d Data) error {
 			}
 			pg.Failures = append(pg.Failures, row)
 		}
+		pg.MoreFailures += v.Summary.FailuresOmitted
 		for _, iw := range v.Summary.IncompleteWalks {
 			if len(pg.Incomplete) == maxFailureRows {
 				pg.MoreIncomplete++

@@ -262,7 +262,7 @@ fields: the site's layout has probably changed), 130 interrupted
 	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr; /debug/pprof/cmdline is never served")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
-			if err := app.CheckOutputFile(path, ""); err != nil {
+			if err := app.CheckOutputFile(path, stateDirFor(cmd)); err != nil {
 				return usageError{fmt.Errorf("--metrics-file: %w", err)}
 			}
 			errw := cmd.ErrOrStderr()
@@ -289,6 +289,9 @@ fields: the site's layout has probably changed), 130 interrupted
 		if path == "" {
 			return nil
 		}
+		if err := app.CheckOutputFile(path, stateDirFor(cmd)); err != nil {
+			return usageError{fmt.Errorf("--cpuprofile %s: %w", path, err)}
+		}
 		f, err := os.Create(path)
 		if err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
@@ -303,6 +306,19 @@ fields: the site's layout has probably changed), 130 interrupted
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
 		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd())
 	return root
+}
+
+// stateDirFor is the state directory the command works on (--state-dir,
+// else the config's state_dir), so that no other output lands in it; ""
+// when it cannot tell.
+func stateDirFor(cmd *cobra.Command) string {
+	if f := cmd.Flags().Lookup("state-dir"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	if cfg, err := loadConfig(cmd); err == nil {
+		return cfg.StateDir
+	}
+	return ""
 }
 
 // loadConfig reads --config: the default path may be missing (defaults

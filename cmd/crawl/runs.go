@@ -352,9 +352,12 @@ func printRun(w io.Writer, v app.RunView) error {
 		}
 	}
 	if len(s.Failures) > 0 {
-		fmt.Fprintf(w, "\nfailed pages (%d):\n", len(s.Failures))
+		fmt.Fprintf(w, "\nfailed pages (%d):\n", len(s.Failures)+s.FailuresOmitted)
 		for _, f := range s.Failures {
 			fmt.Fprintf(w, "  journal %d page %d: %s\n", f.Journal, f.Page, clean(f.Error))
+		}
+		if s.FailuresOmitted > 0 {
+			fmt.Fprintf(w, "  … and %d more (the run's --report page log lists every page)\n", s.FailuresOmitted)
 		}
 	}
 	return nil
