@@ -86,14 +86,18 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	// A run that fails before it fetches (a sink that cannot be opened, a
 	// report that cannot be written) is recorded with its error.
 	sum := engine.NewSummary()
-	early := func(err error) (*engine.Summary, error) {
-		rep := newRunReport(runID, c.Kind, sum, nil, err)
-		rep.Journals = c.Journals
-		code := e.exitCode(err)
-		rep.ExitCode = &code
+	// record ends the run in the history: its summary, with the exit code
+	// of final.
+	record := func(rep *RunReport, final error) ([]byte, error) {
+		code := e.exitCode(final)
+		rep.Journals, rep.ExitCode = c.Journals, &code
 		data, _ := json.Marshal(rep)
 		hist.Finished, hist.Summary = time.Now(), data
-		st.PutRun(hist)
+		return data, st.PutRun(hist)
+	}
+	early := func(err error) (*engine.Summary, error) {
+		rep := newRunReport(runID, c.Kind, sum, nil, err)
+		record(&rep, err)
 		return nil, err
 	}
 	out, err := OpenSinks(ctx, c.Sinks, e.Stdout, e.Log, e.Metrics)
@@ -152,7 +156,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	}
 
 	rep := newRunReport(runID, c.Kind, sum, nil, runErr)
-	rep.Journals, rep.QualityThresholds = c.Journals, &cfg.Quality
+	rep.QualityThresholds = &cfg.Quality
 	var logErr error
 	if report != nil {
 		logErr = sum.PageLogErr()
@@ -161,20 +165,16 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		}
 	}
 	final := runErr
-	switch {
-	case final != nil:
-	case qualityAlarm(cfg.Quality, sum.QualityCounts()) != nil:
+	if final == nil {
 		final = qualityAlarm(cfg.Quality, sum.QualityCounts())
-	case sum.Failed.Load() > 0:
+	}
+	if final == nil && sum.Failed.Load() > 0 {
 		final = pagesFailed{sum.Failed.Load()}
 	}
-	code := e.exitCode(final)
-	rep.ExitCode = &code
+	data, herr := record(&rep, final)
 	e.printSummary(rep, sum)
-	data, _ := json.Marshal(rep)
-	hist.Finished, hist.Summary = time.Now(), data
-	if err := st.PutRun(hist); err != nil && final == nil {
-		final = fmt.Errorf("run history: %w", err)
+	if herr != nil && final == nil {
+		final = fmt.Errorf("run history: %w", herr)
 	}
 	if report != nil && logErr == nil {
 		if err := report.write(data); err != nil && final == nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -50,47 +51,33 @@ func (r *reportFile) write(summary []byte) error {
 	if _, err := r.spool.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("--report %s: %w", r.path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(r.path), "."+filepath.Base(r.path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("--report %s: %w", r.path, err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename, a no-op
-	w := bufio.NewWriterSize(tmp, 64<<10)
-	w.Write(summary[:len(summary)-1])
-	if len(summary) > 2 {
-		w.WriteByte(',')
-	}
-	w.WriteString(`"page_log":[`)
-	br := bufio.NewReaderSize(r.spool, 64<<10)
-	first := true
-	for {
-		line, err := br.ReadBytes('\n')
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			if !first {
-				w.WriteByte(',')
+	err := atomicfile.Write(r.path, func(bw *bufio.Writer) error {
+		bw.Write(summary[:len(summary)-1])
+		if len(summary) > 2 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString(`"page_log":[`)
+		br := bufio.NewReaderSize(r.spool, 64<<10)
+		first := true
+		for {
+			line, err := br.ReadBytes('\n')
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				if !first {
+					bw.WriteByte(',')
+				}
+				first = false
+				bw.Write(line)
 			}
-			first = false
-			w.Write(line)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("reading the page log: %w", err)
+			}
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			tmp.Close()
-			return fmt.Errorf("--report %s: reading the page log: %w", r.path, err)
-		}
-	}
-	w.WriteString("]}\n")
-	err = w.Flush()
-	if err == nil {
-		err = tmp.Chmod(0o644) // as os.WriteFile would make it, not CreateTemp's 0600
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), r.path)
-	}
+		_, err := bw.WriteString("]}\n")
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("--report %s: %w", r.path, err)
 	}

@@ -39,11 +39,10 @@ type Job struct {
 	PastTop bool              `json:"past_top,omitempty"`
 	InGap   bool              `json:"in_gap,omitempty"`
 	Tail    []string          `json:"tail,omitempty"`
-	// PrevPage and PrevMark are the walk's last page delivered and its
-	// papers (engine.MarkOf): a walk whose job is dead-lettered leaves its
-	// mark there, so the next walk carries on from it.
-	PrevPage int      `json:"prev_page,omitempty"`
-	PrevMark []string `json:"prev_mark,omitempty"`
+	// PrevPage is the walk's last page delivered: a walk whose job is
+	// dead-lettered leaves its mark there (its Tail), so the next walk
+	// carries on from it.
+	PrevPage int `json:"prev_page,omitempty"`
 }
 
 // Subject is the job's subject: one per page of a journal
@@ -170,9 +169,5 @@ func cutWalk(ctx context.Context, run *engine.Run, job Job) error {
 	if !job.Nightly || run == nil {
 		return nil
 	}
-	papers := make([]ledger.Paper, len(job.PrevMark))
-	for i, id := range job.PrevMark {
-		papers[i] = ledger.Paper{ID: id}
-	}
-	return run.StopWalk(ctx, job.Journal, job.Walk(), job.PrevPage, engine.Delivered{Papers: papers}, false, engine.WhyFailedPage)
+	return run.StopWalk(ctx, job.Journal, job.Walk(), job.PrevPage, engine.Delivered{}, false, engine.WhyFailedPage)
 }

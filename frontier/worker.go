@@ -217,7 +217,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			next, goOn := job.Walk().Next(oc.Delivered)
 			if goOn {
 				nj := job.WithWalk(next)
-				nj.PrevPage, nj.PrevMark = job.Page, engine.MarkOf(oc.Delivered.Papers)
+				nj.PrevPage = job.Page
 				if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 					w.failed(ctx, msg, job, err, true, md.NumDelivered)
 					return

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/ledger"
 )
 
@@ -123,22 +125,10 @@ func (s *Store) WriteSnapshot(current Run) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(s.path)
-	tmp, err := os.CreateTemp(dir, "."+SnapshotName+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("run history snapshot: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, SnapshotName))
-	}
+	err = atomicfile.Write(filepath.Join(filepath.Dir(s.path), SnapshotName), func(w *bufio.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("run history snapshot: %w", err)
 	}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	htmlreport "github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -84,36 +84,17 @@ shows the history as it was when that crawl started.`,
 	return cmd
 }
 
-// writeReport writes the report to a temporary file next to path and
-// renames it over path: a reader never sees half a report.
+// writeReport writes the report atomically: a reader never sees half a
+// report.
 func writeReport(path string, d htmlreport.Data) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err := atomicfile.Write(path, func(w *bufio.Writer) error { return htmlreport.Write(w, d) }); err != nil {
+		return 0, fmt.Errorf("-o %s: %w", path, err)
+	}
+	info, err := os.Stat(path)
 	if err != nil {
 		return 0, fmt.Errorf("-o %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 64<<10)
-	err = htmlreport.Write(w, d)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	var size int64
-	if info, serr := tmp.Stat(); serr == nil {
-		size = info.Size()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("-o %s: %w", path, err)
-	}
-	return size, nil
+	return info.Size(), nil
 }
 
 func humanBytes(n int64) string {
