@@ -75,10 +75,11 @@ func (t Transport) open1(runID string, maxBody int64) (http.RoundTripper, func()
 
 // OpenSinks opens each sink URL, each retried with the default policy
 // (every retry logged) and observed by the metrics, fanned out behind one
-// sink; standard output when there are none. A malformed URL is a
-// *ConfigError.
-func OpenSinks(ctx context.Context, urls []string, stdout io.Writer, log *slog.Logger, m *Metrics) (sink.Sink, error) {
-	opts := sink.Options{Stdout: stdout, Logger: log}
+// sink; standard output when there are none. writer names the crawl state
+// the sinks' tokens are committed with ("" when none is: a fleet worker).
+// A malformed URL is a *ConfigError.
+func OpenSinks(ctx context.Context, urls []string, writer string, stdout io.Writer, log *slog.Logger, m *Metrics) (sink.Sink, error) {
+	opts := sink.Options{Stdout: stdout, Logger: log, Writer: writer}
 	retry := sink.DefaultRetry
 	retry.Log = log
 	if len(urls) == 0 {

@@ -90,6 +90,11 @@ type Options struct {
 	Now func() time.Time
 	// Stdout is where "-" writes; nil is os.Stdout.
 	Stdout io.Writer
+	// Writer names the crawl state whose commits carry the sinks' tokens,
+	// the same across its runs: a sink that several crawls share (a
+	// database table) keeps each one's position apart by it. Empty when
+	// tokens are not kept (a fleet worker).
+	Writer string
 }
 
 // Log is the options' logger, or one that discards.

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/litcrawl/litcrawl/ledger"
@@ -38,6 +39,7 @@ var (
 	bucketWalks  = []byte("walks")  // journal(8) → the nightly walk's marks (JSON array)
 	keySinkToken = []byte("sink_token")
 	keyFreelist  = []byte("freelist") // "synced": written by a version that keeps the free-page list
+	keyWriter    = []byte("writer")   // a random id of this state, made once: the sinks' writer name
 )
 
 // FileName is the store's file in the state directory.
@@ -56,6 +58,7 @@ var (
 type Store struct {
 	db       *bolt.DB
 	path     string
+	writer   string
 	released atomic.Int64                 // page bytes written at the last releaseMap
 	damaged  atomic.Pointer[DamagedError] // set once a read tripped over damage
 }
@@ -118,8 +121,17 @@ func Open(dir string) (*Store, error) {
 				return err
 			}
 		}
-		if tx.Bucket(bucketMeta).Get(keyFreelist) == nil {
-			return tx.Bucket(bucketMeta).Put(keyFreelist, []byte("synced"))
+		meta := tx.Bucket(bucketMeta)
+		if w := meta.Get(keyWriter); w != nil {
+			s.writer = string(w)
+		} else {
+			s.writer = uuid.NewString()
+			if err := meta.Put(keyWriter, []byte(s.writer)); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyFreelist) == nil {
+			return meta.Put(keyFreelist, []byte("synced"))
 		}
 		return nil
 	})
@@ -151,6 +163,11 @@ func openBolt(path string, opts *bolt.Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// WriterID names this state to the sinks it commits tokens with (a random
+// id made when the state was first opened, kept for its life): a table
+// that several crawls write keeps each one's commit count under it.
+func (s *Store) WriterID() string { return s.writer }
 
 // Close closes the file.
 func (s *Store) Close() error { return s.db.Close() }

@@ -6,4 +6,5 @@ import (
 	_ "github.com/litcrawl/litcrawl/sink/jsonl"
 	_ "github.com/litcrawl/litcrawl/sink/kafka"
 	_ "github.com/litcrawl/litcrawl/sink/nats"
+	_ "github.com/litcrawl/litcrawl/sink/postgres"
 )

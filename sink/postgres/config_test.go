@@ -1,0 +1,167 @@
+package postgres
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/sink/sinkurl"
+)
+
+// Bad URLs are refused before anything is opened, naming the parameter,
+// its value and what is expected; a password parameter is refused with a
+// word on where a password goes.
+func TestURLErrors(t *testing.T) {
+	t.Setenv("PGSSLMODE", "")
+	t.Setenv("PGDATABASE", "")
+	dir := t.TempDir()
+	cases := []struct{ url, want string }{
+		{"postgres://u@db.example.com/lit?password=hunter22", `parameter "password" is not taken: give the password in the URL's user information`},
+		{"postgres://u@db.example.com/lit?sslpassword=x", `"sslpassword" is not taken`},
+		{"postgres://u@db.example.com/lit?servicefile=/tmp/x", "PGSERVICEFILE"},
+		{"postgres://u@db.example.com/lit?table=Papers", `table="Papers": expected a table name of lower-case letters`},
+		{"postgres://u@db.example.com/lit?table=a.b.c", `table="a.b.c"`},
+		{"postgres://u@db.example.com/lit?table=litcrawl_writers", "the sink's own tables"},
+		{"postgres://u@db.example.com/lit?tabel=papers", `unknown parameter "tabel"`},
+		{"postgres://u@db.example.com/lit?sslmode=on", `sslmode="on": expected one of disable, allow, prefer, require, verify-ca, verify-full`},
+		{"postgres://u@db.example.com/lit?timeout=0s", `timeout="0s": expected a positive duration`},
+		{"postgres://u@db.example.com/lit?timeout=1h", "expected at most 10m0s"},
+		{"postgres://u@db.example.com/lit?max_conns=0", `max_conns="0": expected a number of connections from 1 to 64`},
+		{"postgres://u@db.example.com/lit?max_conns=65", "from 1 to 64"},
+		{"postgres://u@db.example.com/lit?connect_timeout=0", "expected a number of seconds from 1 to 600"},
+		{"postgres://u@db.example.com/lit?table=p&table=q", `"table" given 2 times`},
+		{"postgres://u@db.example.com/", "expected a database after the host"},
+		{"postgres://u@db.example.com/lit?sslrootcert=/dev/zero", "sslrootcert=\"/dev/zero\": expected a regular file"},
+		{"postgres://u@db.example.com/lit?sslrootcert=" + dir, "expected a regular file"},
+		{"postgres://u@db.example.com/lit?sslrootcert=" + filepath.Join(dir, "none.pem"), "expected a readable file"},
+	}
+	for _, c := range cases {
+		_, err := parseURL(c.url)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s:\n got %v\nwant …%s…", c.url, err, c.want)
+		}
+	}
+	t.Setenv("PGSSLMODE", "sometimes")
+	if _, err := parseURL("postgres://u@db.example.com/lit"); err == nil || !strings.Contains(err.Error(), `PGSSLMODE="sometimes"`) {
+		t.Errorf("a bad PGSSLMODE: %v", err)
+	}
+}
+
+// The TLS policy: off loopback, TLS is the default and the certificate is
+// always verified, whatever sslmode says short of disable; no plaintext
+// follows a failed TLS connection there. On loopback and sockets
+// plaintext is the default; prefer tries verified TLS first.
+func TestTLSPolicy(t *testing.T) {
+	t.Setenv("PGSSLMODE", "")
+	cases := []struct {
+		url, env   string
+		tls        bool // the first try uses TLS
+		fallback   bool // a plaintext try follows
+		serverName string
+	}{
+		{"postgres://u@db.example.com/lit", "", true, false, "db.example.com"},
+		{"postgres://u@db.example.com/lit?sslmode=prefer", "", true, false, "db.example.com"},
+		{"postgres://u@db.example.com/lit?sslmode=allow", "", true, false, "db.example.com"},
+		{"postgres://u@db.example.com/lit?sslmode=require", "", true, false, "db.example.com"},
+		{"postgres://u@db.example.com/lit", "require", true, false, "db.example.com"},
+		{"postgres://u@db.example.com/lit?sslmode=disable", "", false, false, ""},
+		{"postgres://u@db.example.com/lit", "disable", false, false, ""},
+		{"postgres://u@10.0.0.5:5433/lit", "", true, false, "10.0.0.5"},
+		{"postgres://u@127.0.0.1/lit", "", false, false, ""},
+		{"postgres://u@localhost/lit", "", false, false, ""},
+		{"postgres://u@[::1]:5432/lit", "", false, false, ""},
+		{"postgres://u@127.0.0.1/lit?sslmode=prefer", "", true, true, "127.0.0.1"},
+		{"postgres://u@127.0.0.1/lit?sslmode=verify-full", "", true, false, "127.0.0.1"},
+		{"postgres://u@/lit?host=/run/postgresql", "", false, false, ""},
+		{"postgres://u@localhost,db.example.com/lit", "", true, false, "localhost"},
+	}
+	for _, c := range cases {
+		t.Setenv("PGSSLMODE", c.env)
+		cfg, err := parseURL(c.url)
+		if err != nil {
+			t.Errorf("%s: %v", c.url, err)
+			continue
+		}
+		cc := cfg.pool.ConnConfig.Config
+		if got := cc.TLSConfig != nil; got != c.tls {
+			t.Errorf("%s (PGSSLMODE=%s): TLS %v, want %v", c.url, c.env, got, c.tls)
+			continue
+		}
+		if c.tls && (cc.TLSConfig.InsecureSkipVerify || cc.TLSConfig.ServerName != c.serverName) {
+			t.Errorf("%s: TLS without verification of %q (skip %v, name %q)", c.url, c.serverName, cc.TLSConfig.InsecureSkipVerify, cc.TLSConfig.ServerName)
+		}
+		plain := false
+		for _, f := range cc.Fallbacks {
+			plain = plain || f.TLSConfig == nil
+			if f.TLSConfig == nil && !isLocal(f.Host) {
+				t.Errorf("%s: plaintext to %s off loopback", c.url, f.Host)
+			}
+		}
+		if c.tls && plain != c.fallback {
+			t.Errorf("%s: plaintext fallback %v, want %v", c.url, plain, c.fallback)
+		}
+		if cc.RuntimeParams["synchronous_commit"] != "on" {
+			t.Errorf("%s: synchronous_commit is not forced on", c.url)
+		}
+	}
+}
+
+// A password in the URL is used but never shown: not in the description,
+// nor in a parse error that would quote the connection string.
+func TestPasswordNeverShown(t *testing.T) {
+	const secret = "Sup3r-s3cret"
+	cfg, err := parseURL("postgres://crawler:" + secret + "@db.example.com:5433/lit?table=lit.papers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.pool.ConnConfig.Password != secret {
+		t.Fatal("the URL's password is not used")
+	}
+	if strings.Contains(cfg.description, secret) || cfg.description != "postgres://crawler@db.example.com:5433/lit?table=lit.papers" {
+		t.Errorf("description %q", cfg.description)
+	}
+	_, err = parseURL("postgres://crawler:" + secret + "@db.example.com:99999/lit")
+	if err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), url.QueryEscape(secret)) {
+		t.Errorf("bad port: %v", err)
+	}
+}
+
+// FuzzParseURL: any URL is refused or taken without a panic, and an error
+// never shows the URL's password.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{
+		"postgres://u:pw12345@h:5432/db?table=papers", "postgresql://u@h1,h2:5433/db?sslmode=prefer",
+		"postgres:///db?host=/run/postgresql", "postgres://u:p%40ss:w0rd@h/db", "postgres://u@h/db?table=s.t&timeout=5s",
+		"postgres://@/", "postgres://u:sec:ret@h/db", "postgres://u@h:port/db",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !strings.HasPrefix(raw, "postgres://") && !strings.HasPrefix(raw, "postgresql://") {
+			raw = "postgres://" + raw
+		}
+		_, err := parseURL(raw)
+		if err == nil {
+			return
+		}
+		u, perr := sinkurl.Parse(raw)
+		if perr != nil || !u.HasPass || len(u.Pass) < 4 || !strings.Contains(err.Error(), u.Pass) {
+			return
+		}
+		// The same URL with another password: if its error shows the
+		// first password too, those characters come from elsewhere (the
+		// host, the path), not from the password.
+		scheme, rest, _ := strings.Cut(raw, "://")
+		end := strings.IndexAny(rest, "/?")
+		if end < 0 {
+			end = len(rest)
+		}
+		at := strings.LastIndex(rest[:end], "@")
+		user, _, _ := strings.Cut(rest[:at], ":")
+		other := scheme + "://" + user + ":" + strings.Repeat("Q", 12) + rest[at:]
+		if _, err2 := parseURL(other); err2 == nil || !strings.Contains(err2.Error(), u.Pass) {
+			t.Fatalf("the error shows the password %q: %v", u.Pass, err)
+		}
+	})
+}

@@ -1,0 +1,432 @@
+// Package postgres is the PostgreSQL sink driver:
+// postgres://USER@HOST:PORT/DB?table=papers (postgresql:// alike, and
+// postgres:///DB?host=/run/postgresql for a socket) upserts each record
+// by id into a table made for querying, through pgx. Importing the package
+// registers the driver.
+//
+// Each Write is one transaction: the batch is upserted and the writer's
+// commit count (litcrawl_writers) goes up by one, so the count the crawl
+// state stores as the sink's token and the rows in the table never
+// disagree after a crash. A resend is harmless: a row is keyed by the
+// paper's id.
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+)
+
+func init() {
+	check := func(raw string) error { _, err := parseURL(raw); return err }
+	usage := "postgres://USER@HOST:PORT/DB?table=papers"
+	sink.Register(sink.Driver{Scheme: "postgres", Usage: usage, Check: check, Open: open})
+	sink.Register(sink.Driver{Scheme: "postgresql", Usage: "postgresql://USER@HOST:PORT/DB?table=papers", Check: check, Open: open})
+}
+
+// minServer is the oldest server the sink takes: generated columns came
+// with PostgreSQL 12.
+const minServer = 120000
+
+type pgSink struct {
+	cfg    *config
+	pool   *pgxpool.Pool
+	n      names
+	writer string
+	log    *slog.Logger
+
+	insertSQL, writerSQL string
+
+	mu      sync.Mutex
+	commits int64 // the writer's commit count after the last Write that committed
+
+	sink.Gate // Writes hold it shared; Close exclusively
+}
+
+func open(ctx context.Context, raw string, opts sink.Options) (sink.Sink, error) {
+	cfg, err := parseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg.pool)
+	if err != nil {
+		return nil, fmt.Errorf("postgres %s: %s", cfg.description, cfg.scrub(err.Error()))
+	}
+	s := &pgSink{cfg: cfg, pool: pool, writer: opts.Writer, log: opts.Log()}
+	if err := s.prepare(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare checks the server, creates or migrates the table, checks its
+// shape and the user's privileges, and reads the writer's commit count.
+func (s *pgSink) prepare(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout+time.Duration(defaultConnectTimeout)*time.Second)
+	defer cancel()
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.fail(ctx, "connect", err)
+	}
+	defer c.Release()
+	conn := c.Conn()
+	var version int
+	var fsync string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('fsync')").Scan(&version, &fsync); err != nil {
+		return s.fail(ctx, "read the server's version", err)
+	}
+	if version < minServer {
+		return s.fail(ctx, "check the server", fmt.Errorf("PostgreSQL %d.%d is too old: the sink needs 12 or newer", version/10000, version%10000))
+	}
+	if s.cfg.schema == "" {
+		var schema *string
+		if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+			return s.fail(ctx, "find the schema", err)
+		}
+		if schema == nil {
+			return s.fail(ctx, "find the schema", errors.New("the search_path names no schema that exists: give one, table=SCHEMA.TABLE"))
+		}
+		s.cfg.schema = *schema
+	} else {
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", s.cfg.schema).Scan(&exists); err != nil {
+			return s.fail(ctx, "find the schema", err)
+		}
+		if !exists {
+			return s.fail(ctx, "find the schema", fmt.Errorf("schema %q does not exist (CREATE SCHEMA %s, or name another in table=SCHEMA.TABLE)", s.cfg.schema, s.cfg.schema))
+		}
+	}
+	s.n = newNames(s.cfg.schema, s.cfg.table)
+	s.insertSQL, s.writerSQL = upsertSQL(s.n), writerSQL(s.n)
+	applied, err := migrate(ctx, conn, s.n)
+	if err != nil {
+		return s.fail(ctx, "create or migrate the table", err)
+	}
+	if err := checkShape(ctx, conn, s.n); err != nil {
+		return s.fail(ctx, "check the table", err)
+	}
+	if err := checkPrivileges(ctx, conn, s.n); err != nil {
+		return s.fail(ctx, "check privileges", err)
+	}
+	if s.writer != "" {
+		if s.commits, err = s.readCommits(ctx, conn); err != nil {
+			return s.fail(ctx, "read the writer's commits", err)
+		}
+	}
+	if fsync != "on" {
+		s.log.Warn("postgres: the server runs with fsync off: a crash of the server can lose commits the crawl counts as delivered", "sink", s.Describe())
+	}
+	if len(applied) > 0 {
+		s.log.Info("postgres: table made ready", "sink", s.Describe(), "table", s.n.display, "schema_versions_applied", fmt.Sprint(applied))
+	}
+	s.log.Debug("postgres sink open", "sink", s.Describe(), "server_version", version, "connection", s.cfg.tls)
+	return nil
+}
+
+func (s *pgSink) readCommits(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var n int64
+	err := conn.QueryRow(ctx, "SELECT commits FROM "+s.n.qWriters+" WHERE table_name = $1 AND writer = $2", s.n.table, s.writer).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (s *pgSink) Describe() string { return s.cfg.description }
+
+// TokenKey is what the sink's token is stored under: the server, the
+// database and the table, whatever else the URL says.
+func (s *pgSink) TokenKey() string { return s.cfg.tokenKey }
+
+// Write upserts the batch and counts the writer's commit in one
+// transaction, sent in one round trip.
+func (s *pgSink) Write(ctx context.Context, recs []record.Record) error {
+	release, err := s.Enter(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if len(recs) == 0 {
+		return nil
+	}
+	payload, err := rowsJSON(recs)
+	if err != nil {
+		return fmt.Errorf("postgres %s: %w", s.n.display, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(s.insertSQL, payload)
+	var commits int64
+	if s.writer != "" {
+		b.Queue(s.writerSQL, s.n.table, s.writer, recs[0].Source.RunID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&commits)
+		})
+	}
+	// The queued statements run as one implicit transaction, committed
+	// (and, with synchronous_commit on, durable) when Close returns nil.
+	if err := s.pool.SendBatch(wctx, b).Close(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.fail(wctx, fmt.Sprintf("write %d records", len(recs)), err)
+	}
+	s.mu.Lock()
+	s.commits = max(s.commits, commits)
+	s.mu.Unlock()
+	return nil
+}
+
+// pgToken is the sink's commit token: the writer's commit count after the
+// last Write, in a table.
+type pgToken struct {
+	Table   string `json:"table"`
+	Writer  string `json:"writer,omitempty"`
+	Commits int64  `json:"commits"`
+}
+
+func (s *pgSink) Token() ([]byte, error) {
+	release, err := s.Enter(context.Background(), false)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return json.Marshal(pgToken{Table: s.n.display, Writer: s.writer, Commits: s.commits})
+}
+
+// Restore checks the table against the crawl state's last token. Rows are
+// never deleted: records written after the token (a crash between the
+// table's commit and the state's) are written again by the rerun, and the
+// upsert keeps each paper once. A table behind the token lost commits the
+// state counts as delivered (dropped and made again, restored from an
+// older backup, another database): that stops the crawl, since going on
+// would leave those papers out for good.
+func (s *pgSink) Restore(ctx context.Context, token []byte) error {
+	var t pgToken
+	if err := json.Unmarshal(token, &t); err != nil || t.Table == "" || t.Commits < 0 {
+		return fmt.Errorf("postgres %s: restore: bad token %q", s.n.display, token)
+	}
+	release, err := s.Enter(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer release()
+	switch {
+	case s.writer == "" || t.Writer == "":
+		return nil // tokens not kept
+	case t.Table != s.n.display:
+		s.log.Warn("postgres: the stored commit token is of another table: left alone", "sink", s.Describe(), "token_table", t.Table)
+		return nil
+	case t.Writer != s.writer:
+		s.log.Warn("postgres: the stored commit token is of another crawl state (writer): left alone", "sink", s.Describe(), "token_writer", t.Writer, "writer", s.writer)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	var commits int64
+	err = s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) (err error) {
+		commits, err = s.readCommits(ctx, c.Conn())
+		return err
+	})
+	if err != nil {
+		return s.fail(ctx, "read the writer's commits", err)
+	}
+	if commits < t.Commits {
+		return fmt.Errorf("postgres %s: the table is behind the crawl state: the state's last commit counts %d commits of this crawl (writer %s) in the table, the table has %d: "+
+			"commits were lost (the table was dropped and made again, restored from an older backup, or the URL names another database), "+
+			"so papers the state counts as delivered may be missing from it. Deliver them again with crawl backfill --redeliver over the pages concerned "+
+			"(the upsert keeps each paper once), or start over with a new --state-dir", s.n.display, t.Commits, s.writer, commits)
+	}
+	if commits > t.Commits {
+		s.log.Info("postgres: the table has commits after the state's last (a crash came between them): their pages are delivered again and upserted, each paper kept once",
+			"sink", s.Describe(), "commits_after", commits-t.Commits)
+	}
+	s.mu.Lock()
+	s.commits = max(s.commits, commits)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *pgSink) Close() error {
+	return s.Shut(func() error {
+		s.pool.Close()
+		return nil
+	})
+}
+
+// upsertSQL inserts the rows of a JSON array (one object per row, keyed
+// by column) and, for a paper already there, updates what the site says
+// of it when that changed, unless the row holds a newer fetch. first_run
+// and first_seen are never updated.
+func upsertSQL(n names) string {
+	var cols, sel, set []string
+	for _, c := range columns {
+		switch c.name {
+		case "search", "updated_at":
+			continue
+		case "first_run":
+			cols, sel = append(cols, c.name), append(sel, "r.run")
+		case "first_seen":
+			cols, sel = append(cols, c.name), append(sel, "coalesce(r.fetched_at, now())")
+		default:
+			cols, sel = append(cols, c.name), append(sel, "r."+c.name)
+		}
+		if c.content {
+			set = append(set, c.name+" = EXCLUDED."+c.name)
+		}
+	}
+	set = append(set, "updated_at = now()")
+	return "INSERT INTO " + n.qTable + " AS p (" + strings.Join(cols, ", ") + ")\n" +
+		"SELECT " + strings.Join(sel, ", ") + "\nFROM jsonb_populate_recordset(NULL::" + n.qTable + ", $1::jsonb) AS r ORDER BY r.id\n" +
+		"ON CONFLICT (id) DO UPDATE SET " + strings.Join(set, ", ") + "\n" +
+		"WHERE (p.record - 'source') IS DISTINCT FROM (EXCLUDED.record - 'source')\n" +
+		"  AND (p.fetched_at IS NULL OR EXCLUDED.fetched_at IS NULL OR EXCLUDED.fetched_at >= p.fetched_at)"
+}
+
+// writerSQL counts one commit of a writer and returns its count.
+func writerSQL(n names) string {
+	return "INSERT INTO " + n.qWriters + " AS w (table_name, writer, commits, last_run) VALUES ($1, $2, 1, $3)\n" +
+		"ON CONFLICT (table_name, writer) DO UPDATE SET commits = w.commits + 1, last_run = EXCLUDED.last_run, updated_at = now()\n" +
+		"RETURNING commits"
+}
+
+// row is one record as the table's columns (JSON keys are column names).
+type row struct {
+	ID              string          `json:"id"`
+	DOI             string          `json:"doi,omitempty"`
+	DOIURL          string          `json:"doi_url,omitempty"`
+	ArxivID         string          `json:"arxiv_id,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	TitleCN         string          `json:"title_cn,omitempty"`
+	Authors         []string        `json:"authors,omitempty"`
+	Abstract        string          `json:"abstract,omitempty"`
+	AbstractCN      string          `json:"abstract_cn,omitempty"`
+	Published       string          `json:"published,omitempty"` // a date, or absent
+	JournalID       int64           `json:"journal_id,omitempty"`
+	JournalName     string          `json:"journal_name,omitempty"`
+	Volume          string          `json:"volume,omitempty"`
+	Pages           string          `json:"pages,omitempty"`
+	ImpactFactor    float64         `json:"impact_factor,omitempty"`
+	Zone            int             `json:"zone,omitempty"`
+	Subject         string          `json:"subject,omitempty"`
+	JCRQuartile     string          `json:"jcr_quartile,omitempty"`
+	JCRCategory     string          `json:"jcr_category,omitempty"`
+	Citations       *int            `json:"citations,omitempty"`
+	OpenAccessPDF   string          `json:"open_access_pdf,omitempty"`
+	PublicationType string          `json:"publication_type,omitempty"`
+	Warnings        []string        `json:"warnings,omitempty"`
+	SchemaVersion   int             `json:"schema_version"`
+	SourceURL       string          `json:"source_url,omitempty"`
+	SourcePage      int             `json:"source_page,omitempty"`
+	SourcePosition  int             `json:"source_position,omitempty"`
+	Run             string          `json:"run,omitempty"`
+	FetchedAt       string          `json:"fetched_at,omitempty"` // RFC 3339, or absent
+	Record          json.RawMessage `json:"record"`
+}
+
+// rowsJSON is the batch as a JSON array of rows: a paper given twice is
+// kept once (its last), rows in id order so that concurrent writers lock
+// rows in one order.
+func rowsJSON(recs []record.Record) ([]byte, error) {
+	last := make(map[string]int, len(recs))
+	for i := range recs {
+		last[recs[i].ID] = i
+	}
+	idx := make([]int, 0, len(last))
+	for _, i := range last {
+		idx = append(idx, i)
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(recs[a].ID, recs[b].ID) })
+	rows := make([]row, 0, len(idx))
+	for _, i := range idx {
+		r := &recs[i]
+		data, err := sink.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		// PostgreSQL's text and jsonb hold no NUL (invalid UTF-8 is
+		// replaced by the JSON encoder). A false alarm (a text with a
+		// backslash before u0000) costs a cleaning that changes nothing.
+		if bytes.Contains(data, []byte(`\u0000`)) {
+			c := clean(*r)
+			r = &c
+			if data, err = sink.Marshal(r); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, toRow(r, data))
+	}
+	return json.Marshal(rows)
+}
+
+func toRow(r *record.Record, data []byte) row {
+	w := row{ID: r.ID, DOI: r.DOI, DOIURL: r.DOIURL, ArxivID: r.ArxivID, URL: r.URL, Title: r.Title, TitleCN: r.TitleCN,
+		Authors: r.Authors, Abstract: r.Abstract, AbstractCN: r.AbstractCN, ImpactFactor: r.ImpactFactor, Zone: r.Zone,
+		Subject: r.Subject, JCRQuartile: r.JCRQuartile, JCRCategory: r.JCRCategory, Citations: r.Citations,
+		OpenAccessPDF: r.OpenAccessPDF, PublicationType: r.PublicationType, Warnings: r.Warnings,
+		SchemaVersion: r.SchemaVersion, SourceURL: r.Source.URL, SourcePage: r.Source.Page,
+		SourcePosition: r.Source.Position, Run: r.Source.RunID, Record: data}
+	if d, err := time.Parse(time.DateOnly, r.Published); err == nil && d.Year() >= 1 {
+		w.Published = r.Published
+	}
+	if r.Journal != nil {
+		w.JournalID, w.JournalName, w.Volume, w.Pages = r.Journal.ID, r.Journal.Name, r.Journal.Volume, r.Journal.Pages
+	}
+	if t, err := time.Parse(time.RFC3339Nano, r.Source.FetchedAt); err == nil && t.Year() >= 1 && t.Year() <= 9999 {
+		w.FetchedAt = t.UTC().Format(time.RFC3339Nano)
+	}
+	return w
+}
+
+// clean is a copy of r with NUL and invalid UTF-8 replaced by U+FFFD.
+func clean(r record.Record) record.Record {
+	r.Authors, r.Warnings = slices.Clone(r.Authors), slices.Clone(r.Warnings)
+	if r.Journal != nil {
+		j := *r.Journal
+		r.Journal = &j
+	}
+	eachString(reflect.ValueOf(&r).Elem(), func(v reflect.Value) {
+		s := strings.ToValidUTF8(v.String(), "\uFFFD")
+		v.SetString(strings.ReplaceAll(s, "\x00", "\uFFFD"))
+	})
+	return r
+}
+
+// eachString calls f on every string reachable from v (fields, slices,
+// pointers).
+func eachString(v reflect.Value, f func(reflect.Value)) {
+	switch v.Kind() {
+	case reflect.String:
+		f(v)
+	case reflect.Pointer:
+		if !v.IsNil() {
+			eachString(v.Elem(), f)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			eachString(v.Field(i), f)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			eachString(v.Index(i), f)
+		}
+	}
+}

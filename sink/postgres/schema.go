@@ -1,0 +1,339 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The table's schema is versioned: each migration takes a table from one
+// version to the next, and litcrawl_migrations (in the table's schema)
+// records, per table, the versions applied. Opening the sink applies the
+// missing ones, in order, in one transaction under an advisory lock, so
+// two crawls opening at once migrate once. A table of a newer version
+// than this build knows is refused: an older build must not write rows it
+// does not understand.
+type migration struct {
+	version     int
+	description string
+	sql         string // {t} is the quoted table, {s} its quoted schema, {n} the table's bare name
+}
+
+// migrations are history: never edit one that shipped; add the next.
+var migrations = []migration{
+	{1, "papers table, writers' commit counts, indexes on doi, (journal_id, published) and full text", `
+CREATE TABLE IF NOT EXISTS {s}.litcrawl_writers (
+	table_name text NOT NULL,
+	writer     text NOT NULL,
+	commits    bigint NOT NULL,
+	last_run   text,
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_name, writer)
+);
+COMMENT ON TABLE {s}.litcrawl_writers IS 'litcrawl: per table and crawl state (writer), the number of commits it made; the crawl state keeps the same number with the pages it committed';
+CREATE TABLE {t} (
+	id               text PRIMARY KEY,
+	doi              text,
+	doi_url          text,
+	arxiv_id         text,
+	url              text,
+	title            text,
+	title_cn         text,
+	authors          text[],
+	abstract         text,
+	abstract_cn      text,
+	published        date,
+	journal_id       bigint,
+	journal_name     text,
+	volume           text,
+	pages            text,
+	impact_factor    double precision,
+	zone             smallint,
+	subject          text,
+	jcr_quartile     text,
+	jcr_category     text,
+	citations        integer,
+	open_access_pdf  text,
+	publication_type text,
+	warnings         text[],
+	schema_version   integer NOT NULL,
+	source_url       text,
+	source_page      integer,
+	source_position  integer,
+	run              text,
+	fetched_at       timestamptz,
+	first_run        text,
+	first_seen       timestamptz NOT NULL,
+	updated_at       timestamptz,
+	record           jsonb NOT NULL,
+	search           tsvector GENERATED ALWAYS AS (
+		setweight(to_tsvector('english', coalesce(title, '')), 'A') ||
+		setweight(to_tsvector('english', coalesce(abstract, '')), 'B')) STORED
+);
+COMMENT ON TABLE {t} IS 'litcrawl: one row per paper, upserted by id; record is the whole record as delivered';
+CREATE INDEX {n}_doi_idx ON {t} (lower(doi));
+CREATE INDEX {n}_journal_published_idx ON {t} (journal_id, published DESC);
+CREATE INDEX {n}_search_idx ON {t} USING gin (search);
+`},
+}
+
+// latest is the version this build writes.
+func latest() int { return migrations[len(migrations)-1].version }
+
+// column is one column of the table at the latest version.
+type column struct {
+	name, typ string // typ as format_type gives it
+	// content: part of what the site says of the paper, updated when a
+	// known paper comes again with other values.
+	content bool
+}
+
+// columns are the table's columns at the latest version, in order.
+var columns = []column{
+	{"id", "text", false},
+	{"doi", "text", true},
+	{"doi_url", "text", true},
+	{"arxiv_id", "text", true},
+	{"url", "text", true},
+	{"title", "text", true},
+	{"title_cn", "text", true},
+	{"authors", "text[]", true},
+	{"abstract", "text", true},
+	{"abstract_cn", "text", true},
+	{"published", "date", true},
+	{"journal_id", "bigint", true},
+	{"journal_name", "text", true},
+	{"volume", "text", true},
+	{"pages", "text", true},
+	{"impact_factor", "double precision", true},
+	{"zone", "smallint", true},
+	{"subject", "text", true},
+	{"jcr_quartile", "text", true},
+	{"jcr_category", "text", true},
+	{"citations", "integer", true},
+	{"open_access_pdf", "text", true},
+	{"publication_type", "text", true},
+	{"warnings", "text[]", true},
+	{"schema_version", "integer", true},
+	{"source_url", "text", true},
+	{"source_page", "integer", true},
+	{"source_position", "integer", true},
+	{"run", "text", true},
+	{"fetched_at", "timestamp with time zone", true},
+	{"first_run", "text", false},
+	{"first_seen", "timestamp with time zone", false},
+	{"updated_at", "timestamp with time zone", false},
+	{"record", "jsonb", true},
+	{"search", "tsvector", false},
+}
+
+// schemaLock is the advisory lock every litcrawl migration of a database
+// takes ("litc").
+const schemaLock = 0x6c697463
+
+// names are the quoted names of the table and its companions.
+type names struct {
+	schema, table     string // bare
+	qSchema, qTable   string // quoted, qualified
+	qWriters, qMigr   string
+	display, writers  string // schema.table, schema.litcrawl_writers
+	displayMigrations string
+}
+
+func newNames(schema, table string) names {
+	return names{
+		schema: schema, table: table,
+		qSchema:  pgx.Identifier{schema}.Sanitize(),
+		qTable:   pgx.Identifier{schema, table}.Sanitize(),
+		qWriters: pgx.Identifier{schema, "litcrawl_writers"}.Sanitize(),
+		qMigr:    pgx.Identifier{schema, "litcrawl_migrations"}.Sanitize(),
+		display:  schema + "." + table, writers: schema + ".litcrawl_writers",
+		displayMigrations: schema + ".litcrawl_migrations",
+	}
+}
+
+func (n names) expand(sql string) string {
+	return strings.NewReplacer("{t}", n.qTable, "{s}", n.qSchema, "{n}", n.table).Replace(sql) // a bare name of [a-z0-9_]: no quotes needed
+}
+
+// migrate brings the table to the latest version, creating it on first
+// use. It returns the versions it applied.
+func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
+		return nil, err
+	}
+	var haveMigr, haveTable bool
+	err = tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL",
+		n.qMigr, n.qTable).Scan(&haveMigr, &haveTable)
+	if err != nil {
+		return nil, err
+	}
+	version := 0
+	if haveMigr {
+		var canRead bool
+		if err := tx.QueryRow(ctx, "SELECT has_table_privilege($1, 'SELECT')", n.qMigr).Scan(&canRead); err != nil {
+			return nil, err
+		}
+		if !canRead {
+			user := currentUser(ctx, tx)
+			return nil, &privilegeError{table: n.display, user: user, privilege: "SELECT", on: "table " + n.displayMigrations,
+				fix: fmt.Sprintf("GRANT SELECT ON %s TO %s", n.qMigr, pgx.Identifier{user}.Sanitize())}
+		}
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+n.qMigr+" WHERE table_name = $1",
+			n.table).Scan(&version); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case version == 0 && haveTable:
+		return nil, &shapeError{n.display, "exists but was not made by this sink (it has no version in " + n.displayMigrations +
+			"): name another table with ?table=NAME, or drop this one"}
+	case version > latest():
+		return nil, &shapeError{n.display, fmt.Sprintf("is at schema version %d, made by a newer litcrawl; this build knows versions up to %d: upgrade litcrawl", version, latest())}
+	case version == latest():
+		return nil, tx.Commit(ctx)
+	}
+	var canCreate bool
+	if err := tx.QueryRow(ctx, "SELECT has_schema_privilege($1, 'CREATE')", n.schema).Scan(&canCreate); err != nil {
+		return nil, err
+	}
+	if !canCreate {
+		user := currentUser(ctx, tx)
+		what := "create"
+		if version > 0 {
+			what = fmt.Sprintf("migrate (from schema version %d to %d)", version, latest())
+		}
+		return nil, &privilegeError{table: n.display, user: user, privilege: "CREATE", on: "schema " + n.schema,
+			fix: fmt.Sprintf("to %s the table, run the crawl once as a user who may (its owner), or GRANT CREATE ON SCHEMA %s TO %s", what, n.qSchema, pgx.Identifier{user}.Sanitize())}
+	}
+	if !haveMigr {
+		if _, err := tx.Exec(ctx, n.expand(`
+CREATE TABLE IF NOT EXISTS {s}.litcrawl_migrations (
+	table_name  text NOT NULL,
+	version     integer NOT NULL,
+	description text NOT NULL,
+	applied_at  timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_name, version)
+);
+COMMENT ON TABLE {s}.litcrawl_migrations IS 'litcrawl: the schema versions applied to each of its tables';
+GRANT SELECT ON {s}.litcrawl_migrations TO PUBLIC;`)); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range migrations {
+		if m.version <= version {
+			continue
+		}
+		if _, err := tx.Exec(ctx, n.expand(m.sql)); err != nil {
+			return nil, fmt.Errorf("migration %d (%s): %w", m.version, m.description, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO "+n.qMigr+" (table_name, version, description) VALUES ($1, $2, $3)",
+			n.table, m.version, m.description); err != nil {
+			return nil, err
+		}
+		applied = append(applied, m.version)
+	}
+	return applied, tx.Commit(ctx)
+}
+
+func currentUser(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) string {
+	var user string
+	q.QueryRow(ctx, "SELECT current_user").Scan(&user)
+	return user
+}
+
+// checkShape makes sure the table has the columns the sink writes, with
+// their types, and id as its primary key. Columns a user added are fine
+// (nullable or with a default).
+func checkShape(ctx context.Context, conn *pgx.Conn, n names) error {
+	rows, err := conn.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+		WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, n.qTable)
+	if err != nil {
+		return err
+	}
+	have := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return err
+		}
+		have[name] = typ
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var problems []string
+	for _, c := range columns {
+		switch typ, ok := have[c.name]; {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("column %s is missing", c.name))
+		case typ != c.typ:
+			problems = append(problems, fmt.Sprintf("column %s is %s, expected %s", c.name, typ, c.typ))
+		}
+	}
+	var pk []string
+	err = conn.QueryRow(ctx, `SELECT coalesce(array_agg(a.attname::text ORDER BY a.attname), '{}') FROM pg_index i
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+		WHERE i.indrelid = $1::regclass AND i.indisprimary`, n.qTable).Scan(&pk)
+	if err != nil {
+		return err
+	}
+	if len(pk) != 1 || pk[0] != "id" {
+		problems = append(problems, fmt.Sprintf("its primary key is (%s), expected (id)", strings.Join(pk, ", ")))
+	}
+	if len(problems) > 0 {
+		return &shapeError{n.display, "does not have the shape the sink writes (changed by hand?): " + strings.Join(problems, "; ")}
+	}
+	return nil
+}
+
+// checkPrivileges names the first privilege the user lacks on the
+// tables the sink writes.
+func checkPrivileges(ctx context.Context, conn *pgx.Conn, n names) error {
+	var user string
+	if err := conn.QueryRow(ctx, "SELECT current_user").Scan(&user); err != nil {
+		return err
+	}
+	for _, t := range []struct{ quoted, display string }{{n.qTable, n.display}, {n.qWriters, n.writers}} {
+		for _, p := range []string{"SELECT", "INSERT", "UPDATE"} {
+			var ok bool
+			if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1, $2)", t.quoted, p).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return &privilegeError{table: n.display, user: user, privilege: p, on: "table " + t.display,
+					fix: fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON %s, %s TO %s", n.qTable, n.qWriters, pgx.Identifier{user}.Sanitize())}
+			}
+		}
+	}
+	return nil
+}
+
+// shapeError: the table is not one the sink can write.
+type shapeError struct{ table, problem string }
+
+func (e *shapeError) Error() string { return "table " + e.table + " " + e.problem }
+
+// privilegeError: the user lacks a privilege the sink needs.
+type privilegeError struct{ table, user, privilege, on, fix string }
+
+func (e *privilegeError) Error() string {
+	return fmt.Sprintf("table %s: the user %q lacks the %s privilege on %s (%s)", e.table, e.user, e.privilege, e.on, e.fix)
+}
+
+// isConfigError: an error no retry mends.
+func isConfigError(err error) bool {
+	var s *shapeError
+	var p *privilegeError
+	return errors.As(err, &s) || errors.As(err, &p)
+}
