@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The project's test command (README: "Quick start"). Everything it
-# needs comes from the Go module proxy, but Debian's nats-server for the
-# tests that run against the oldest supported server: they skip, saying how
-# to install it, when it is missing, and fail with CI=true (.ci/run
-# installs it).
+# needs comes from the Go module proxy, but three Debian packages: nats-server
+# (the tests against the oldest supported server), chromium (the HTML
+# report's browser test) and postgresql (the PostgreSQL sink's tests start
+# throwaway servers from its initdb and pg_ctl). Without them those tests
+# skip, saying how to install them, and with CI=true they fail (.ci/run
+# installs them).
 set -euo pipefail
 cd "$(dirname "$0")"
 echo "== gofmt"

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/litcrawl/litcrawl/archive"
+	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -24,9 +25,11 @@ var (
 	binErr  error
 )
 
-// TestMain removes the binary the tests built.
+// TestMain removes the binary the tests built and stops the PostgreSQL
+// server they shared.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

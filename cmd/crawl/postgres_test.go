@@ -1,0 +1,355 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/litcrawl/litcrawl/internal/pgtest"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/state"
+	"github.com/litcrawl/litcrawl/testsite"
+)
+
+// paperRow is what the table must hold of a paper, whatever run wrote it.
+type paperRow struct {
+	DOI, Title, TitleCN, Abstract, Published string
+	Authors                                  []string
+	Journal                                  int64
+}
+
+// tableRows reads a papers table: id → its fields.
+func tableRows(t *testing.T, srv *pgtest.Server, db string) map[string]paperRow {
+	t.Helper()
+	conn, err := srv.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT id, coalesce(doi, ''), coalesce(title, ''), coalesce(title_cn, ''),
+		coalesce(abstract, ''), coalesce(published::text, ''), coalesce(authors, '{}'), coalesce(journal_id, 0) FROM papers`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]paperRow{}
+	for rows.Next() {
+		var id string
+		var p paperRow
+		if err := rows.Scan(&id, &p.DOI, &p.Title, &p.TitleCN, &p.Abstract, &p.Published, &p.Authors, &p.Journal); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = p
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameTable(t *testing.T, got, want map[string]paperRow) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("the table has %d papers, a clean run's %d", len(got), len(want))
+	}
+	for id, w := range want {
+		g, ok := got[id]
+		if !ok {
+			t.Fatalf("paper %s is missing", id)
+		}
+		gj, _ := json.Marshal(g)
+		wj, _ := json.Marshal(w)
+		if string(gj) != string(wj) {
+			t.Fatalf("paper %s differs:\n got %s\nwant %s", id, gj, wj)
+		}
+	}
+}
+
+// writerCommits is the table's commit count of a state, and the one the
+// state's last token holds.
+func writerCommits(t *testing.T, srv *pgtest.Server, db, stateDir string) (table, token int64) {
+	t.Helper()
+	st, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := st.WriterID()
+	tok, err := st.SinkToken(context.Background())
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != nil {
+		var multi struct {
+			Sinks map[string]struct{ Commits int64 } `json:"sinks"`
+		}
+		if err := json.Unmarshal(tok, &multi); err != nil {
+			t.Fatalf("token %s: %v", tok, err)
+		}
+		for _, s := range multi.Sinks {
+			token = s.Commits
+		}
+	}
+	conn, err := srv.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	err = conn.QueryRow(context.Background(), "SELECT commits FROM litcrawl_writers WHERE writer = $1", writer).Scan(&table)
+	if err != nil && err != pgx.ErrNoRows {
+		t.Fatal(err)
+	}
+	return table, token
+}
+
+// pgCrawl is a backfill of the built binary into a PostgreSQL table.
+type pgCrawl struct {
+	t        *testing.T
+	bin, url string
+	site     string
+	journal  string
+	dir      string
+}
+
+func (c pgCrawl) cmd() *exec.Cmd {
+	return exec.Command(c.bin, "backfill", "--journal", c.journal, "--pages", "1-", "--base-url", c.site,
+		"--delay", "0", "--concurrency", "3", "--config", filepath.Join(repoRoot, "config.yaml"),
+		"--state-dir", filepath.Join(c.dir, "state"), "--sink", c.url)
+}
+
+// run runs the crawl to its end; onLine sees each line of its log and may
+// act (kill it, stop the server).
+func (c pgCrawl) run(onLine func(cmd *exec.Cmd, line string)) (stderr string, err error) {
+	cmd := c.cmd()
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+		if onLine != nil {
+			onLine(cmd, sc.Text())
+		}
+	}
+	return b.String(), cmd.Wait()
+}
+
+// The kill -9 test, into PostgreSQL: a 30-page backfill is killed three
+// times at random moments, then finished; the table equals a clean run's.
+// The first kill comes after a random page's commit; the other two come
+// the moment the table commits a random page (LISTEN on a trigger), which
+// is before the crawl state has committed it: the rerun writes that page
+// again and the upsert keeps each paper once.
+func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	srv := pgtest.Shared(t)
+	bin := buildBinary(t)
+	site := testsite.New()
+	site.SynthJournal(9101, 30, 20)
+	hs := httptest.NewServer(site)
+	defer hs.Close()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+
+	cleanDB := srv.NewDB(t)
+	clean := pgCrawl{t: t, bin: bin, url: srv.URL(cleanDB, "table=papers"), site: hs.URL, journal: "9101", dir: t.TempDir()}
+	if out, err := clean.run(nil); err != nil {
+		t.Fatalf("clean run: %v\n%s", err, out)
+	}
+	want := tableRows(t, srv, cleanDB)
+	if len(want) != 600 {
+		t.Fatalf("clean run: %d papers, want 600", len(want))
+	}
+
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	// The tables exist before the first run, so a trigger can tell the
+	// test of each commit the moment it is made.
+	s, err := sink.Open(context.Background(), url, sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := srv.Exec(context.Background(), db, `CREATE FUNCTION notify_commit() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN PERFORM pg_notify('commits', NEW.commits::text); RETURN NEW; END $$;
+		CREATE TRIGGER notify_commit AFTER INSERT OR UPDATE ON litcrawl_writers FOR EACH ROW EXECUTE FUNCTION notify_commit()`); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := srv.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(context.Background())
+	if _, err := listener.Exec(context.Background(), "LISTEN commits"); err != nil {
+		t.Fatal(err)
+	}
+
+	killed := pgCrawl{t: t, bin: bin, url: url, site: hs.URL, journal: "9101", dir: t.TempDir()}
+	stateDir := filepath.Join(killed.dir, "state")
+	// Kill 1: after the state committed page k.
+	k := 2 + rng.IntN(5)
+	commits := 0
+	killed.run(func(cmd *exec.Cmd, line string) {
+		if strings.Contains(line, "page committed") {
+			if commits++; commits == k {
+				cmd.Process.Kill()
+			}
+		}
+	})
+	inTable, inState := writerCommits(t, srv, db, stateDir)
+	t.Logf("kill 1 after the state's commit %d: table %d commits, state %d", k, inTable, inState)
+	window := 0
+	// Kills 2 and 3: when the table commits, before the state does.
+	for i := 2; i <= 3; i++ {
+		target := inTable + 1 + int64(rng.IntN(4))
+		cmd := killed.cmd()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				n, err := listener.WaitForNotification(ctx)
+				cancel()
+				if err != nil {
+					cmd.Process.Kill()
+					return
+				}
+				var c int64
+				fmt.Sscan(n.Payload, &c)
+				if c >= target {
+					syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+					return
+				}
+			}
+		})
+		cmd.Wait()
+		wg.Wait()
+		inTable, inState = writerCommits(t, srv, db, stateDir)
+		if inTable > inState {
+			window++
+		}
+		t.Logf("kill %d at the table's commit %d: table %d commits, state %d", i, target, inTable, inState)
+		if inTable < inState {
+			t.Fatalf("the table (%d commits) is behind the state (%d)", inTable, inState)
+		}
+	}
+	t.Logf("%d of 2 kills landed between the table's commit and the state's", window)
+	if out, err := killed.run(nil); err != nil {
+		t.Fatalf("final run: %v\n%s", err, out)
+	}
+	sameTable(t, tableRows(t, srv, db), want)
+	if inTable, inState = writerCommits(t, srv, db, stateDir); inTable != inState {
+		t.Errorf("after the final run: table %d commits, state %d", inTable, inState)
+	}
+}
+
+// The server is stopped mid-run and started again: the writes fail, are
+// retried, and the run completes with the table a clean run would leave.
+func TestBackfillIntoPostgresServerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	srv := pgtest.New(t)
+	bin := buildBinary(t)
+	site := testsite.New()
+	site.SynthJournal(9102, 20, 20)
+	hs := httptest.NewServer(site)
+	defer hs.Close()
+	db := srv.NewDB(t)
+	c := pgCrawl{t: t, bin: bin, url: srv.URL(db, "table=papers"), site: hs.URL, journal: "9102", dir: t.TempDir()}
+	commits, stopped, started := 0, false, false
+	var startErr error
+	out, err := c.run(func(_ *exec.Cmd, line string) {
+		switch {
+		case strings.Contains(line, "page committed"):
+			if commits++; commits == 4 && !stopped {
+				stopped = true
+				if err := srv.Stop(); err != nil {
+					startErr = err
+				}
+			}
+		case strings.Contains(line, "sink write failed; retrying") && stopped && !started:
+			started = true
+			startErr = srv.Start()
+		}
+	})
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+	if err != nil || !started {
+		t.Fatalf("run: %v (retried: %v)\n%s", err, started, out)
+	}
+	got := tableRows(t, srv, db)
+	if len(got) != 400 {
+		t.Fatalf("%d papers after the restart, want 400", len(got))
+	}
+	if inTable, inState := writerCommits(t, srv, db, filepath.Join(c.dir, "state")); inTable != inState {
+		t.Errorf("table %d commits, state %d", inTable, inState)
+	}
+}
+
+// Two crawls (two journals, two states) write into one table at once:
+// nothing is lost and each keeps its own commit count.
+func TestTwoCrawlsOneTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	srv := pgtest.Shared(t)
+	bin := buildBinary(t)
+	site := testsite.New()
+	site.SynthJournal(9103, 15, 20)
+	site.SynthJournal(9104, 15, 20)
+	hs := httptest.NewServer(site)
+	defer hs.Close()
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	crawls := []pgCrawl{
+		{t: t, bin: bin, url: url, site: hs.URL, journal: "9103", dir: t.TempDir()},
+		{t: t, bin: bin, url: url, site: hs.URL, journal: "9104", dir: t.TempDir()},
+	}
+	var wg sync.WaitGroup
+	outs, errs := make([]string, 2), make([]error, 2)
+	for i, c := range crawls {
+		wg.Go(func() { outs[i], errs[i] = c.run(nil) })
+	}
+	wg.Wait()
+	for i := range crawls {
+		if errs[i] != nil {
+			t.Fatalf("crawl %d: %v\n%s", i, errs[i], outs[i])
+		}
+	}
+	got := tableRows(t, srv, db)
+	perJournal := map[int64]int{}
+	for _, p := range got {
+		perJournal[p.Journal]++
+	}
+	if len(got) != 600 || perJournal[9103] != 300 || perJournal[9104] != 300 {
+		t.Fatalf("%d papers (%v), want 300 of each journal", len(got), perJournal)
+	}
+	for _, c := range crawls {
+		if inTable, inState := writerCommits(t, srv, db, filepath.Join(c.dir, "state")); inTable != inState || inTable == 0 {
+			t.Errorf("journal %s: table %d commits, state %d", c.journal, inTable, inState)
+		}
+	}
+}
