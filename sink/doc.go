@@ -1,11 +1,12 @@
 // Package sink is the delivery core: it knows nothing of pages or HTTP,
 // and links no broker client. The drivers live in packages of their own
 // and register themselves by URL scheme when a program imports them
-// (cmd/crawl imports all three):
+// (cmd/crawl imports all four):
 //
 //   - sink/jsonl: jsonl:PATH and - (standard output)
 //   - sink/nats: nats://… and tls://… (NATS JetStream)
 //   - sink/kafka: kafka://… (Kafka)
+//   - sink/postgres: postgres://… and postgresql://… (a PostgreSQL table)
 //
 // Files of the core:
 //

@@ -23,13 +23,13 @@ import (
 // abstract), beside JSONL, on a server with fsync and synchronous_commit
 // on. Sub-benchmarks run in turn, so -count N interleaves them:
 //
-//	go test -run '^$' -bench Write -benchtime 3s -count 5 ./sink/postgres
+//		go test -run '^$' -bench Write -benchtime 3s -count 5 ./sink/postgres
 //
-//   - jsonl: the JSONL sink (write + fsync per page)
-//   - postgres: the sink as shipped (every index)
-//   - postgres-no-fulltext: the same without the search column and its index
-//   - copy-then-upsert: the alternative not taken, COPY into a temporary
-//     table then INSERT … ON CONFLICT, in one transaction
+//	  - jsonl: the JSONL sink (write + fsync per page)
+//	  - postgres: the sink as shipped (every index)
+//	  - postgres-no-fulltext: the same without the search column and its index
+//	  - copy-then-upsert: the alternative not taken, COPY into a temporary
+//	    table then INSERT … ON CONFLICT, in one transaction
 func BenchmarkWrite(b *testing.B) {
 	srv := pgtest.Shared(b)
 	b.Run("jsonl", func(b *testing.B) {
