@@ -170,9 +170,9 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
 		return nil, err
 	}
-	var haveMigr, haveTable bool
-	err = tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL",
-		n.qMigr, n.qTable).Scan(&haveMigr, &haveTable)
+	var haveMigr, haveTable, haveWriters bool
+	err = tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL",
+		n.qMigr, n.qTable, n.qWriters).Scan(&haveMigr, &haveTable, &haveWriters)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +193,10 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 		}
 	}
 	switch {
+	case version > 0 && !haveTable:
+		return nil, &shapeError{n.display, fmt.Sprintf("is gone but %s says it is at schema version %d (dropped by hand?): delete its rows there (DELETE FROM %s WHERE table_name = '%s') to make it anew", n.displayMigrations, version, n.qMigr, n.table)}
+	case version > 0 && !haveWriters:
+		return nil, &shapeError{n.display, fmt.Sprintf("has lost its companion table %s (dropped by hand?): to make both anew, drop the table and delete its rows in %s", n.writers, n.displayMigrations)}
 	case version == 0 && haveTable:
 		return nil, &shapeError{n.display, "exists but was not made by this sink (it has no version in " + n.displayMigrations +
 			"): name another table with ?table=NAME, or drop this one"}

@@ -246,3 +246,24 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("%d rows, want 10", n)
 	}
 }
+
+// A table or its companion dropped by hand is named at open, with what to
+// do; nothing is made again behind the operator's back.
+func TestDroppedByHand(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	openSink(t, url, "w").Close()
+	exec(t, srv, db, "DROP TABLE litcrawl_writers")
+	err := openErr(t, url, sink.Options{})
+	if err == nil || !strings.Contains(err.Error(), "has lost its companion table public.litcrawl_writers") {
+		t.Fatalf("writers dropped: %v", err)
+	}
+	exec(t, srv, db, "DROP TABLE papers")
+	err = openErr(t, url, sink.Options{})
+	if err == nil || !strings.Contains(err.Error(), "table public.papers is gone") || !strings.Contains(err.Error(), "DELETE FROM") {
+		t.Fatalf("table dropped: %v", err)
+	}
+	exec(t, srv, db, "DELETE FROM litcrawl_migrations WHERE table_name = 'papers'")
+	openSink(t, url, "w").Close()
+}
