@@ -38,7 +38,7 @@ func (s *pgSink) fail(ctx context.Context, op string, err error) error {
 	if s.n.display != "" {
 		table = s.n.display
 	}
-	msg := fmt.Sprintf("postgres %s (table %s): %s: %s", s.cfg.description, table, op, explain(err, s.n))
+	msg := fmt.Sprintf("postgres %s (table %s): %s: %s", s.cfg.description, table, op, explain(err, s.n, op == opMigrate))
 	e := &Error{msg: s.cfg.scrub(msg), err: err}
 	if !retryable(ctx, err) {
 		return e
@@ -52,7 +52,7 @@ func (s *pgSink) fail(ctx context.Context, op string, err error) error {
 // explain is err in words for an operator; for a server error, its
 // message, detail, hint and code, and what to do about a privilege or a
 // table that changed.
-func explain(err error, n names) string {
+func explain(err error, n names, migrating bool) string {
 	if isConfigError(err) {
 		return err.Error()
 	}
@@ -68,7 +68,11 @@ func explain(err error, n names) string {
 		msg += " [SQLSTATE " + pe.Code + "]"
 		switch pe.Code {
 		case "42501": // insufficient_privilege
-			msg += fmt.Sprintf(": the sink needs SELECT, INSERT and UPDATE on %s and %s", n.display, n.writers)
+			if migrating {
+				msg += fmt.Sprintf(": making the table takes CREATE on schema %s, migrating it takes owning it; either records itself in %s (INSERT)", n.schema, n.displayMigrations)
+			} else {
+				msg += fmt.Sprintf(": the sink needs SELECT, INSERT and UPDATE on %s and %s", n.display, n.writers)
+			}
 		case "42P01", "42703", "42804", "42P10": // undefined table or column, datatype mismatch, no unique index for ON CONFLICT
 			msg += ": the table's shape changed while the sink was open (altered or dropped by hand?)"
 		case "28P01", "28000":
@@ -83,20 +87,26 @@ func explain(err error, n names) string {
 		if inner := errors.Unwrap(ce); inner != nil {
 			text = inner.Error()
 		}
-		if isTLSTrust(err) {
+		switch {
+		case isTLSTrust(err):
 			text += ": the server's certificate is not trusted: name its CA with sslrootcert=FILE (or, on a network you trust, sslmode=disable)"
+		case strings.Contains(text, "server refused TLS connection"):
+			text += ": the server does not offer TLS, which the sink uses by default off loopback: turn TLS on at the server, or, on a network you trust, add sslmode=disable"
 		}
 		return "cannot connect: " + text
 	}
 	return err.Error()
 }
 
+// opMigrate is the step that makes or migrates the table.
+const opMigrate = "create or migrate the table"
+
 // retryable: worth trying again with backoff.
 func retryable(ctx context.Context, err error) bool {
 	if ctx.Err() == context.Canceled {
 		return false
 	}
-	if isConfigError(err) || isTLSTrust(err) {
+	if isConfigError(err) || isTLSTrust(err) || strings.Contains(err.Error(), "server refused TLS connection") {
 		return false
 	}
 	var pe *pgconn.PgError

@@ -115,7 +115,7 @@ func (s *pgSink) prepare(ctx context.Context) error {
 	s.insertSQL, s.writerSQL = upsertSQL(s.n), writerSQL(s.n)
 	applied, err := migrate(ctx, conn, s.n)
 	if err != nil {
-		return s.fail(ctx, "create or migrate the table", err)
+		return s.fail(ctx, opMigrate, err)
 	}
 	if err := checkShape(ctx, conn, s.n); err != nil {
 		return s.fail(ctx, "check the table", err)

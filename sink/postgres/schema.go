@@ -24,16 +24,7 @@ type migration struct {
 
 // migrations are history: never edit one that shipped; add the next.
 var migrations = []migration{
-	{1, "papers table, writers' commit counts, indexes on doi, (journal_id, published) and full text", `
-CREATE TABLE IF NOT EXISTS {s}.litcrawl_writers (
-	table_name text NOT NULL,
-	writer     text NOT NULL,
-	commits    bigint NOT NULL,
-	last_run   text,
-	updated_at timestamptz NOT NULL DEFAULT now(),
-	PRIMARY KEY (table_name, writer)
-);
-COMMENT ON TABLE {s}.litcrawl_writers IS 'litcrawl: per table and crawl state (writer), the number of commits it made; the crawl state keeps the same number with the pages it committed';
+	{1, "papers table, indexes on doi, (journal_id, published) and full text", `
 CREATE TABLE {t} (
 	id               text PRIMARY KEY,
 	doi              text,
@@ -79,6 +70,30 @@ CREATE INDEX {n}_journal_published_idx ON {t} (journal_id, published DESC);
 CREATE INDEX {n}_search_idx ON {t} USING gin (search);
 `},
 }
+
+// companions are the sink's own tables beside the papers tables of a
+// schema, made once, by the first table made there.
+const companions = `
+CREATE TABLE {s}.litcrawl_migrations (
+	table_name  text NOT NULL,
+	version     integer NOT NULL,
+	description text NOT NULL,
+	applied_at  timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_name, version)
+);
+COMMENT ON TABLE {s}.litcrawl_migrations IS 'litcrawl: the schema versions applied to each of its tables';
+GRANT SELECT ON {s}.litcrawl_migrations TO PUBLIC;`
+
+const writersTable = `
+CREATE TABLE {s}.litcrawl_writers (
+	table_name text NOT NULL,
+	writer     text NOT NULL,
+	commits    bigint NOT NULL,
+	last_run   text,
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_name, writer)
+);
+COMMENT ON TABLE {s}.litcrawl_writers IS 'litcrawl: per table and crawl state (writer), the number of commits it made; the crawl state keeps the same number with the pages it committed';`
 
 // latest is the version this build writes.
 func latest() int { return migrations[len(migrations)-1].version }
@@ -205,30 +220,40 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 	case version == latest():
 		return nil, tx.Commit(ctx)
 	}
-	var canCreate bool
-	if err := tx.QueryRow(ctx, "SELECT has_schema_privilege($1, 'CREATE')", n.schema).Scan(&canCreate); err != nil {
+	if err := mayMigrate(ctx, tx, n, version, haveTable); err != nil {
 		return nil, err
 	}
-	if !canCreate {
-		user := currentUser(ctx, tx)
-		what := "create"
-		if version > 0 {
-			what = fmt.Sprintf("migrate (from schema version %d to %d)", version, latest())
-		}
-		return nil, &privilegeError{table: n.display, user: user, privilege: "CREATE", on: "schema " + n.schema,
-			fix: fmt.Sprintf("to %s the table, run the crawl once as a user who may (its owner), or GRANT CREATE ON SCHEMA %s TO %s", what, n.qSchema, pgx.Identifier{user}.Sanitize())}
-	}
 	if !haveMigr {
-		if _, err := tx.Exec(ctx, n.expand(`
-CREATE TABLE IF NOT EXISTS {s}.litcrawl_migrations (
-	table_name  text NOT NULL,
-	version     integer NOT NULL,
-	description text NOT NULL,
-	applied_at  timestamptz NOT NULL DEFAULT now(),
-	PRIMARY KEY (table_name, version)
-);
-COMMENT ON TABLE {s}.litcrawl_migrations IS 'litcrawl: the schema versions applied to each of its tables';
-GRANT SELECT ON {s}.litcrawl_migrations TO PUBLIC;`)); err != nil {
+		if _, err := tx.Exec(ctx, n.expand(companions)); err != nil {
+			return nil, err
+		}
+	} else {
+		var canInsert bool
+		if err := tx.QueryRow(ctx, "SELECT has_table_privilege($1, 'INSERT')", n.qMigr).Scan(&canInsert); err != nil {
+			return nil, err
+		}
+		if !canInsert {
+			user := currentUser(ctx, tx)
+			return nil, &privilegeError{table: n.display, user: user, privilege: "INSERT", on: "table " + n.displayMigrations,
+				fix: fmt.Sprintf("a table made or migrated is recorded there: GRANT INSERT ON %s TO %s", n.qMigr, pgx.Identifier{user}.Sanitize())}
+		}
+	}
+	if !haveWriters {
+		if _, err := tx.Exec(ctx, n.expand(writersTable)); err != nil {
+			return nil, err
+		}
+	}
+	if version == 0 {
+		// A table made anew has no commits from anyone: counts left by a
+		// dropped table of the same name must not vouch for it, or a
+		// crawl state that counts its papers as delivered would not see
+		// that they are gone.
+		if haveWriters {
+			if err := checkPrivilegesOn(ctx, tx, n, n.qWriters, n.writers); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := tx.Exec(ctx, "UPDATE "+n.qWriters+" SET commits = 0, updated_at = now() WHERE table_name = $1 AND commits <> 0", n.table); err != nil {
 			return nil, err
 		}
 	}
@@ -246,6 +271,32 @@ GRANT SELECT ON {s}.litcrawl_migrations TO PUBLIC;`)); err != nil {
 		applied = append(applied, m.version)
 	}
 	return applied, tx.Commit(ctx)
+}
+
+// mayMigrate: making a table takes CREATE on the schema; migrating one
+// (ALTER TABLE) takes owning it.
+func mayMigrate(ctx context.Context, tx pgx.Tx, n names, version int, haveTable bool) error {
+	user := currentUser(ctx, tx)
+	if !haveTable {
+		var canCreate bool
+		if err := tx.QueryRow(ctx, "SELECT has_schema_privilege($1, 'CREATE')", n.schema).Scan(&canCreate); err != nil {
+			return err
+		}
+		if !canCreate {
+			return &privilegeError{table: n.display, user: user, privilege: "CREATE", on: "schema " + n.schema,
+				fix: fmt.Sprintf("to create the table, run the first crawl as a user who may, or GRANT CREATE ON SCHEMA %s TO %s", n.qSchema, pgx.Identifier{user}.Sanitize())}
+		}
+		return nil
+	}
+	var owns bool
+	if err := tx.QueryRow(ctx, "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = $1::regclass", n.qTable).Scan(&owns); err != nil {
+		return err
+	}
+	if !owns {
+		return &privilegeError{table: n.display, user: user, privilege: "ownership", on: "table " + n.display,
+			fix: fmt.Sprintf("migrating it from schema version %d to %d alters it, which takes its owner: run this build once as the table's owner", version, latest())}
+	}
+	return nil
 }
 
 func currentUser(ctx context.Context, q interface {
@@ -304,20 +355,26 @@ func checkShape(ctx context.Context, conn *pgx.Conn, n names) error {
 // checkPrivileges names the first privilege the user lacks on the
 // tables the sink writes.
 func checkPrivileges(ctx context.Context, conn *pgx.Conn, n names) error {
-	var user string
-	if err := conn.QueryRow(ctx, "SELECT current_user").Scan(&user); err != nil {
+	if err := checkPrivilegesOn(ctx, conn, n, n.qTable, n.display); err != nil {
 		return err
 	}
-	for _, t := range []struct{ quoted, display string }{{n.qTable, n.display}, {n.qWriters, n.writers}} {
-		for _, p := range []string{"SELECT", "INSERT", "UPDATE"} {
-			var ok bool
-			if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1, $2)", t.quoted, p).Scan(&ok); err != nil {
-				return err
-			}
-			if !ok {
-				return &privilegeError{table: n.display, user: user, privilege: p, on: "table " + t.display,
-					fix: fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON %s, %s TO %s", n.qTable, n.qWriters, pgx.Identifier{user}.Sanitize())}
-			}
+	return checkPrivilegesOn(ctx, conn, n, n.qWriters, n.writers)
+}
+
+// checkPrivilegesOn names the first of SELECT, INSERT and UPDATE the user
+// lacks on one table.
+func checkPrivilegesOn(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, n names, quoted, display string) error {
+	for _, p := range []string{"SELECT", "INSERT", "UPDATE"} {
+		var ok bool
+		if err := q.QueryRow(ctx, "SELECT has_table_privilege($1, $2)", quoted, p).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			user := currentUser(ctx, q)
+			return &privilegeError{table: n.display, user: user, privilege: p, on: "table " + display,
+				fix: fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON %s, %s TO %s", n.qTable, n.qWriters, pgx.Identifier{user}.Sanitize())}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +86,19 @@ func TestPrivileges(t *testing.T) {
 	if err := s.Write(bg, sinktest.Records("ok", 2)); err != nil {
 		t.Fatal(err)
 	}
+	// CREATE on the schema is enough to make a second table beside the
+	// first (the companion tables are not touched).
+	exec(t, srv, db, "GRANT CREATE ON SCHEMA public TO "+role)
+	err = openErr(t, strings.Replace(asRole, "table=papers", "table=second", 1), sink.Options{})
+	if err == nil || !strings.Contains(err.Error(), "lacks the INSERT privilege on table public.litcrawl_migrations") {
+		t.Fatalf("making a second table: %v", err)
+	}
+	exec(t, srv, db, "GRANT INSERT ON litcrawl_migrations TO "+role)
+	second := openSink(t, strings.Replace(asRole, "table=papers", "table=second", 1), "w")
+	if err := second.Write(bg, sinktest.Records("two", 2)); err != nil {
+		t.Fatal(err)
+	}
+	second.Close()
 	exec(t, srv, db, "REVOKE INSERT ON papers FROM "+role)
 	err = s.Write(bg, sinktest.Records("late", 2))
 	if err == nil || !strings.Contains(err.Error(), "permission denied for table papers") || !strings.Contains(err.Error(), "public.papers") ||
@@ -245,6 +259,19 @@ func TestServerRestart(t *testing.T) {
 	if n := len(readRecords(t, srv, db, "papers")); n != 10 {
 		t.Fatalf("%d rows, want 10", n)
 	}
+
+	// A server without TLS, asked for it: said so, not retried.
+	exec(t, srv, db, "ALTER SYSTEM SET ssl = off")
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err = openErr(t, srv.URL(db, "table=papers", "sslmode=require"), sink.Options{})
+	if err == nil || !strings.Contains(err.Error(), "the server does not offer TLS") || errors.Is(err, sink.ErrRetryable) {
+		t.Fatalf("TLS asked of a server without it: %v", err)
+	}
 }
 
 // A table or its companion dropped by hand is named at open, with what to
@@ -265,5 +292,22 @@ func TestDroppedByHand(t *testing.T) {
 		t.Fatalf("table dropped: %v", err)
 	}
 	exec(t, srv, db, "DELETE FROM litcrawl_migrations WHERE table_name = 'papers'")
-	openSink(t, url, "w").Close()
+	s := openSink(t, url, "w")
+	defer s.Close()
+	if err := s.Write(bg, sinktest.Records("x", 1)); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := s.(sink.Committer).Token()
+	s.Close()
+	// The state of a crawl that had written 5 commits to the old table
+	// finds the new one behind it: no stale count vouches for it.
+	var old map[string]any
+	json.Unmarshal(tok, &old)
+	old["commits"] = 5
+	stale, _ := json.Marshal(old)
+	s2 := openSink(t, url, "w")
+	defer s2.Close()
+	if err := s2.(sink.Restorer).Restore(bg, stale); err == nil || !strings.Contains(err.Error(), "behind the crawl state") {
+		t.Fatalf("a state ahead of a table made anew: %v", err)
+	}
 }
