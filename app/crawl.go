@@ -105,7 +105,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return early(err)
 	}
 	defer out.Close()
-	if err := restore(ctx, st, out); err != nil {
+	if err := restore(ctx, st, out, c.Kind == "backfill" && c.NoResume && c.Redeliver, e.log()); err != nil {
 		return early(err)
 	}
 	fcfg := FetcherConfig(cfg)

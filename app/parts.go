@@ -105,8 +105,11 @@ func OpenSinks(ctx context.Context, urls []string, writer string, stdout io.Writ
 
 // restore rolls the sinks back to the token the ledger stored with its
 // last commit, so that records written after it (a crash between a write
-// and its commit) are not there twice.
-func restore(ctx context.Context, l ledger.Ledger, out sink.Sink) error {
+// and its commit) are not there twice. A sink found behind the token
+// (sink.ErrBehind: it lost output the ledger counts as delivered) stops
+// the run, unless the run delivers its pages again anyway (redeliverAll:
+// --no-resume --redeliver), which puts back what is missing.
+func restore(ctx context.Context, l ledger.Ledger, out sink.Sink, redeliverAll bool, log *slog.Logger) error {
 	r, ok := out.(sink.Restorer)
 	ts, ok2 := l.(ledger.TokenStore)
 	if !ok || !ok2 {
@@ -116,8 +119,26 @@ func restore(ctx context.Context, l ledger.Ledger, out sink.Sink) error {
 	if err != nil || tok == nil {
 		return err
 	}
-	if err := r.Restore(ctx, tok); err != nil {
+	err = r.Restore(ctx, tok)
+	if err != nil && redeliverAll && onlyBehind(err) {
+		log.Warn("a sink is behind the crawl state: this run delivers its pages again (--no-resume --redeliver), which puts back what it lacks of them", "error", err)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("restore the sinks to the last commit: %w", err)
 	}
 	return nil
+}
+
+// onlyBehind: every error joined in err is sink.ErrBehind.
+func onlyBehind(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyBehind(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, sink.ErrBehind)
 }

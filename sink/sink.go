@@ -61,6 +61,11 @@ type Unwrapper interface {
 var (
 	// ErrClosed is returned by Write after Close.
 	ErrClosed = errors.New("sink: closed")
+	// ErrBehind is returned (wrapped) by a Restore that finds the sink
+	// short of the token: output the crawl state counts as delivered is
+	// not in it (a table made anew, restored from an older backup). Only
+	// a run that delivers its pages again may go on from there.
+	ErrBehind = errors.New("the sink is behind the crawl state")
 	// ErrRetryable marks errors worth retrying (a broker that is away, a
 	// timeout); errors.Is(err, ErrRetryable) tells.
 	ErrRetryable = errors.New("retryable")

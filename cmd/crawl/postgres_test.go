@@ -353,3 +353,47 @@ func TestTwoCrawlsOneTable(t *testing.T) {
 		}
 	}
 }
+
+// A table that lost what the state counts as delivered (dropped and made
+// anew) stops the next crawl, naming the way out; a backfill with
+// --no-resume --redeliver goes on past it and puts the papers back.
+func TestTableBehindState(t *testing.T) {
+	srv := pgtest.Shared(t)
+	site := testsite.New()
+	site.SynthJournal(9105, 4, 20)
+	hs := httptest.NewServer(site)
+	defer hs.Close()
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	stateDir := t.TempDir()
+	args := func(kind string, extra ...string) []string {
+		a := []string{kind, "--journal", "9105", "--base-url", hs.URL, "--delay", "0", "--state-dir", stateDir, "--sink", url}
+		if kind == "backfill" {
+			a = append(a, "--pages", "1-")
+		}
+		return append(a, extra...)
+	}
+	if code, _, errs := crawl(t, args("backfill")...); code != exitOK {
+		t.Fatalf("first backfill: exit %d: %s", code, errs)
+	}
+	if err := srv.Exec(context.Background(), db, "DROP TABLE papers; DELETE FROM litcrawl_migrations WHERE table_name = 'papers'"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := crawl(t, args("nightly")...)
+	if code != 1 || !strings.Contains(errs, "the table is behind the crawl state") || !strings.Contains(errs, "--no-resume --redeliver") {
+		t.Fatalf("nightly on a table made anew: exit %d: %s", code, errs)
+	}
+	if code, _, errs := crawl(t, args("backfill", "--redeliver")...); code != 1 {
+		t.Fatalf("--redeliver alone skips the pages done: it must not pass the check: exit %d: %s", code, errs)
+	}
+	code, _, errs = crawl(t, args("backfill", "--no-resume", "--redeliver")...)
+	if code != exitOK || !strings.Contains(errs, "a sink is behind the crawl state: this run delivers its pages again") {
+		t.Fatalf("backfill --no-resume --redeliver: exit %d: %s", code, errs)
+	}
+	if n := len(tableRows(t, srv, db)); n != 80 {
+		t.Fatalf("%d papers back in the table, want 80", n)
+	}
+	if code, _, errs := crawl(t, args("nightly")...); code != exitOK {
+		t.Fatalf("nightly after the redelivery: exit %d: %s", code, errs)
+	}
+}

@@ -249,10 +249,7 @@ func (s *pgSink) Restore(ctx context.Context, token []byte) error {
 		return s.fail(ctx, "read the writer's commits", err)
 	}
 	if commits < t.Commits {
-		return fmt.Errorf("postgres %s: the table is behind the crawl state: the state's last commit counts %d commits of this crawl (writer %s) in the table, the table has %d: "+
-			"commits were lost (the table was dropped and made again, restored from an older backup, or the URL names another database), "+
-			"so papers the state counts as delivered may be missing from it. Deliver them again with crawl backfill --redeliver over the pages concerned "+
-			"(the upsert keeps each paper once), or start over with a new --state-dir", s.n.display, t.Commits, s.writer, commits)
+		return &behindError{table: s.n.display, writer: s.writer, state: t.Commits, have: commits}
 	}
 	if commits > t.Commits {
 		s.log.Info("postgres: the table has commits after the state's last (a crash came between them): their pages are delivered again and upserted, each paper kept once",
@@ -263,6 +260,22 @@ func (s *pgSink) Restore(ctx context.Context, token []byte) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// behindError: the table lost commits the crawl state counts.
+type behindError struct {
+	table, writer string
+	state, have   int64
+}
+
+func (e *behindError) Error() string {
+	return fmt.Sprintf("postgres %s: the table is behind the crawl state: the state's last commit counts %d commits of this crawl (writer %s) in the table, the table has %d: "+
+		"commits were lost (the table was dropped and made again, restored from an older backup, or the URL names another database), "+
+		"so papers the state counts as delivered may be missing from it. Deliver them again with crawl backfill --journal J --pages A-B --no-resume --redeliver "+
+		"over the pages concerned (such a run goes on past this check, and the upsert keeps each paper once), or start over with a new --state-dir",
+		e.table, e.state, e.writer, e.have)
+}
+
+func (e *behindError) Unwrap() error { return sink.ErrBehind }
 
 func (s *pgSink) Close() error {
 	return s.Shut(func() error {
