@@ -13,8 +13,13 @@ import (
 
 // RetryPolicy bounds how a failed Write is retried.
 type RetryPolicy struct {
-	// Attempts is the number of tries in all (1 = no retry).
+	// Attempts is the number of tries at most (1 = no retry).
 	Attempts int
+	// MaxElapsed, when set, is how long a Write keeps trying: no wait for
+	// another try begins later than this after the first try (the last
+	// wait may end past it). With it, Attempts is a cap that a long outage
+	// should not reach.
+	MaxElapsed time.Duration
 	// Base and Max bound the exponential backoff; each wait is drawn
 	// uniformly from [0, min(Max, Base·2^n)) ("full jitter").
 	Base, Max time.Duration
@@ -23,9 +28,10 @@ type RetryPolicy struct {
 	Log *slog.Logger
 }
 
-// DefaultRetry is what the CLI uses: 5 tries over roughly half a minute at
-// most.
-var DefaultRetry = RetryPolicy{Attempts: 5, Base: 500 * time.Millisecond, Max: 15 * time.Second}
+// DefaultRetry is what the CLI uses: tries for 2 minutes (a broker or a
+// database restarting, a failover), waits growing from up to 0.5 s to up
+// to 15 s.
+var DefaultRetry = RetryPolicy{Attempts: 40, MaxElapsed: 2 * time.Minute, Base: 500 * time.Millisecond, Max: 15 * time.Second}
 
 // Retry wraps a sink so that Writes failing with an ErrRetryable error are
 // tried again with backoff, up to the policy's bound; other errors, and
@@ -36,8 +42,12 @@ func Retry(s Sink, p RetryPolicy) Sink {
 	wait := backoff.Policy{Base: p.Base, Max: p.Max}
 	return wrap(s, func(ctx context.Context, recs []record.Record) error {
 		var err error
+		start := time.Now()
 		for attempt := range attempts {
 			if attempt > 0 {
+				if p.MaxElapsed > 0 && time.Since(start) >= p.MaxElapsed {
+					return fmt.Errorf("gave up after %d tries in %v: %w", attempt, time.Since(start).Round(time.Second), err)
+				}
 				if werr := backoff.Sleep(ctx, wait.Delay(attempt-1)); werr != nil {
 					return fmt.Errorf("%w (after %d tries, last error: %v)", werr, attempt, err)
 				}
@@ -47,7 +57,11 @@ func Retry(s Sink, p RetryPolicy) Sink {
 				return err
 			}
 			if p.Log != nil && attempt+1 < attempts {
-				p.Log.Warn("sink write failed; retrying", "sink", Describe(s), "try", attempt+1, "of", attempts, "records", len(recs), "error", err)
+				bound := []any{"of", attempts}
+				if p.MaxElapsed > 0 {
+					bound = []any{"giving_up_after", p.MaxElapsed.String()}
+				}
+				p.Log.Warn("sink write failed; retrying", append([]any{"sink", Describe(s), "try", attempt + 1}, append(bound, "records", len(recs), "error", err)...)...)
 			}
 		}
 		return fmt.Errorf("gave up after %d tries: %w", attempts, err)

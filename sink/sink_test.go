@@ -71,6 +71,28 @@ func TestRetryLogsEachRetry(t *testing.T) {
 	})
 }
 
+// With MaxElapsed a Write keeps trying through an outage of that length,
+// then gives up, saying how long it tried.
+func TestRetryForAWhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{n: 1000, err: errBrokerAway}
+		s := sink.Retry(f, sink.RetryPolicy{Attempts: 1000, MaxElapsed: 2 * time.Minute, Base: time.Second, Max: 15 * time.Second})
+		start := time.Now()
+		err := s.Write(context.Background(), sinktest.Records("r", 1))
+		took := time.Since(start)
+		if err == nil || !strings.Contains(err.Error(), "gave up after") || !errors.Is(err, sink.ErrRetryable) ||
+			took < 2*time.Minute || took > 2*time.Minute+15*time.Second || f.calls.Load() < 8 {
+			t.Fatalf("err = %v after %v and %d calls", err, took, f.calls.Load())
+		}
+		// An outage shorter than that is ridden through.
+		f2 := &flaky{n: 6, err: errBrokerAway}
+		s2 := sink.Retry(f2, sink.DefaultRetry)
+		if err := s2.Write(context.Background(), sinktest.Records("r", 1)); err != nil || f2.calls.Load() != 7 {
+			t.Fatalf("err = %v after %d calls", err, f2.calls.Load())
+		}
+	})
+}
+
 func TestRetryGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &flaky{n: 100, err: errBrokerAway}

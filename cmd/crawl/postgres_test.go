@@ -307,6 +307,29 @@ func TestBackfillIntoPostgresServerRestart(t *testing.T) {
 	if inTable, inState := writerCommits(t, srv, db, filepath.Join(c.dir, "state")); inTable != inState {
 		t.Errorf("table %d commits, state %d", inTable, inState)
 	}
+
+	// A server down when the crawl starts: the sink's opening is retried.
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	site.SynthJournal(9106, 3, 20)
+	c.journal = "9106"
+	started = false
+	out, err = c.run(func(_ *exec.Cmd, line string) {
+		if strings.Contains(line, "sink not reachable; retrying") && !started {
+			started = true
+			startErr = srv.Start()
+		}
+	})
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+	if err != nil || !started {
+		t.Fatalf("run started with the server down: %v (retried: %v)\n%s", err, started, out)
+	}
+	if n := len(tableRows(t, srv, db)); n != 460 {
+		t.Fatalf("%d papers, want 460", n)
+	}
 }
 
 // Two crawls (two journals, two states) write into one table at once:
