@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -167,7 +168,10 @@ func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
 	hs := httptest.NewServer(site)
 	defer hs.Close()
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if env := os.Getenv("KILL_SEED"); env != "" {
+		fmt.Sscan(env, &seed)
+	}
+	t.Logf("seed %d (KILL_SEED=%d repeats the run's kill points)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 
 	cleanDB := srv.NewDB(t)
@@ -220,20 +224,18 @@ func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
 	window := 0
 	// Kills 2 and 3: when the table commits, before the state does.
 	for i := 2; i <= 3; i++ {
-		target := inTable + 1 + int64(rng.IntN(4))
+		target := inTable + 1 + int64(rng.IntN(2))
 		cmd := killed.cmd()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				n, err := listener.WaitForNotification(ctx)
-				cancel()
 				if err != nil {
-					cmd.Process.Kill()
-					return
+					return // the run ended before the target: told below
 				}
 				var c int64
 				fmt.Sscan(n.Payload, &c)
@@ -243,8 +245,12 @@ func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
 				}
 			}
 		})
-		cmd.Wait()
+		err := cmd.Wait()
+		cancel()
 		wg.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("run %d ended before the table's commit %d (%v): the site is too small for the kills", i, target, err)
+		}
 		inTable, inState = writerCommits(t, srv, db, stateDir)
 		if inTable > inState {
 			window++
