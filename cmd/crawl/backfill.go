@@ -44,7 +44,7 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
-	fl.StringArrayVar(&f.sinks, "sink", nil, "a sink `URL` (repeatable; replaces the configured sinks; default: standard output)")
+	fl.StringArrayVar(&f.sinks, "sink", nil, "a sink `URL`: jsonl:PATH, -, postgres://USER@HOST/DB?table=papers, nats://…, kafka://… (repeatable; replaces the configured sinks; default: standard output)")
 	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight per host (default: fetch.concurrency)")
 	fl.DurationVar(&f.delay, "delay", 0, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
@@ -178,6 +178,7 @@ reached and carries on past it, so no page is left behind.
 Exit codes: 0 every walk finished, 3 some pages failed, 4 quality alarm,
 1 fatal, 2 usage, 130/143 interrupted.`,
 		Example: `  crawl nightly --sink jsonl:out/papers-{date}.jsonl
+  crawl nightly --sink 'postgres://crawler@db.example.com/lit?table=papers'
   crawl nightly --journal 501422 --base-url http://127.0.0.1:8089 --delay 0`,
 		Args: noArgs("nightly"),
 		RunE: func(cmd *cobra.Command, _ []string) error {

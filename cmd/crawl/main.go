@@ -241,7 +241,8 @@ func newRootCmd() *cobra.Command {
 		Use:   "crawl",
 		Short: "Crawl, parse and deliver scholarly literature listings",
 		Long: `crawl fetches the "latest literature" listing pages of scholarly journals,
-splits each page into paper records and delivers them as JSON lines.
+splits each page into paper records and delivers them to sinks: JSON-lines
+files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 
 Exit codes: 0 success, 1 fatal error (configuration, state, sink),
 2 usage error, 3 finished but some pages failed (crawls) or some inputs
@@ -304,7 +305,7 @@ fields: the site's layout has probably changed), 130 interrupted
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
-		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd())
+		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd(), newSinkCmd())
 	return root
 }
 

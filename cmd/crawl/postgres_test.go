@@ -426,3 +426,101 @@ func TestTableBehindState(t *testing.T) {
 		t.Fatalf("nightly after the redelivery: exit %d: %s", code, errs)
 	}
 }
+
+// The example queries of docs/postgres.md, as the page writes them, find
+// papers in the fixtures loaded as the page says, and each can use its
+// index (with sequential scans off, as on a table large enough).
+func TestDocsExampleQueries(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", srv.URL(db, "table=papers")); code != exitOK {
+		t.Fatalf("parse into PostgreSQL: exit %d: %s", code, errs)
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "postgres.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "## Example queries"):]
+	start := strings.Index(section, "```sql\n") + len("```sql\n")
+	block := section[start : start+strings.Index(section[start:], "```")]
+	var queries []string
+	for _, q := range strings.Split(block, ";\n") {
+		if q = strings.TrimSpace(q); q != "" {
+			queries = append(queries, q)
+		}
+	}
+	indexes := []string{"papers_journal_published_idx", "papers_doi_idx", "papers_search_idx"}
+	if len(queries) != len(indexes) {
+		t.Fatalf("%d queries in the docs, want %d:\n%s", len(queries), len(indexes), block)
+	}
+	conn, err := srv.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range queries {
+		rows, err := conn.Query(context.Background(), q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		if rows.Err() != nil || n == 0 {
+			t.Errorf("%s: %d rows (%v)", q, n, rows.Err())
+		}
+	}
+	if _, err := conn.Exec(context.Background(), "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range queries {
+		rows, err := conn.Query(context.Background(), "EXPLAIN "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			rows.Scan(&line)
+			plan.WriteString(line + "\n")
+		}
+		if !strings.Contains(plan.String(), indexes[i]) {
+			t.Errorf("%s does not use %s:\n%s", q, indexes[i], plan.String())
+		}
+	}
+}
+
+// crawl sink check makes the table as its owner, delivering nothing, and
+// names each sink that is not ready; a crawl user with only the GRANTs the
+// docs give then writes into it.
+func TestSinkCheck(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	code, out, errs := crawl(t, "sink", "check", "--sink", url, "--sink", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s_missing?table=x", srv.Port, db))
+	if code != 1 || !strings.Contains(out, "ok    "+url) ||
+		!strings.Contains(out, "FAIL  postgres") || !strings.Contains(out, "does not exist") || !strings.Contains(errs, "1 of 2 sinks not ready") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if n := len(tableRows(t, srv, db)); n != 0 {
+		t.Fatalf("sink check delivered %d papers", n)
+	}
+	role := db + "_crawler"
+	if err := srv.Exec(context.Background(), "postgres", "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Exec(context.Background(), db, "GRANT SELECT, INSERT, UPDATE ON papers, litcrawl_writers TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	asCrawler := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?table=papers", role, srv.Port, db)
+	if code, out, errs := crawl(t, "sink", "check", "--sink", asCrawler); code != exitOK || !strings.Contains(out, "ok    ") {
+		t.Fatalf("the crawl user's check: exit %d: %s %s", code, out, errs)
+	}
+	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", asCrawler); code != exitOK {
+		t.Fatalf("the crawl user writes: exit %d: %s", code, errs)
+	}
+	if code, _, _ := crawl(t, "sink", "check"); code != 2 {
+		t.Errorf("no sink at all: exit %d, want 2", code)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink/sinkurl"
 )
 
@@ -67,6 +68,10 @@ func parseURL(raw string) (*config, error) {
 	u, err := sinkurl.Parse(raw)
 	if err != nil {
 		return nil, err
+	}
+	if u.User != "" && !u.HasPass {
+		// A user name alone is no secret here (it is a role, not a token).
+		u.Redacted = strings.Replace(u.Redacted, "://"+redact.Mask+"@", "://"+url.User(u.User).String()+"@", 1)
 	}
 	c := &config{table: defaultTable, timeout: defaultTimeout, maxConns: defaultMaxConns}
 	for k := range u.Query {

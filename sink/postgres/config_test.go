@@ -41,6 +41,10 @@ func TestURLErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n got %v\nwant …%s…", c.url, err, c.want)
 		}
+		// The role is named (it is no secret); a password parameter is not.
+		if err != nil && !strings.Contains(err.Error(), `"postgres://u@db.example.com/`) || strings.Contains(err.Error(), "hunter22") {
+			t.Errorf("%s: the URL in the error: %v", c.url, err)
+		}
 	}
 	t.Setenv("PGSSLMODE", "sometimes")
 	if _, err := parseURL("postgres://u@db.example.com/lit"); err == nil || !strings.Contains(err.Error(), `PGSSLMODE="sometimes"`) {

@@ -125,10 +125,10 @@ func TestConformance(t *testing.T) {
 	}, sinktest.Features{Restore: true, DedupeByID: true, Reencoded: true})
 }
 
-// A record lands in typed columns, with the whole record as jsonb, and
-// the three example queries of the docs find it by journal and date, by
-// DOI (in any case) and by words of its title or abstract.
-func TestColumnsAndExampleQueries(t *testing.T) {
+// A record lands in typed columns, with the whole record as jsonb; the
+// indexes are there, and the search column holds the abstract's words.
+// (The docs' example queries: TestDocsExampleQueries in cmd/crawl.)
+func TestColumns(t *testing.T) {
 	srv := pgtest.Shared(t)
 	db := srv.NewDB(t)
 	s := openSink(t, srv.URL(db, "table=papers"), "w1")
@@ -178,58 +178,17 @@ func TestColumnsAndExampleQueries(t *testing.T) {
 		t.Fatalf("record column = %+v, want %+v", got, r)
 	}
 
-	// The three queries of docs/postgres.md, as they are there; each
-	// can be served by its index (with sequential scans off, as on a table
-	// large enough for the planner to prefer the index).
-	queries := []struct{ sql, index string }{
-		{`SELECT published, title, authors, doi
-FROM papers
-WHERE journal_id = 501422
-ORDER BY published DESC NULLS LAST, id
-LIMIT 20`, "papers_journal_published_idx"},
-		{`SELECT id, title, journal_name, published, record
-FROM papers
-WHERE lower(doi) = lower('10.1016/J.CELL.2024.01.002')`, "papers_doi_idx"},
-		{`SELECT title, journal_name, published,
-       ts_rank(search, q) AS rank
-FROM papers, websearch_to_tsquery('english', 'graph neural "protein folding"') AS q
-WHERE search @@ q
-ORDER BY rank DESC
-LIMIT 20`, "papers_search_idx"},
+	for _, idx := range []string{"papers_doi_idx", "papers_journal_published_idx", "papers_search_idx"} {
+		var n int
+		queryRow(t, srv, db, "SELECT count(*) FROM pg_indexes WHERE indexname = '"+idx+"'", &n)
+		if n != 1 {
+			t.Errorf("index %s is missing", idx)
+		}
 	}
-	conn, err := srv.Connect(bg, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(bg)
-	if _, err := conn.Exec(bg, "SET enable_seqscan = off"); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range queries {
-		rows, err := conn.Query(bg, q.sql)
-		if err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
-		}
-		n := 0
-		for rows.Next() {
-			n++
-		}
-		if rows.Err() != nil || n != 1 {
-			t.Errorf("%s: %d rows (%v), want the paper", q.sql, n, rows.Err())
-		}
-		var plan strings.Builder
-		rows, err = conn.Query(bg, "EXPLAIN "+q.sql)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var line string
-			rows.Scan(&line)
-			plan.WriteString(line + "\n")
-		}
-		if !strings.Contains(plan.String(), q.index) {
-			t.Errorf("%s does not use %s:\n%s", q.sql, q.index, plan.String())
-		}
+	var id string
+	queryRow(t, srv, db, `SELECT id FROM papers WHERE search @@ websearch_to_tsquery('english', 'protein "message passing"')`, &id)
+	if id != r.ID {
+		t.Errorf("full-text search over the abstract: %q", id)
 	}
 }
 
