@@ -114,13 +114,17 @@ func realistic(p, n int) []record.Record {
 type copySink struct{ *pgSink }
 
 func (c *copySink) Write(ctx context.Context, recs []record.Record) error {
-	payload, err := rowsJSON(recs)
+	chunks, _, err := rowsJSON(recs)
 	if err != nil {
 		return err
 	}
 	var rows []row
-	if err := json.Unmarshal(payload, &rows); err != nil {
-		return err
+	for _, c := range chunks {
+		var part []row
+		if err := json.Unmarshal(c, &part); err != nil {
+			return err
+		}
+		rows = append(rows, part...)
 	}
 	var cols []string
 	for _, col := range columns {
@@ -141,7 +145,7 @@ func (c *copySink) Write(ctx context.Context, recs []record.Record) error {
 		}
 		src[i] = []any{r.ID, nul(r.DOI), nul(r.DOIURL), nul(r.ArxivID), nul(r.URL), nul(r.Title), nul(r.TitleCN), r.Authors,
 			nul(r.Abstract), nul(r.AbstractCN), pub, r.JournalID, nul(r.JournalName), nul(r.Volume), nul(r.Pages), r.ImpactFactor,
-			int16(r.Zone), nul(r.Subject), nul(r.JCRQuartile), nul(r.JCRCategory), r.Citations, nul(r.OpenAccessPDF),
+			int64(r.Zone), nul(r.Subject), nul(r.JCRQuartile), nul(r.JCRCategory), r.Citations, nul(r.OpenAccessPDF),
 			nul(r.PublicationType), r.Warnings, r.SchemaVersion, nul(r.SourceURL), r.SourcePage, r.SourcePosition, nul(r.Run),
 			fetched, string(r.Record)}
 	}

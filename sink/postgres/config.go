@@ -56,7 +56,6 @@ type config struct {
 	maxConns      int
 	tls           string // what the connection does: "plaintext", "TLS, verified (…)", …
 	description   string // the URL with its password hidden and only the table kept
-	tokenKey      string
 	pool          *pgxpool.Config
 	secrets       []string // what must never appear in a message
 }
@@ -230,7 +229,6 @@ func parseURL(raw string) (*config, error) {
 	c.pool = pc
 
 	port := fmt.Sprint(cc.Port)
-	c.tokenKey = "postgres://" + net.JoinHostPort(cc.Host, port) + "/" + cc.Database + "?table=" + c.qualified()
 	c.description = describe(u, cc.Host, port, cc.Database, c.qualified())
 	return c, nil
 }

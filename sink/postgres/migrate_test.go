@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -100,5 +101,91 @@ func TestConcurrentFirstOpen(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// Records a hostile site could make, each past a limit of PostgreSQL's
+// (an integer column, the 1 MB tsvector, a btree index row, the primary
+// key's index), are stored all the same: one such record must not stop
+// every later crawl at its page.
+func TestHostileRecordsAreStored(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	s, err := openInternal(t, srv.URL(db, "table=papers"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var words strings.Builder
+	for i := range 200000 {
+		fmt.Fprintf(&words, "w%x ", i)
+	}
+	cites := 3000000000
+	longID := strings.Repeat("7", 9000)
+	recs := []record.Record{
+		{SchemaVersion: 1, ID: "1", Title: "many citations", Citations: &cites, Zone: 1 << 40},
+		{SchemaVersion: 1, ID: "2", Title: "a huge abstract", Abstract: words.String()},
+		{SchemaVersion: 1, ID: "3", Title: "a long DOI", DOI: "10.1/" + strings.Repeat("x", 6000)},
+		{SchemaVersion: 1, ID: longID, Title: "a long id"},
+	}
+	ctx := context.Background()
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatalf("hostile records: %v", err)
+	}
+	// Again: the long id's key is the same, so it is still one row.
+	if err := s.Write(ctx, recs[3:]); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := srv.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows int
+	var fullID string
+	var c int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM papers), (SELECT record->>'id' FROM papers WHERE id LIKE '777%'),
+		(SELECT citations FROM papers WHERE id = '1')`).Scan(&rows, &fullID, &c); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 4 || fullID != longID || c != int64(cites) {
+		t.Fatalf("%d rows, long id kept whole in the record: %v, citations %d", rows, fullID == longID, c)
+	}
+	var id string
+	if err := conn.QueryRow(ctx, "SELECT id FROM papers WHERE lower(doi) = lower($1)", recs[2].DOI).Scan(&id); err != nil || id != "3" {
+		t.Fatalf("long DOI look-up: %q %v", id, err)
+	}
+}
+
+// A batch larger than one statement takes is sent as several, in one
+// transaction.
+func TestLargeBatchInChunks(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	saved := maxChunk
+	maxChunk = 4096
+	defer func() { maxChunk = saved }()
+	s, err := openInternal(t, srv.URL(db, "table=papers"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs := make([]record.Record, 60)
+	for i := range recs {
+		recs[i] = record.Record{SchemaVersion: 1, ID: fmt.Sprint(i), Title: strings.Repeat("t", 200)}
+	}
+	chunks, _, err := rowsJSON(recs)
+	if err != nil || len(chunks) < 3 {
+		t.Fatalf("%d chunks, %v", len(chunks), err)
+	}
+	if err := s.Write(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	conn, _ := srv.Connect(context.Background(), db)
+	defer conn.Close(context.Background())
+	var n, commits int
+	conn.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM papers), (SELECT commits FROM litcrawl_writers)").Scan(&n, &commits)
+	if n != 60 || commits != 1 {
+		t.Fatalf("%d rows, %d commits; want 60 in one", n, commits)
 	}
 }

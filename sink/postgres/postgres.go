@@ -14,6 +14,8 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,7 +55,8 @@ type pgSink struct {
 	insertSQL, writerSQL string
 
 	mu      sync.Mutex
-	commits int64 // the writer's commit count after the last Write that committed
+	commits int64    // the writer's commit count after the last Write that committed
+	last    []string // keys of rows that Write committed (some), checked by Restore
 
 	sink.Gate // Writes hold it shared; Close exclusively
 }
@@ -149,9 +153,15 @@ func (s *pgSink) readCommits(ctx context.Context, conn *pgx.Conn) (int64, error)
 
 func (s *pgSink) Describe() string { return s.cfg.description }
 
-// TokenKey is what the sink's token is stored under: the server, the
-// database and the table, whatever else the URL says.
-func (s *pgSink) TokenKey() string { return s.cfg.tokenKey }
+// TokenKey is what the sink's token is stored under: the database and
+// the table, however the URL names the server (localhost or 127.0.0.1, a
+// socket) or the table (with its schema or without): a token is checked
+// whatever spelling the next run uses. Sinks fanned out to two servers
+// with the same database and table share it, which holds since each
+// takes every write.
+func (s *pgSink) TokenKey() string {
+	return "postgres:" + s.cfg.pool.ConnConfig.Database + "/" + s.n.display
+}
 
 // Write upserts the batch and counts the writer's commit in one
 // transaction, sent in one round trip.
@@ -164,14 +174,16 @@ func (s *pgSink) Write(ctx context.Context, recs []record.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	payload, err := rowsJSON(recs)
+	chunks, keys, err := rowsJSON(recs)
 	if err != nil {
 		return fmt.Errorf("postgres %s: %w", s.n.display, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
 	b := &pgx.Batch{}
-	b.Queue(s.insertSQL, payload)
+	for _, c := range chunks {
+		b.Queue(s.insertSQL, c)
+	}
 	var commits int64
 	if s.writer != "" {
 		b.Queue(s.writerSQL, s.n.table, s.writer, recs[0].Source.RunID).QueryRow(func(row pgx.Row) error {
@@ -188,17 +200,23 @@ func (s *pgSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	s.mu.Lock()
 	s.commits = max(s.commits, commits)
+	s.last = keys[:min(len(keys), lastKept)]
 	s.mu.Unlock()
 	return nil
 }
 
 // pgToken is the sink's commit token: the writer's commit count after the
-// last Write, in a table.
+// last Write, in a table, and the keys of a few rows that Write
+// committed.
 type pgToken struct {
-	Table   string `json:"table"`
-	Writer  string `json:"writer,omitempty"`
-	Commits int64  `json:"commits"`
+	Table   string   `json:"table"`
+	Writer  string   `json:"writer,omitempty"`
+	Commits int64    `json:"commits"`
+	Last    []string `json:"last,omitempty"`
 }
+
+// lastKept is how many keys of the last Write a token keeps.
+const lastKept = 8
 
 func (s *pgSink) Token() ([]byte, error) {
 	release, err := s.Enter(context.Background(), false)
@@ -208,7 +226,7 @@ func (s *pgSink) Token() ([]byte, error) {
 	defer release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return json.Marshal(pgToken{Table: s.n.display, Writer: s.writer, Commits: s.commits})
+	return json.Marshal(pgToken{Table: s.n.display, Writer: s.writer, Commits: s.commits, Last: s.last})
 }
 
 // Restore checks the table against the crawl state's last token. Rows are
@@ -241,15 +259,26 @@ func (s *pgSink) Restore(ctx context.Context, token []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
 	var commits int64
+	var present int
 	err = s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) (err error) {
-		commits, err = s.readCommits(ctx, c.Conn())
-		return err
+		if commits, err = s.readCommits(ctx, c.Conn()); err != nil {
+			return err
+		}
+		if len(t.Last) == 0 {
+			return nil
+		}
+		return c.Conn().QueryRow(ctx, "SELECT count(*) FROM "+s.n.qTable+" WHERE id = ANY($1)", t.Last).Scan(&present)
 	})
 	if err != nil {
 		return s.fail(ctx, "read the writer's commits", err)
 	}
+	if present < len(t.Last) {
+		return &behindError{table: s.n.display, writer: s.writer,
+			missing: fmt.Sprintf("%d of %d papers of the state's last commit are not in the table", len(t.Last)-present, len(t.Last))}
+	}
 	if commits < t.Commits {
-		return &behindError{table: s.n.display, writer: s.writer, state: t.Commits, have: commits}
+		return &behindError{table: s.n.display, writer: s.writer,
+			missing: fmt.Sprintf("the state's last commit counts %d commits of this crawl (writer %s) in the table, the table has %d", t.Commits, s.writer, commits)}
 	}
 	if commits > t.Commits {
 		s.log.Info("postgres: the table has commits after the state's last (a crash came between them): their pages are delivered again and upserted, each paper kept once",
@@ -263,16 +292,15 @@ func (s *pgSink) Restore(ctx context.Context, token []byte) error {
 
 // behindError: the table lost commits the crawl state counts.
 type behindError struct {
-	table, writer string
-	state, have   int64
+	table, writer, missing string
 }
 
 func (e *behindError) Error() string {
-	return fmt.Sprintf("postgres %s: the table is behind the crawl state: the state's last commit counts %d commits of this crawl (writer %s) in the table, the table has %d: "+
-		"commits were lost (the table was dropped and made again, restored from an older backup, or the URL names another database), "+
+	return fmt.Sprintf("postgres %s: the table is behind the crawl state: %s: "+
+		"commits were lost (the table was emptied, dropped and made again, restored from an older backup, or the URL names another database), "+
 		"so papers the state counts as delivered may be missing from it. Deliver them again with crawl backfill --journal J --pages A-B --no-resume --redeliver "+
 		"over the pages concerned (such a run goes on past this check, and the upsert keeps each paper once), or start over with a new --state-dir",
-		e.table, e.state, e.writer, e.have)
+		e.table, e.missing)
 }
 
 func (e *behindError) Unwrap() error { return sink.ErrBehind }
@@ -297,7 +325,7 @@ func upsertSQL(n names) string {
 		case "first_run":
 			cols, sel = append(cols, c.name), append(sel, "r.run")
 		case "first_seen":
-			cols, sel = append(cols, c.name), append(sel, "coalesce(r.fetched_at, now())")
+			cols, sel = append(cols, c.name), append(sel, "coalesce(r.fetched_at, pg_catalog.now())")
 		default:
 			cols, sel = append(cols, c.name), append(sel, "r."+c.name)
 		}
@@ -305,9 +333,9 @@ func upsertSQL(n names) string {
 			set = append(set, c.name+" = EXCLUDED."+c.name)
 		}
 	}
-	set = append(set, "updated_at = now()")
+	set = append(set, "updated_at = pg_catalog.now()")
 	return "INSERT INTO " + n.qTable + " AS p (" + strings.Join(cols, ", ") + ")\n" +
-		"SELECT " + strings.Join(sel, ", ") + "\nFROM jsonb_populate_recordset(NULL::" + n.qTable + ", $1::jsonb) AS r ORDER BY r.id\n" +
+		"SELECT " + strings.Join(sel, ", ") + "\nFROM pg_catalog.jsonb_populate_recordset(NULL::" + n.qTable + ", $1::jsonb) AS r ORDER BY r.id\n" +
 		"ON CONFLICT (id) DO UPDATE SET " + strings.Join(set, ", ") + "\n" +
 		"WHERE (p.record - 'source') IS DISTINCT FROM (EXCLUDED.record - 'source')\n" +
 		"  AND (p.fetched_at IS NULL OR EXCLUDED.fetched_at IS NULL OR EXCLUDED.fetched_at >= p.fetched_at)"
@@ -316,7 +344,7 @@ func upsertSQL(n names) string {
 // writerSQL counts one commit of a writer and returns its count.
 func writerSQL(n names) string {
 	return "INSERT INTO " + n.qWriters + " AS w (table_name, writer, commits, last_run) VALUES ($1, $2, 1, $3)\n" +
-		"ON CONFLICT (table_name, writer) DO UPDATE SET commits = w.commits + 1, last_run = EXCLUDED.last_run, updated_at = now()\n" +
+		"ON CONFLICT (table_name, writer) DO UPDATE SET commits = w.commits + 1, last_run = EXCLUDED.last_run, updated_at = pg_catalog.now()\n" +
 		"RETURNING commits"
 }
 
@@ -355,25 +383,30 @@ type row struct {
 	Record          json.RawMessage `json:"record"`
 }
 
-// rowsJSON is the batch as a JSON array of rows: a paper given twice is
-// kept once (its last), rows in id order so that concurrent writers lock
-// rows in one order.
-func rowsJSON(recs []record.Record) ([]byte, error) {
+// maxChunk bounds the JSON of one INSERT statement: a batch of larger
+// pages is sent as several statements, in the same transaction.
+var maxChunk = 32 << 20
+
+// rowsJSON is the batch as JSON arrays of rows (one per statement, each
+// at most maxChunk unless one row is larger): a paper given twice is kept
+// once (its last), rows in key order so that concurrent writers lock rows
+// in one order. keys are the rows' keys.
+func rowsJSON(recs []record.Record) (chunks [][]byte, keys []string, err error) {
 	last := make(map[string]int, len(recs))
 	for i := range recs {
-		last[recs[i].ID] = i
+		last[rowKey(recs[i].ID)] = i
 	}
-	idx := make([]int, 0, len(last))
-	for _, i := range last {
-		idx = append(idx, i)
+	keys = make([]string, 0, len(last))
+	for k := range last {
+		keys = append(keys, k)
 	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(recs[a].ID, recs[b].ID) })
-	rows := make([]row, 0, len(idx))
-	for _, i := range idx {
-		r := &recs[i]
+	slices.Sort(keys)
+	var buf []byte
+	for _, k := range keys {
+		r := &recs[last[k]]
 		data, err := sink.Marshal(r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// PostgreSQL's text and jsonb hold no NUL (invalid UTF-8 is
 		// replaced by the JSON encoder). A false alarm (a text with a
@@ -382,16 +415,50 @@ func rowsJSON(recs []record.Record) ([]byte, error) {
 			c := clean(*r)
 			r = &c
 			if data, err = sink.Marshal(r); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		rows = append(rows, toRow(r, data))
+		row, err := json.Marshal(toRow(k, r, data))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(buf) > 0 && len(buf)+len(row) > maxChunk {
+			chunks = append(chunks, append(buf, ']'))
+			buf = nil
+		}
+		if len(buf) == 0 {
+			buf = append(buf, '[')
+		} else {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, row...)
 	}
-	return json.Marshal(rows)
+	if len(buf) > 0 {
+		chunks = append(chunks, append(buf, ']'))
+	}
+	return chunks, keys, nil
 }
 
-func toRow(r *record.Record, data []byte) row {
-	w := row{ID: r.ID, DOI: r.DOI, DOIURL: r.DOIURL, ArxivID: r.ArxivID, URL: r.URL, Title: r.Title, TitleCN: r.TitleCN,
+// maxKey is the longest record id kept as it is as the row's key; a
+// longer one (no site id is; a hostile page could make one) would not fit
+// the primary key's index, and is keyed by its start and its SHA-256 (the
+// record column keeps it whole).
+const maxKey = 1024
+
+func rowKey(id string) string {
+	if len(id) <= maxKey {
+		return id
+	}
+	cut := 960
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(id))
+	return id[:cut] + "…sha256:" + hex.EncodeToString(sum[:])
+}
+
+func toRow(key string, r *record.Record, data []byte) row {
+	w := row{ID: key, DOI: r.DOI, DOIURL: r.DOIURL, ArxivID: r.ArxivID, URL: r.URL, Title: r.Title, TitleCN: r.TitleCN,
 		Authors: r.Authors, Abstract: r.Abstract, AbstractCN: r.AbstractCN, ImpactFactor: r.ImpactFactor, Zone: r.Zone,
 		Subject: r.Subject, JCRQuartile: r.JCRQuartile, JCRCategory: r.JCRCategory, Citations: r.Citations,
 		OpenAccessPDF: r.OpenAccessPDF, PublicationType: r.PublicationType, Warnings: r.Warnings,

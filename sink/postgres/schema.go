@@ -42,18 +42,18 @@ CREATE TABLE {t} (
 	volume           text,
 	pages            text,
 	impact_factor    double precision,
-	zone             smallint,
+	zone             bigint,
 	subject          text,
 	jcr_quartile     text,
 	jcr_category     text,
-	citations        integer,
+	citations        bigint,
 	open_access_pdf  text,
 	publication_type text,
 	warnings         text[],
-	schema_version   integer NOT NULL,
+	schema_version   bigint NOT NULL,
 	source_url       text,
-	source_page      integer,
-	source_position  integer,
+	source_page      bigint,
+	source_position  bigint,
 	run              text,
 	fetched_at       timestamptz,
 	first_run        text,
@@ -61,11 +61,11 @@ CREATE TABLE {t} (
 	updated_at       timestamptz,
 	record           jsonb NOT NULL,
 	search           tsvector GENERATED ALWAYS AS (
-		setweight(to_tsvector('english', coalesce(title, '')), 'A') ||
-		setweight(to_tsvector('english', coalesce(abstract, '')), 'B')) STORED
+		pg_catalog.setweight(pg_catalog.to_tsvector('pg_catalog.english', pg_catalog.left(coalesce(title, ''), 4096)), 'A') ||
+		pg_catalog.setweight(pg_catalog.to_tsvector('pg_catalog.english', pg_catalog.left(coalesce(abstract, ''), 65536)), 'B')) STORED
 );
 COMMENT ON TABLE {t} IS 'litcrawl: one row per paper, upserted by id; record is the whole record as delivered';
-CREATE INDEX {n}_doi_idx ON {t} (lower(doi));
+CREATE INDEX {n}_doi_idx ON {t} USING hash (pg_catalog.lower(doi));
 CREATE INDEX {n}_journal_published_idx ON {t} (journal_id, published DESC);
 CREATE INDEX {n}_search_idx ON {t} USING gin (search);
 `},
@@ -124,18 +124,18 @@ var columns = []column{
 	{"volume", "text", true},
 	{"pages", "text", true},
 	{"impact_factor", "double precision", true},
-	{"zone", "smallint", true},
+	{"zone", "bigint", true},
 	{"subject", "text", true},
 	{"jcr_quartile", "text", true},
 	{"jcr_category", "text", true},
-	{"citations", "integer", true},
+	{"citations", "bigint", true},
 	{"open_access_pdf", "text", true},
 	{"publication_type", "text", true},
 	{"warnings", "text[]", true},
-	{"schema_version", "integer", true},
+	{"schema_version", "bigint", true},
 	{"source_url", "text", true},
-	{"source_page", "integer", true},
-	{"source_position", "integer", true},
+	{"source_page", "bigint", true},
+	{"source_position", "bigint", true},
 	{"run", "text", true},
 	{"fetched_at", "timestamp with time zone", true},
 	{"first_run", "text", false},
@@ -253,7 +253,7 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 				return nil, err
 			}
 		}
-		if _, err := tx.Exec(ctx, "UPDATE "+n.qWriters+" SET commits = 0, updated_at = now() WHERE table_name = $1 AND commits <> 0", n.table); err != nil {
+		if _, err := tx.Exec(ctx, "UPDATE "+n.qWriters+" SET commits = 0, updated_at = pg_catalog.now() WHERE table_name = $1 AND commits <> 0", n.table); err != nil {
 			return nil, err
 		}
 	}
