@@ -1,19 +1,24 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgservicefile"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/sinkurl"
 )
 
@@ -26,6 +31,7 @@ const (
 	maxMaxConns           = 64
 	defaultConnectTimeout = 10 // seconds
 	maxConnectTimeout     = 600
+	maxTableName          = 40 // "_journal_published_idx" after it stays within 63
 )
 
 // libpqParams are the connection parameters a postgres:// URL may carry,
@@ -64,6 +70,9 @@ type config struct {
 // (postgresql:// alike). The password comes from the user information or
 // the libpq environment.
 func parseURL(raw string) (*config, error) {
+	if err := mistyped(raw); err != nil {
+		return nil, err
+	}
 	u, err := sinkurl.Parse(raw)
 	if err != nil {
 		return nil, err
@@ -99,6 +108,14 @@ func parseURL(raw string) (*config, error) {
 				if err := smallFile(v); err != nil {
 					return err
 				}
+			case "application_name":
+				if len(v) > 63 {
+					return fmt.Errorf("expected at most 63 bytes (the server keeps no more)")
+				}
+			case "sslsni":
+				if v != "0" && v != "1" {
+					return fmt.Errorf("expected 0 or 1")
+				}
 			case "connect_timeout":
 				var n int
 				if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || n > maxConnectTimeout || fmt.Sprint(n) != v {
@@ -119,14 +136,14 @@ func parseURL(raw string) (*config, error) {
 	if !qualified {
 		schema, name = "", table
 	}
-	if !reIdent.MatchString(name) || qualified && !reIdent.MatchString(schema) {
-		return nil, u.Errorf("table=%q: expected a table name of lower-case letters, digits and _ (at most 63), optionally after a schema name and a dot, e.g. table=papers or table=lit.papers", table)
+	if !reIdent.MatchString(name) || len(name) > maxTableName || qualified && !reIdent.MatchString(schema) {
+		return nil, u.Errorf("table=%q: expected a table name of lower-case letters, digits and _ (at most %d: its index names add to it), optionally after a schema name and a dot, e.g. table=papers or table=lit.papers", table, maxTableName)
 	}
 	if strings.HasPrefix(name, "litcrawl_") {
 		return nil, u.Errorf("table=%q: names starting with litcrawl_ are the sink's own tables", table)
 	}
 	c.schema, c.table = schema, name
-	if u.Name == "" && libpq["dbname"] == "" && os.Getenv("PGDATABASE") == "" && libpq["service"] == "" {
+	if u.Name == "" && libpq["dbname"] == "" && os.Getenv("PGDATABASE") == "" && libpq["service"] == "" && os.Getenv("PGSERVICE") == "" {
 		return nil, u.Errorf("expected a database after the host: postgres://USER@HOST:PORT/DATABASE?table=papers")
 	}
 	if u.HasPass {
@@ -159,6 +176,14 @@ func parseURL(raw string) (*config, error) {
 		return u.Errorf("%s: %s", what, c.scrub(parseErrorText(err)))
 	}
 
+	// Files the driver will read, named outside the URL: each must be a
+	// small regular file (not /dev/zero, a FIFO, a directory). A service's
+	// sslmode counts as asked for.
+	serviceMode, err := checkEnvFiles(libpq["service"])
+	if err != nil {
+		return nil, u.Errorf("%v", err)
+	}
+
 	// Where does it connect? Hosts come from the URL, PGHOST or a service.
 	probe, err := pgconn.ParseConfig(connString("disable"))
 	if err != nil {
@@ -182,24 +207,14 @@ func parseURL(raw string) (*config, error) {
 				return nil, u.Errorf("PGSSLMODE=%q: expected one of %s", env, strings.Join(sslModes, ", "))
 			}
 			asked, from = env, "PGSSLMODE"
+		} else if serviceMode != "" {
+			if !slices.Contains(sslModes, serviceMode) {
+				return nil, u.Errorf("the service's sslmode=%q: expected one of %s", serviceMode, strings.Join(sslModes, ", "))
+			}
+			asked, from = serviceMode, "the service's sslmode"
 		}
 	}
 	mode, fallback := tlsPolicy(asked, local)
-	if mode == "disable" {
-		c.tls = "plaintext"
-		if asked == "" {
-			c.tls = "plaintext (loopback or socket; add sslmode=verify-full for TLS)"
-		}
-	} else {
-		c.tls = "TLS, certificate verified (" + mode + ")"
-		if fallback {
-			c.tls += ", plaintext if the server has no TLS (loopback)"
-		}
-		if asked != "" && asked != mode {
-			c.tls += "; " + from + "=" + asked + " is taken as " + mode + ": the certificate is always verified"
-		}
-	}
-
 	pc, err := pgxpool.ParseConfig(connString(mode))
 	if err != nil {
 		return nil, fail("cannot read the connection settings", err)
@@ -228,9 +243,87 @@ func parseURL(raw string) (*config, error) {
 	pc.HealthCheckPeriod = 30 * time.Second
 	c.pool = pc
 
-	port := fmt.Sprint(cc.Port)
-	c.description = describe(u, cc.Host, port, cc.Database, c.qualified())
+	c.description = describe(cc, c.qualified())
+	c.tls = tlsWords(cc, asked, mode, from, fallback)
 	return c, nil
+}
+
+// mistyped refuses, without showing it, a URL whose password was likely
+// mistyped: one slash after the scheme, an @ after the host part (a
+// password holding ?, # or / unencoded), or an encoded @ where the host
+// is. Any of these would make a message quote the password.
+func mistyped(raw string) error {
+	scheme, rest, _ := strings.Cut(raw, ":")
+	shown := scheme + "://…"
+	if !strings.HasPrefix(rest, "//") {
+		return &sink.URLError{URL: shown, Reason: "expected " + scheme + "://USER@HOST:PORT/DB?table=papers (two slashes after the scheme)"}
+	}
+	rest = rest[2:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, after := rest[:end], rest[end:]
+	switch {
+	case strings.Contains(after, "@"):
+		return &sink.URLError{URL: shown, Reason: "an @ after the host (a password holding ?, # or / must be percent-encoded, or given in PGPASSWORD): the URL is not shown, it may hold the password"}
+	case !strings.Contains(authority, "@") && strings.Contains(strings.ToLower(authority), "%40"):
+		return &sink.URLError{URL: shown, Reason: "an encoded @ (%40) where the host is, and no @: the URL is not shown, it may hold the password"}
+	}
+	return nil
+}
+
+// checkEnvFiles holds the files named by the libpq environment, by a
+// service (the URL's, else PGSERVICE) and the default ones in the home
+// directory to what the URL's own must be, and returns the service's
+// sslmode ("" when none).
+func checkEnvFiles(service string) (sslmode string, err error) {
+	home, _ := os.UserHomeDir()
+	files := map[string]string{}
+	for _, env := range []string{"PGSSLROOTCERT", "PGSSLCERT", "PGSSLKEY", "PGPASSFILE", "PGSERVICEFILE"} {
+		if v := os.Getenv(env); v != "" && (env != "PGSSLROOTCERT" || v != "system") {
+			files[env] = v
+		}
+	}
+	if home != "" {
+		for _, f := range []string{".pgpass", ".pg_service.conf", ".postgresql/root.crt", ".postgresql/postgresql.crt", ".postgresql/postgresql.key"} {
+			files["~/"+f] = filepath.Join(home, f)
+		}
+	}
+	for _, what := range slices.Sorted(maps.Keys(files)) {
+		if _, err := os.Stat(files[what]); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := smallFile(files[what]); err != nil {
+			return "", fmt.Errorf("%s (%s): %v", what, files[what], err)
+		}
+	}
+	if service == "" {
+		service = os.Getenv("PGSERVICE")
+	}
+	if service == "" {
+		return "", nil
+	}
+	path := os.Getenv("PGSERVICEFILE")
+	if path == "" && home != "" {
+		path = filepath.Join(home, ".pg_service.conf")
+	}
+	sf, err := pgservicefile.ReadServicefile(path)
+	if err != nil {
+		return "", nil // the driver says what is wrong with it
+	}
+	svc, err := sf.GetService(service)
+	if err != nil {
+		return "", nil
+	}
+	for _, k := range []string{"sslrootcert", "sslcert", "sslkey", "passfile"} {
+		if v := svc.Settings[k]; v != "" && v != "system" {
+			if err := smallFile(v); err != nil {
+				return "", fmt.Errorf("service %s's %s (%s): %v", service, k, v, err)
+			}
+		}
+	}
+	return svc.Settings["sslmode"], nil
 }
 
 // smallFile: a certificate or key file must be a regular file of at most
@@ -293,23 +386,50 @@ func isLocal(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// describe is the URL for messages: user, host and database, no password
-// and no parameter but the table (and the socket directory).
-func describe(u *sinkurl.URL, host, port, db, table string) string {
+// describe is where the sink writes, for messages, from the settings the
+// driver will use (the URL, the environment, a service): the user, the
+// hosts, the database and the table; never a password.
+func describe(cc *pgconn.Config, table string) string {
+	var tcp, sockets []string
+	seen := map[string]bool{}
+	for _, f := range append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port}}, cc.Fallbacks...) {
+		hp := net.JoinHostPort(f.Host, fmt.Sprint(f.Port))
+		if strings.HasPrefix(f.Host, "/") {
+			hp = f.Host
+		}
+		if seen[hp] {
+			continue
+		}
+		seen[hp] = true
+		if strings.HasPrefix(f.Host, "/") {
+			sockets = append(sockets, "&host="+f.Host)
+		} else {
+			tcp = append(tcp, hp)
+		}
+	}
 	d := "postgres://"
-	if u.User != "" {
-		d += url.User(u.User).String() + "@"
+	if cc.User != "" {
+		d += url.User(cc.User).String() + "@"
 	}
-	extra := ""
-	switch {
-	case len(u.Hosts) > 0:
-		d += strings.Join(u.Hosts, ",")
-	case strings.HasPrefix(host, "/"):
-		extra = "&host=" + host
-	default:
-		d += net.JoinHostPort(host, port)
+	return d + strings.Join(tcp, ",") + "/" + url.PathEscape(cc.Database) + "?table=" + table + strings.Join(sockets, "")
+}
+
+// tlsWords says what the connection does about TLS.
+func tlsWords(cc *pgconn.Config, asked, mode, from string, fallback bool) string {
+	if cc.TLSConfig == nil {
+		if asked == "" {
+			return "plaintext (loopback or socket; add sslmode=verify-full for TLS)"
+		}
+		return "plaintext"
 	}
-	return d + "/" + url.PathEscape(db) + "?table=" + table + extra
+	w := "TLS, certificate verified (" + mode + ")"
+	if fallback {
+		w += ", else plaintext (loopback)"
+	}
+	if asked != "" && asked != mode {
+		w += "; " + from + "=" + asked + " is taken as " + mode + ": the certificate is always verified"
+	}
+	return w
 }
 
 // qualified is the table as messages name it: schema.table, or the table

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/litcrawl/litcrawl/sink/sinkurl"
@@ -168,4 +170,84 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatalf("the error shows the password %q: %v", u.Pass, err)
 		}
 	})
+}
+
+// A mistyped URL that would make a message quote its password is refused
+// without showing it.
+func TestMistypedPasswordNotShown(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://crawler:Xyz?zy7Plugh@127.0.0.1:5432/lit?table=papers",
+		"postgres://crawler:Xyz#zy7Plugh@127.0.0.1:5432/lit",
+		"postgres://crawler:Xy/zzy7Plugh@127.0.0.1:5432/lit",
+		"postgres://crawler:Xyzzy7Plugh%40127.0.0.1:5432/lit",
+		"postgres:/crawler:Xyzzy7Plugh@127.0.0.1/lit",
+	} {
+		_, err := parseURL(raw)
+		if err == nil || strings.Contains(err.Error(), "zy7Plugh") || strings.Contains(err.Error(), "Xyzzy") {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+}
+
+// Files named outside the URL (the libpq environment, a service, the
+// home directory's defaults) are held to the same bound as the URL's: a
+// device or a FIFO is refused before the driver reads it; a service's
+// sslmode is taken as asked for.
+func TestFilesOutsideTheURL(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("PGSSLMODE", "")
+	t.Setenv("PGSERVICE", "")
+	t.Setenv("PGSERVICEFILE", "")
+	t.Setenv("PGDATABASE", "")
+	t.Setenv("PGSSLROOTCERT", "/dev/zero")
+	if _, err := parseURL("postgres://u@127.0.0.1/lit"); err == nil || !strings.Contains(err.Error(), "PGSSLROOTCERT (/dev/zero): expected a regular file") {
+		t.Errorf("PGSSLROOTCERT=/dev/zero: %v", err)
+	}
+	t.Setenv("PGSSLROOTCERT", "")
+	fifo := filepath.Join(home, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGPASSFILE", fifo)
+	if _, err := parseURL("postgres://u@127.0.0.1/lit"); err == nil || !strings.Contains(err.Error(), "PGPASSFILE") {
+		t.Errorf("PGPASSFILE a FIFO: %v", err)
+	}
+	t.Setenv("PGPASSFILE", "")
+	services := filepath.Join(home, "services.conf")
+	os.WriteFile(services, []byte("[lit]\nhost=127.0.0.1\ndbname=lit\nsslmode=verify-full\n[bad]\nhost=127.0.0.1\ndbname=lit\nsslrootcert=/dev/zero\n"), 0o600)
+	t.Setenv("PGSERVICEFILE", services)
+	cfg, err := parseURL("postgres://u@/?service=lit")
+	if err != nil || cfg.pool.ConnConfig.TLSConfig == nil || cfg.pool.ConnConfig.Database != "lit" {
+		t.Errorf("a service's sslmode=verify-full on loopback: %v (TLS: %v)", err, err == nil && cfg.pool.ConnConfig.TLSConfig != nil)
+	}
+	t.Setenv("PGSERVICE", "lit")
+	if _, err := parseURL("postgres://u@/"); err != nil {
+		t.Errorf("the database from PGSERVICE: %v", err)
+	}
+	if _, err := parseURL("postgres://u@/?service=bad"); err == nil || !strings.Contains(err.Error(), "service bad's sslrootcert (/dev/zero)") {
+		t.Errorf("a service naming /dev/zero: %v", err)
+	}
+	for _, c := range []struct{ url, want string }{
+		{"postgres://u@127.0.0.1/lit?application_name=" + strings.Repeat("a", 64), "application_name"},
+		{"postgres://u@127.0.0.1/lit?sslsni=bogus", "sslsni=\"bogus\": expected 0 or 1"},
+		{"postgres://u@127.0.0.1/lit?table=" + strings.Repeat("t", 41), "at most 40"},
+	} {
+		if _, err := parseURL(c.url); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.url, err)
+		}
+	}
+}
+
+// The sink names where it writes as the driver will connect: hosts, user
+// and database given outside the URL show.
+func TestDescriptionFollowsTheSettings(t *testing.T) {
+	t.Setenv("PGSSLMODE", "")
+	cfg, err := parseURL("postgres://crawler@127.0.0.1/lit?host=db.example.com&user=other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.description != "postgres://other@db.example.com:5432/lit?table=papers" {
+		t.Errorf("description %q", cfg.description)
+	}
 }

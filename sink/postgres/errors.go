@@ -39,7 +39,7 @@ func (s *pgSink) fail(ctx context.Context, op string, err error) error {
 		table = s.n.display
 	}
 	msg := fmt.Sprintf("postgres %s (table %s): %s: %s", s.cfg.description, table, op, explain(err, s.n, op == opMigrate))
-	e := &Error{msg: s.cfg.scrub(msg), err: err}
+	e := &Error{msg: msg, err: err}
 	if !retryable(ctx, err) {
 		return e
 	}
@@ -71,7 +71,7 @@ func explain(err error, n names, migrating bool) string {
 			if migrating {
 				msg += fmt.Sprintf(": making the table takes CREATE on schema %s, migrating it takes owning it; either records itself in %s (INSERT)", n.schema, n.displayMigrations)
 			} else {
-				msg += fmt.Sprintf(": the sink needs SELECT, INSERT and UPDATE on %s and %s", n.display, n.writers)
+				msg += fmt.Sprintf(": the sink needs SELECT, INSERT and UPDATE on %s and %s (GRANT SELECT, INSERT, UPDATE ON %s, %s TO the crawl's user)", n.display, n.writers, n.qTable, n.qWriters)
 			}
 		case "42P01", "42703", "42804", "42P10": // undefined table or column, datatype mismatch, no unique index for ON CONFLICT
 			msg += ": the table's shape changed while the sink was open (altered or dropped by hand?)"
@@ -87,7 +87,10 @@ func explain(err error, n names, migrating bool) string {
 		if inner := errors.Unwrap(ce); inner != nil {
 			text = inner.Error()
 		}
+		var he x509.HostnameError
 		switch {
+		case errors.As(err, &he):
+			text += ": the server's certificate is not for the host name connected to: connect by a name it holds, or, with its CA, sslmode=verify-ca (the chain, not the name)"
 		case isTLSTrust(err):
 			text += ": the server's certificate is not trusted: name its CA with sslrootcert=FILE (or, on a network you trust, sslmode=disable)"
 		case strings.Contains(text, "server refused TLS connection"):
