@@ -128,7 +128,7 @@ func (s *pgSink) prepare(ctx context.Context) error {
 		return s.fail(ctx, "check privileges", err)
 	}
 	if s.writer != "" {
-		if s.commits, err = s.readCommits(ctx, conn); err != nil {
+		if s.commits, _, err = s.readCommits(ctx, conn); err != nil {
 			return s.fail(ctx, "read the writer's commits", err)
 		}
 	}
@@ -142,13 +142,14 @@ func (s *pgSink) prepare(ctx context.Context) error {
 	return nil
 }
 
-func (s *pgSink) readCommits(ctx context.Context, conn *pgx.Conn) (int64, error) {
-	var n int64
-	err := conn.QueryRow(ctx, "SELECT commits FROM "+s.n.qWriters+" WHERE table_name = $1 AND writer = $2", s.n.table, s.writer).Scan(&n)
+// readCommits is the writer's commit count, and whether the table of
+// counts has a row for it.
+func (s *pgSink) readCommits(ctx context.Context, conn *pgx.Conn) (n int64, found bool, err error) {
+	err = conn.QueryRow(ctx, "SELECT commits FROM "+s.n.qWriters+" WHERE table_name = $1 AND writer = $2", s.n.table, s.writer).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+		return 0, false, nil
 	}
-	return n, err
+	return n, err == nil, err
 }
 
 func (s *pgSink) Describe() string { return s.cfg.description }
@@ -259,9 +260,10 @@ func (s *pgSink) Restore(ctx context.Context, token []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
 	var commits int64
+	var found bool
 	var present int
 	err = s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) (err error) {
-		if commits, err = s.readCommits(ctx, c.Conn()); err != nil {
+		if commits, found, err = s.readCommits(ctx, c.Conn()); err != nil {
 			return err
 		}
 		if len(t.Last) == 0 {
@@ -275,6 +277,21 @@ func (s *pgSink) Restore(ctx context.Context, token []byte) error {
 	if present < len(t.Last) {
 		return &behindError{table: s.n.display, writer: s.writer,
 			missing: fmt.Sprintf("%d of %d papers of the state's last commit are not in the table", len(t.Last)-present, len(t.Last))}
+	}
+	if !found && t.Commits > 0 && len(t.Last) > 0 {
+		// The count is gone (litcrawl_writers emptied or made again), the
+		// papers of the last commit are there: count on from the state's.
+		err := s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+			_, err := c.Exec(ctx, "INSERT INTO "+s.n.qWriters+" (table_name, writer, commits) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+				s.n.table, s.writer, t.Commits)
+			return err
+		})
+		if err != nil {
+			return s.fail(ctx, "count the writer's commits again", err)
+		}
+		s.log.Warn("postgres: this crawl's commit count was gone from litcrawl_writers, its last commit's papers are in the table: counting on from the crawl state's",
+			"sink", s.Describe(), "commits", t.Commits)
+		commits = t.Commits
 	}
 	if commits < t.Commits {
 		return &behindError{table: s.n.display, writer: s.writer,

@@ -207,11 +207,27 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 			return nil, err
 		}
 	}
+	if version > 0 && haveTable && !haveWriters {
+		// The commit counts are gone, not the papers: made again empty,
+		// each crawl's Restore finds its last commit's papers in the
+		// table and counts on from its state's count.
+		var canCreate bool
+		if err := tx.QueryRow(ctx, "SELECT has_schema_privilege($1, 'CREATE')", n.schema).Scan(&canCreate); err != nil {
+			return nil, err
+		}
+		if !canCreate {
+			user := currentUser(ctx, tx)
+			return nil, &privilegeError{table: n.display, user: user, privilege: "CREATE", on: "schema " + n.schema,
+				fix: fmt.Sprintf("%s is gone (dropped by hand?) and must be made again: run this once as a user who may", n.writers)}
+		}
+		if _, err := tx.Exec(ctx, n.expand(writersTable)); err != nil {
+			return nil, err
+		}
+		haveWriters = true
+	}
 	switch {
 	case version > 0 && !haveTable:
 		return nil, &shapeError{n.display, fmt.Sprintf("is gone but %s says it is at schema version %d (dropped by hand?): delete its rows there (DELETE FROM %s WHERE table_name = '%s') to make it anew", n.displayMigrations, version, n.qMigr, n.table)}
-	case version > 0 && !haveWriters:
-		return nil, &shapeError{n.display, fmt.Sprintf("has lost its companion table %s (dropped by hand?): to make both anew, drop the table and delete its rows in %s", n.writers, n.displayMigrations)}
 	case version == 0 && haveTable:
 		return nil, &shapeError{n.display, "exists but was not made by this sink (it has no version in " + n.displayMigrations +
 			"): name another table with ?table=NAME, or drop this one"}
