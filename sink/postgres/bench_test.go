@@ -160,7 +160,7 @@ func (c *copySink) Write(ctx context.Context, recs []record.Record) error {
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage"}, cols, pgx.CopyFromRows(src)); err != nil {
 		return err
 	}
-	upsert := strings.Replace(c.insertSQL, "jsonb_populate_recordset(NULL::"+c.n.qTable+", $1::jsonb)", "stage", 1)
+	upsert := strings.Replace(c.insertSQL, "pg_catalog.jsonb_populate_recordset(NULL::"+c.n.qTable+", $1::jsonb)", "pg_temp.stage", 1)
 	if _, err := tx.Exec(ctx, upsert); err != nil {
 		return err
 	}
