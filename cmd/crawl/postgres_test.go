@@ -24,6 +24,28 @@ import (
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
+// binary is the built crawl binary, for the tests that run it (skipped
+// with -short).
+func binary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	return buildBinary(t)
+}
+
+// synthSite serves synthetic journals (journal → pages of 20 papers) for
+// the test.
+func synthSite(t *testing.T, journals map[int64]int) (*testsite.Site, *httptest.Server) {
+	site := testsite.New()
+	for j, pages := range journals {
+		site.SynthJournal(j, pages, 20)
+	}
+	hs := httptest.NewServer(site)
+	t.Cleanup(hs.Close)
+	return site, hs
+}
+
 // paperRow is what the table must hold of a paper, whatever run wrote it.
 type paperRow struct {
 	DOI, Title, TitleCN, Abstract, Published string
@@ -158,15 +180,9 @@ func (c pgCrawl) run(onLine func(cmd *exec.Cmd, line string)) (stderr string, er
 // is before the crawl state has committed it: the rerun writes that page
 // again and the upsert keeps each paper once.
 func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	bin := binary(t)
 	srv := pgtest.Shared(t)
-	bin := buildBinary(t)
-	site := testsite.New()
-	site.SynthJournal(9101, 30, 20)
-	hs := httptest.NewServer(site)
-	defer hs.Close()
+	_, hs := synthSite(t, map[int64]int{9101: 30})
 	seed := uint64(time.Now().UnixNano())
 	if env := os.Getenv("KILL_SEED"); env != "" {
 		fmt.Sscan(env, &seed)
@@ -273,15 +289,9 @@ func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
 // The server is stopped mid-run and started again: the writes fail, are
 // retried, and the run completes with the table a clean run would leave.
 func TestBackfillIntoPostgresServerRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	bin := binary(t)
 	srv := pgtest.New(t)
-	bin := buildBinary(t)
-	site := testsite.New()
-	site.SynthJournal(9102, 20, 20)
-	hs := httptest.NewServer(site)
-	defer hs.Close()
+	site, hs := synthSite(t, map[int64]int{9102: 20})
 	db := srv.NewDB(t)
 	c := pgCrawl{t: t, bin: bin, url: srv.URL(db, "table=papers"), site: hs.URL, journal: "9102", dir: t.TempDir()}
 	commits, stopped, started := 0, false, false
@@ -341,16 +351,9 @@ func TestBackfillIntoPostgresServerRestart(t *testing.T) {
 // Two crawls (two journals, two states) write into one table at once:
 // nothing is lost and each keeps its own commit count.
 func TestTwoCrawlsOneTable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	bin := binary(t)
 	srv := pgtest.Shared(t)
-	bin := buildBinary(t)
-	site := testsite.New()
-	site.SynthJournal(9103, 15, 20)
-	site.SynthJournal(9104, 15, 20)
-	hs := httptest.NewServer(site)
-	defer hs.Close()
+	_, hs := synthSite(t, map[int64]int{9103: 15, 9104: 15})
 	db := srv.NewDB(t)
 	url := srv.URL(db, "table=papers")
 	crawls := []pgCrawl{
@@ -388,10 +391,7 @@ func TestTwoCrawlsOneTable(t *testing.T) {
 // --no-resume --redeliver goes on past it and puts the papers back.
 func TestTableBehindState(t *testing.T) {
 	srv := pgtest.Shared(t)
-	site := testsite.New()
-	site.SynthJournal(9105, 4, 20)
-	hs := httptest.NewServer(site)
-	defer hs.Close()
+	_, hs := synthSite(t, map[int64]int{9105: 4})
 	db := srv.NewDB(t)
 	url := srv.URL(db, "table=papers")
 	stateDir := t.TempDir()

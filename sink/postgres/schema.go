@@ -193,14 +193,8 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 	}
 	version := 0
 	if haveMigr {
-		var canRead bool
-		if err := tx.QueryRow(ctx, "SELECT has_table_privilege($1, 'SELECT')", n.qMigr).Scan(&canRead); err != nil {
+		if err := need(ctx, tx, n, "SELECT", "table", n.qMigr, n.displayMigrations, "GRANT SELECT ON "+n.qMigr+" TO {user}"); err != nil {
 			return nil, err
-		}
-		if !canRead {
-			user := currentUser(ctx, tx)
-			return nil, &privilegeError{table: n.display, user: user, privilege: "SELECT", on: "table " + n.displayMigrations,
-				fix: fmt.Sprintf("GRANT SELECT ON %s TO %s", n.qMigr, pgx.Identifier{user}.Sanitize())}
 		}
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+n.qMigr+" WHERE table_name = $1",
 			n.table).Scan(&version); err != nil {
@@ -211,14 +205,8 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 		// The commit counts are gone, not the papers: made again empty,
 		// each crawl's Restore finds its last commit's papers in the
 		// table and counts on from its state's count.
-		var canCreate bool
-		if err := tx.QueryRow(ctx, "SELECT has_schema_privilege($1, 'CREATE')", n.schema).Scan(&canCreate); err != nil {
+		if err := need(ctx, tx, n, "CREATE", "schema", n.schema, n.schema, n.writers+" is gone (dropped by hand?) and must be made again: run this once as a user who may"); err != nil {
 			return nil, err
-		}
-		if !canCreate {
-			user := currentUser(ctx, tx)
-			return nil, &privilegeError{table: n.display, user: user, privilege: "CREATE", on: "schema " + n.schema,
-				fix: fmt.Sprintf("%s is gone (dropped by hand?) and must be made again: run this once as a user who may", n.writers)}
 		}
 		if _, err := tx.Exec(ctx, n.expand(writersTable)); err != nil {
 			return nil, err
@@ -244,14 +232,8 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 			return nil, err
 		}
 	} else {
-		var canInsert bool
-		if err := tx.QueryRow(ctx, "SELECT has_table_privilege($1, 'INSERT')", n.qMigr).Scan(&canInsert); err != nil {
+		if err := need(ctx, tx, n, "INSERT", "table", n.qMigr, n.displayMigrations, "a table made or migrated is recorded there: GRANT INSERT ON "+n.qMigr+" TO {user}"); err != nil {
 			return nil, err
-		}
-		if !canInsert {
-			user := currentUser(ctx, tx)
-			return nil, &privilegeError{table: n.display, user: user, privilege: "INSERT", on: "table " + n.displayMigrations,
-				fix: fmt.Sprintf("a table made or migrated is recorded there: GRANT INSERT ON %s TO %s", n.qMigr, pgx.Identifier{user}.Sanitize())}
 		}
 	}
 	if !haveWriters {
@@ -292,32 +274,22 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 // mayMigrate: making a table takes CREATE on the schema; migrating one
 // (ALTER TABLE) takes owning it.
 func mayMigrate(ctx context.Context, tx pgx.Tx, n names, version int, haveTable bool) error {
-	user := currentUser(ctx, tx)
 	if !haveTable {
-		var canCreate bool
-		if err := tx.QueryRow(ctx, "SELECT has_schema_privilege($1, 'CREATE')", n.schema).Scan(&canCreate); err != nil {
-			return err
-		}
-		if !canCreate {
-			return &privilegeError{table: n.display, user: user, privilege: "CREATE", on: "schema " + n.schema,
-				fix: fmt.Sprintf("to create the table, run the first crawl as a user who may, or GRANT CREATE ON SCHEMA %s TO %s", n.qSchema, pgx.Identifier{user}.Sanitize())}
-		}
-		return nil
+		return need(ctx, tx, n, "CREATE", "schema", n.schema, n.schema,
+			"to create the table, run crawl sink check (or the first crawl) as a user who may, or GRANT CREATE ON SCHEMA "+n.qSchema+" TO {user}")
 	}
 	var owns bool
 	if err := tx.QueryRow(ctx, "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = $1::regclass", n.qTable).Scan(&owns); err != nil {
 		return err
 	}
 	if !owns {
-		return &privilegeError{table: n.display, user: user, privilege: "ownership", on: "table " + n.display,
+		return &privilegeError{table: n.display, user: currentUser(ctx, tx), privilege: "ownership", on: "table " + n.display,
 			fix: fmt.Sprintf("migrating it from schema version %d to %d alters it, which takes its owner: run this build once as the table's owner", version, latest())}
 	}
 	return nil
 }
 
-func currentUser(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}) string {
+func currentUser(ctx context.Context, q querier) string {
 	var user string
 	q.QueryRow(ctx, "SELECT current_user").Scan(&user)
 	return user
@@ -379,21 +351,35 @@ func checkPrivileges(ctx context.Context, conn *pgx.Conn, n names) error {
 
 // checkPrivilegesOn names the first of SELECT, INSERT and UPDATE the user
 // lacks on one table.
-func checkPrivilegesOn(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, n names, quoted, display string) error {
+func checkPrivilegesOn(ctx context.Context, q querier, n names, quoted, display string) error {
 	for _, p := range []string{"SELECT", "INSERT", "UPDATE"} {
-		var ok bool
-		if err := q.QueryRow(ctx, "SELECT has_table_privilege($1, $2)", quoted, p).Scan(&ok); err != nil {
+		if err := need(ctx, q, n, p, "table", quoted, display,
+			"GRANT SELECT, INSERT, UPDATE ON "+n.qTable+", "+n.qWriters+" TO {user}"); err != nil {
 			return err
-		}
-		if !ok {
-			user := currentUser(ctx, q)
-			return &privilegeError{table: n.display, user: user, privilege: p, on: "table " + display,
-				fix: fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON %s, %s TO %s", n.qTable, n.qWriters, pgx.Identifier{user}.Sanitize())}
 		}
 	}
 	return nil
+}
+
+type querier interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// need is a *privilegeError when the user lacks privilege on a table or a
+// schema (given as has_table_privilege or has_schema_privilege take it),
+// with fix, in which {user} is the user, as the way out.
+func need(ctx context.Context, q querier, n names, privilege, kind, object, display, fix string) error {
+	query := "SELECT has_table_privilege($1, $2)"
+	if kind == "schema" {
+		query = "SELECT has_schema_privilege($1, $2)"
+	}
+	var ok bool
+	if err := q.QueryRow(ctx, query, object, privilege).Scan(&ok); err != nil || ok {
+		return err
+	}
+	user := currentUser(ctx, q)
+	return &privilegeError{table: n.display, user: user, privilege: privilege, on: kind + " " + display,
+		fix: strings.ReplaceAll(fix, "{user}", pgx.Identifier{user}.Sanitize())}
 }
 
 // shapeError: the table is not one the sink can write.
