@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -223,7 +224,11 @@ func parseImpact(text string) (headInfo, bool) {
 		}
 		rest = rest[:p]
 	}
-	h.impact, _ = strconv.ParseFloat(num, 64)
+	// A number too large for a float (309 digits) is no impact factor: an
+	// infinite one would make the record unencodable in every sink.
+	if v, err := strconv.ParseFloat(num, 64); err == nil && !math.IsInf(v, 0) && !math.IsNaN(v) {
+		h.impact = v
+	}
 	h.hasImpact = true
 	fields := strings.Fields(rest)
 	k := 0

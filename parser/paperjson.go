@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -207,7 +208,8 @@ func (f *flexFloat) fromJSON(b string) error {
 		return nil
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		// "NaN" and "Infinity" parse, but no record can carry them.
 		return &json.UnmarshalTypeError{Value: "number " + s}
 	}
 	*f = flexFloat(v)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/url"
@@ -76,6 +77,9 @@ func parseURL(raw string) (*config, error) {
 	u, err := sinkurl.Parse(raw)
 	if err != nil {
 		return nil, err
+	}
+	if strings.Contains(u.User, ":") {
+		return nil, &sink.URLError{URL: "postgres://…", Reason: "the user name holds a colon (an encoded %3A?): a password goes after an unencoded colon, or in PGPASSWORD; the URL is not shown, it may hold the password"}
 	}
 	if u.User != "" && !u.HasPass {
 		// A user name alone is no secret here (it is a role, not a token).
@@ -200,19 +204,19 @@ func parseURL(raw string) (*config, error) {
 	for _, h := range hosts {
 		local = local && isLocal(h)
 	}
+	// As libpq: the URL's sslmode, else the service's, else PGSSLMODE.
 	asked, from := libpq["sslmode"], "sslmode"
-	if asked == "" {
-		if env := os.Getenv("PGSSLMODE"); env != "" {
-			if !slices.Contains(sslModes, env) {
-				return nil, u.Errorf("PGSSLMODE=%q: expected one of %s", env, strings.Join(sslModes, ", "))
-			}
-			asked, from = env, "PGSSLMODE"
-		} else if serviceMode != "" {
-			if !slices.Contains(sslModes, serviceMode) {
-				return nil, u.Errorf("the service's sslmode=%q: expected one of %s", serviceMode, strings.Join(sslModes, ", "))
-			}
-			asked, from = serviceMode, "the service's sslmode"
+	if asked == "" && serviceMode != "" {
+		if !slices.Contains(sslModes, serviceMode) {
+			return nil, u.Errorf("the service's sslmode=%q: expected one of %s", serviceMode, strings.Join(sslModes, ", "))
 		}
+		asked, from = serviceMode, "the service's sslmode"
+	}
+	if env := os.Getenv("PGSSLMODE"); asked == "" && env != "" {
+		if !slices.Contains(sslModes, env) {
+			return nil, u.Errorf("PGSSLMODE=%q: expected one of %s", env, strings.Join(sslModes, ", "))
+		}
+		asked, from = env, "PGSSLMODE"
 	}
 	mode, fallback := tlsPolicy(asked, local)
 	pc, err := pgxpool.ParseConfig(connString(mode))
@@ -334,11 +338,42 @@ func smallFile(p string) error {
 	case err != nil:
 		return fmt.Errorf("expected a readable file: %v", err)
 	case !info.Mode().IsRegular():
-		return fmt.Errorf("expected a regular file, not a %s", info.Mode().Type())
-	case info.Size() > 1<<20:
-		return fmt.Errorf("expected a certificate or key file, not %d bytes", info.Size())
+		return fmt.Errorf("expected a regular file, not %s", fileKind(info.Mode()))
+	case info.Size() > maxFile:
+		return fmt.Errorf("expected a file of at most 1 MiB, not %d bytes", info.Size())
+	}
+	// A regular file's size can lie (/proc files say 0): read it, to the
+	// bound, as the driver would read it whole.
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("expected a readable file: %v", err)
+	}
+	defer f.Close()
+	n, err := io.Copy(io.Discard, io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return fmt.Errorf("expected a readable file: %v", err)
+	}
+	if n > maxFile {
+		return fmt.Errorf("expected a file of at most 1 MiB, not one that reads longer")
 	}
 	return nil
+}
+
+// maxFile bounds the certificate, key, password and service files.
+const maxFile = 1 << 20
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeDevice != 0 || m&os.ModeCharDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a " + m.Type().String()
 }
 
 // tlsPolicy is the sslmode the driver is given for the one asked ("" for
@@ -402,7 +437,7 @@ func describe(cc *pgconn.Config, table string) string {
 		}
 		seen[hp] = true
 		if strings.HasPrefix(f.Host, "/") {
-			sockets = append(sockets, "&host="+f.Host)
+			sockets = append(sockets, "&host="+f.Host+"&port="+fmt.Sprint(f.Port))
 		} else {
 			tcp = append(tcp, hp)
 		}

@@ -181,6 +181,7 @@ func TestMistypedPasswordNotShown(t *testing.T) {
 		"postgres://crawler:Xy/zzy7Plugh@127.0.0.1:5432/lit",
 		"postgres://crawler:Xyzzy7Plugh%40127.0.0.1:5432/lit",
 		"postgres:/crawler:Xyzzy7Plugh@127.0.0.1/lit",
+		"postgres://crawler%3AXyzzy7Plugh@127.0.0.1/lit",
 	} {
 		_, err := parseURL(raw)
 		if err == nil || strings.Contains(err.Error(), "zy7Plugh") || strings.Contains(err.Error(), "Xyzzy") {
@@ -204,6 +205,10 @@ func TestFilesOutsideTheURL(t *testing.T) {
 	if _, err := parseURL("postgres://u@127.0.0.1/lit"); err == nil || !strings.Contains(err.Error(), "PGSSLROOTCERT (/dev/zero): expected a regular file") {
 		t.Errorf("PGSSLROOTCERT=/dev/zero: %v", err)
 	}
+	t.Setenv("PGSSLROOTCERT", "/proc/self/pagemap") // "regular", size 0, endless
+	if _, err := parseURL("postgres://u@127.0.0.1/lit"); err == nil || !strings.Contains(err.Error(), "PGSSLROOTCERT (/proc/self/pagemap)") {
+		t.Errorf("PGSSLROOTCERT=/proc/self/pagemap: %v", err)
+	}
 	t.Setenv("PGSSLROOTCERT", "")
 	fifo := filepath.Join(home, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -221,6 +226,12 @@ func TestFilesOutsideTheURL(t *testing.T) {
 	if err != nil || cfg.pool.ConnConfig.TLSConfig == nil || cfg.pool.ConnConfig.Database != "lit" {
 		t.Errorf("a service's sslmode=verify-full on loopback: %v (TLS: %v)", err, err == nil && cfg.pool.ConnConfig.TLSConfig != nil)
 	}
+	// As libpq: the service's sslmode over PGSSLMODE.
+	t.Setenv("PGSSLMODE", "disable")
+	if cfg, err := parseURL("postgres://u@/?service=lit"); err != nil || cfg.pool.ConnConfig.TLSConfig == nil {
+		t.Errorf("a service's verify-full under PGSSLMODE=disable: %v", err)
+	}
+	t.Setenv("PGSSLMODE", "")
 	t.Setenv("PGSERVICE", "lit")
 	if _, err := parseURL("postgres://u@/"); err != nil {
 		t.Errorf("the database from PGSERVICE: %v", err)

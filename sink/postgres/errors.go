@@ -94,7 +94,7 @@ func explain(err error, n names, migrating bool) string {
 		case isTLSTrust(err):
 			text += ": the server's certificate is not trusted: name its CA with sslrootcert=FILE (or, on a network you trust, sslmode=disable)"
 		case strings.Contains(text, "server refused TLS connection"):
-			text += ": the server does not offer TLS, which the sink uses by default off loopback: turn TLS on at the server, or, on a network you trust, add sslmode=disable"
+			text += ": the server does not offer TLS, which the connection asks for (its sslmode, or the default off loopback): turn TLS on at the server, or, on a network you trust, use sslmode=disable"
 		}
 		return "cannot connect: " + text
 	}

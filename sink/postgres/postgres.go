@@ -179,7 +179,13 @@ func (s *pgSink) Write(ctx context.Context, recs []record.Record) error {
 	if err != nil {
 		return fmt.Errorf("postgres %s: %w", s.n.display, err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	// The timeout grows by a second a MiB, so that a large commit group
+	// (a large page, crawl parse of a large file) is not failed for ever.
+	size := 0
+	for _, c := range chunks {
+		size += len(c)
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.timeout+time.Duration(size>>20)*time.Second)
 	defer cancel()
 	b := &pgx.Batch{}
 	for _, c := range chunks {
@@ -303,6 +309,11 @@ func (s *pgSink) Restore(ctx context.Context, token []byte) error {
 	}
 	s.mu.Lock()
 	s.commits = max(s.commits, commits)
+	if len(s.last) == 0 {
+		// Until this run writes, its tokens keep the checked rows: a run
+		// that delivers nothing must not leave the next one without them.
+		s.last = t.Last
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -354,7 +365,7 @@ func upsertSQL(n names) string {
 	return "INSERT INTO " + n.qTable + " AS p (" + strings.Join(cols, ", ") + ")\n" +
 		"SELECT " + strings.Join(sel, ", ") + "\nFROM pg_catalog.jsonb_populate_recordset(NULL::" + n.qTable + ", $1::jsonb) AS r ORDER BY r.id\n" +
 		"ON CONFLICT (id) DO UPDATE SET " + strings.Join(set, ", ") + "\n" +
-		"WHERE (p.record - 'source') IS DISTINCT FROM (EXCLUDED.record - 'source')\n" +
+		"WHERE (p.record OPERATOR(pg_catalog.-) 'source'::pg_catalog.text) IS DISTINCT FROM (EXCLUDED.record OPERATOR(pg_catalog.-) 'source'::pg_catalog.text)\n" +
 		"  AND (p.fetched_at IS NULL OR EXCLUDED.fetched_at IS NULL OR EXCLUDED.fetched_at >= p.fetched_at)"
 }
 
