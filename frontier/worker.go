@@ -131,6 +131,14 @@ func (w *Worker) loop(ctx context.Context) {
 			idleSince = time.Now()
 			continue
 		}
+		// A fetch from a consumer deleted before it began may just time
+		// out: an idle worker asks whether its consumer is still there,
+		// and makes it again (counting that as activity) when it is not.
+		if _, ierr := w.f.cons.Info(ctx); errors.Is(ierr, jetstream.ErrConsumerNotFound) || errors.Is(ierr, jetstream.ErrStreamNotFound) {
+			w.lost(ctx, ierr)
+			idleSince = time.Now()
+			continue
+		}
 		if time.Since(lastRescue) >= rescueEvery {
 			lastRescue = time.Now()
 			if n, err := w.f.Rescue(ctx); err != nil {
