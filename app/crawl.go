@@ -100,7 +100,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		record(&rep, err)
 		return nil, err
 	}
-	out, err := OpenSinks(ctx, c.Sinks, st.WriterID(), e.Stdout, e.Log, e.Metrics)
+	out, err := OpenSinks(ctx, c.Sinks, st.WriterID(), e.Stdout, e.Log, e.Metrics, sum.CountSinkRetry)
 	if err != nil {
 		return early(err)
 	}

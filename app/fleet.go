@@ -158,7 +158,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		return err
 	}
 	defer f.Close()
-	out, err := OpenSinks(ctx, o.Sinks, "", e.Stdout, e.Log, e.Metrics)
+	out, err := OpenSinks(ctx, o.Sinks, "", e.Stdout, e.Log, e.Metrics, nil)
 	if err != nil {
 		return err
 	}

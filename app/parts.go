@@ -78,12 +78,13 @@ func (t Transport) open1(runID string, maxBody int64) (http.RoundTripper, func()
 // OpenSinks opens each sink URL, each retried with the default policy
 // (every retry logged) and observed by the metrics, fanned out behind one
 // sink; standard output when there are none. writer names the crawl state
-// the sinks' tokens are committed with ("" when none is: a fleet worker).
-// A malformed URL is a *ConfigError.
-func OpenSinks(ctx context.Context, urls []string, writer string, stdout io.Writer, log *slog.Logger, m *Metrics) (sink.Sink, error) {
+// the sinks' tokens are committed with ("" when none is: a fleet worker);
+// onRetry, when set, is called for each failed try retried. A malformed
+// URL is a *ConfigError.
+func OpenSinks(ctx context.Context, urls []string, writer string, stdout io.Writer, log *slog.Logger, m *Metrics, onRetry func()) (sink.Sink, error) {
 	opts := sink.Options{Stdout: stdout, Logger: log, Writer: writer}
 	retry := sink.DefaultRetry
-	retry.Log = log
+	retry.Log, retry.OnRetry = log, onRetry
 	if len(urls) == 0 {
 		urls = []string{sink.Stdout}
 	}
@@ -119,6 +120,9 @@ func openRetrying(ctx context.Context, u string, opts sink.Options, p sink.Retry
 		}
 		if p.Log != nil {
 			p.Log.Warn("sink not reachable; retrying", "try", attempt+1, "giving_up_after", p.MaxElapsed.String(), "error", err)
+		}
+		if p.OnRetry != nil {
+			p.OnRetry()
 		}
 		if werr := backoff.Sleep(ctx, wait.Delay(attempt)); werr != nil {
 			return nil, fmt.Errorf("%w (last error: %v)", werr, err)

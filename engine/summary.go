@@ -284,6 +284,14 @@ func (s *Summary) countRetry(err error) {
 	s.retries[crawler.Cause(err)]++
 }
 
+// CountSinkRetry counts a failed write (or opening) of a sink that is
+// tried again, under the cause "sink".
+func (s *Summary) CountSinkRetry() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retries["sink"]++
+}
+
 // Retries are the failed tries by cause.
 func (s *Summary) Retries() map[string]int {
 	s.mu.Lock()

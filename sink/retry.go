@@ -26,6 +26,9 @@ type RetryPolicy struct {
 	// Log, when set, is told of every failed try that will be retried, so
 	// a sink that is away is seen while the crawl waits for it.
 	Log *slog.Logger
+	// OnRetry, when set, is called for every failed try that will be
+	// retried (a run's summary counts them).
+	OnRetry func()
 }
 
 // DefaultRetry is what the CLI uses: tries for 2 minutes (a broker or a
@@ -55,6 +58,9 @@ func Retry(s Sink, p RetryPolicy) Sink {
 			err = s.Write(ctx, recs)
 			if err == nil || !errors.Is(err, ErrRetryable) || ctx.Err() != nil {
 				return err
+			}
+			if p.OnRetry != nil && attempt+1 < attempts {
+				p.OnRetry()
 			}
 			if p.Log != nil && attempt+1 < attempts {
 				bound := []any{"of", attempts}

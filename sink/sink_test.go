@@ -61,9 +61,14 @@ func TestRetryLogsEachRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
 		f := &flaky{n: 2, err: errBrokerAway}
-		s := sink.Retry(f, sink.RetryPolicy{Attempts: 5, Base: time.Second, Max: 10 * time.Second, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+		retried := 0
+		s := sink.Retry(f, sink.RetryPolicy{Attempts: 5, Base: time.Second, Max: 10 * time.Second, Log: slog.New(slog.NewTextHandler(&logs, nil)),
+			OnRetry: func() { retried++ }})
 		if err := s.Write(context.Background(), sinktest.Records("r", 1)); err != nil {
 			t.Fatal(err)
+		}
+		if retried != 2 {
+			t.Errorf("OnRetry called %d times, want 2", retried)
 		}
 		if n := strings.Count(logs.String(), "sink write failed; retrying"); n != 2 || !strings.Contains(logs.String(), "broker away") {
 			t.Errorf("%d retries logged, want 2: %s", n, logs.String())

@@ -135,7 +135,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 
 	ctx, cancel := stopOnSignal(ctx, 0) // a signal stops parsing at once
 	defer cancel()
-	out, err := app.OpenSinks(ctx, f.sinks, "", stdout, f.log, appMetrics)
+	out, err := app.OpenSinks(ctx, f.sinks, "", stdout, f.log, appMetrics, nil)
 	if err != nil {
 		return err
 	}

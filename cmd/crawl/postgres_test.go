@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -315,6 +316,9 @@ func TestBackfillIntoPostgresServerRestart(t *testing.T) {
 	}
 	if err != nil || !started {
 		t.Fatalf("run: %v (retried: %v)\n%s", err, started, out)
+	}
+	if !regexp.MustCompile(`retries: [^;]*sink=\d+`).MatchString(out) {
+		t.Errorf("the summary does not count the sink's retries:\n%s", out)
 	}
 	got := tableRows(t, srv, db)
 	if len(got) != 400 {
