@@ -8,12 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/crawler"
-	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -109,25 +107,16 @@ func OpenSinks(ctx context.Context, urls []string, writer string, stdout io.Writ
 // openRetrying opens a sink, trying again under the retry policy while the
 // error is retryable (a database or broker restarting when the crawl
 // starts), each try logged.
-func openRetrying(ctx context.Context, u string, opts sink.Options, p sink.RetryPolicy) (sink.Sink, error) {
-	wait := backoff.Policy{Base: p.Base, Max: p.Max}
-	start := time.Now()
-	for attempt := 0; ; attempt++ {
-		s, err := sink.Open(ctx, u, opts)
-		if err == nil || !errors.Is(err, sink.ErrRetryable) || attempt+1 >= max(p.Attempts, 1) ||
-			p.MaxElapsed > 0 && time.Since(start) >= p.MaxElapsed {
-			return s, err
-		}
+func openRetrying(ctx context.Context, u string, opts sink.Options, p sink.RetryPolicy) (s sink.Sink, err error) {
+	err = p.Do(ctx, func() (err error) {
+		s, err = sink.Open(ctx, u, opts)
+		return err
+	}, func(tries int, err error) {
 		if p.Log != nil {
-			p.Log.Warn("sink not reachable; retrying", "try", attempt+1, "giving_up_after", p.MaxElapsed.String(), "error", err)
+			p.Log.Warn("sink not reachable; retrying", "try", tries, "giving_up_after", p.MaxElapsed.String(), "error", err)
 		}
-		if p.OnRetry != nil {
-			p.OnRetry()
-		}
-		if werr := backoff.Sleep(ctx, wait.Delay(attempt)); werr != nil {
-			return nil, fmt.Errorf("%w (last error: %v)", werr, err)
-		}
-	}
+	})
+	return s, err
 }
 
 // restore rolls the sinks back to the token the ledger stored with its

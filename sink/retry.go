@@ -36,40 +36,52 @@ type RetryPolicy struct {
 // to 15 s.
 var DefaultRetry = RetryPolicy{Attempts: 40, MaxElapsed: 2 * time.Minute, Base: 500 * time.Millisecond, Max: 15 * time.Second}
 
-// Retry wraps a sink so that Writes failing with an ErrRetryable error are
-// tried again with backoff, up to the policy's bound; other errors, and
-// ctx's end, return at once. Each wait is cancellable. The wrapped sink's
-// optional abilities are kept.
-func Retry(s Sink, p RetryPolicy) Sink {
+// Do calls try until it succeeds, fails with an error that is not
+// ErrRetryable, ctx ends, or the policy's bound is reached, waiting with
+// backoff between tries. Before each wait, OnRetry and retrying (when set)
+// are told of the failed try: its number and error. Each wait is
+// cancellable. One loop for every retried sink operation: writes (Retry)
+// and opening (the CLI).
+func (p RetryPolicy) Do(ctx context.Context, try func() error, retrying func(tries int, err error)) error {
 	attempts := max(p.Attempts, 1)
 	wait := backoff.Policy{Base: p.Base, Max: p.Max}
-	return wrap(s, func(ctx context.Context, recs []record.Record) error {
-		var err error
-		start := time.Now()
-		for attempt := range attempts {
-			if attempt > 0 {
-				if p.MaxElapsed > 0 && time.Since(start) >= p.MaxElapsed {
-					return fmt.Errorf("gave up after %d tries in %v: %w", attempt, time.Since(start).Round(time.Second), err)
-				}
-				if werr := backoff.Sleep(ctx, wait.Delay(attempt-1)); werr != nil {
-					return fmt.Errorf("%w (after %d tries, last error: %v)", werr, attempt, err)
-				}
-			}
-			err = s.Write(ctx, recs)
-			if err == nil || !errors.Is(err, ErrRetryable) || ctx.Err() != nil {
-				return err
-			}
-			if p.OnRetry != nil && attempt+1 < attempts {
-				p.OnRetry()
-			}
-			if p.Log != nil && attempt+1 < attempts {
-				bound := []any{"of", attempts}
-				if p.MaxElapsed > 0 {
-					bound = []any{"giving_up_after", p.MaxElapsed.String()}
-				}
-				p.Log.Warn("sink write failed; retrying", append([]any{"sink", Describe(s), "try", attempt + 1}, append(bound, "records", len(recs), "error", err)...)...)
-			}
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil || !errors.Is(err, ErrRetryable) || ctx.Err() != nil {
+			return err
 		}
-		return fmt.Errorf("gave up after %d tries: %w", attempts, err)
+		if attempt >= attempts {
+			return fmt.Errorf("gave up after %d tries: %w", attempts, err)
+		}
+		if p.MaxElapsed > 0 && time.Since(start) >= p.MaxElapsed {
+			return fmt.Errorf("gave up after %d tries in %v: %w", attempt, time.Since(start).Round(time.Second), err)
+		}
+		if p.OnRetry != nil {
+			p.OnRetry()
+		}
+		if retrying != nil {
+			retrying(attempt, err)
+		}
+		if werr := backoff.Sleep(ctx, wait.Delay(attempt-1)); werr != nil {
+			return fmt.Errorf("%w (after %d tries, last error: %v)", werr, attempt, err)
+		}
+	}
+}
+
+// Retry wraps a sink so that Writes failing with an ErrRetryable error are
+// tried again under the policy (Do), each retry logged to p.Log. The
+// wrapped sink's optional abilities are kept.
+func Retry(s Sink, p RetryPolicy) Sink {
+	bound := []any{"of", max(p.Attempts, 1)}
+	if p.MaxElapsed > 0 {
+		bound = []any{"giving_up_after", p.MaxElapsed.String()}
+	}
+	return wrap(s, func(ctx context.Context, recs []record.Record) error {
+		return p.Do(ctx, func() error { return s.Write(ctx, recs) }, func(tries int, err error) {
+			if p.Log != nil {
+				p.Log.Warn("sink write failed; retrying", append(append([]any{"sink", Describe(s), "try", tries}, bound...), "records", len(recs), "error", err)...)
+			}
+		})
 	})
 }
