@@ -527,4 +527,9 @@ func TestSinkCheck(t *testing.T) {
 	if code, _, _ := crawl(t, "sink", "check"); code != 2 {
 		t.Errorf("no sink at all: exit %d, want 2", code)
 	}
+	for _, bad := range []string{"0s", "10ms", "2h"} {
+		if code, _, errs := crawl(t, "sink", "check", "--sink", url, "--timeout", bad); code != 2 || !strings.Contains(errs, "expected a duration from 1s to 1h") {
+			t.Errorf("--timeout %s: exit %d: %s", bad, code, errs)
+		}
+	}
 }

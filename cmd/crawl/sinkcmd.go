@@ -55,7 +55,7 @@ Exit codes: 0 every sink ready, 1 a sink is not (each is named with why),
 			if len(urls) == 0 {
 				return usageError{errors.New("sink check: no sink: give --sink URL, or list sinks in the config")}
 			}
-			if timeout <= 0 || timeout > time.Hour {
+			if timeout < time.Second || timeout > time.Hour {
 				return usageError{fmt.Errorf("--timeout %v: expected a duration from 1s to 1h", timeout)}
 			}
 			log, err := newLogger(cmd)
