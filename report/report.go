@@ -312,7 +312,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 		}
 		ss = append(ss, s)
 	}
-	if err := add(lineChart("retries", "Retries by cause", "Failed tries that were retried, per run, by cause (HTTP status class, timeout, truncated body, …).",
+	if err := add(lineChart("retries", "Retries by cause", "Failed tries that were retried, per run, by cause (HTTP status class, timeout, truncated body, a sink that failed, …).",
 		"failed tries", ss, ax, 0, true, "no run has retried a page")); err != nil {
 		return nil, err
 	}
