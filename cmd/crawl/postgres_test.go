@@ -295,20 +295,24 @@ func TestBackfillIntoPostgresServerRestart(t *testing.T) {
 	site, hs := synthSite(t, map[int64]int{9102: 20})
 	db := srv.NewDB(t)
 	c := pgCrawl{t: t, bin: bin, url: srv.URL(db, "table=papers"), site: hs.URL, journal: "9102", dir: t.TempDir()}
-	commits, stopped, started := 0, false, false
+	// Page 5 is held at the site while the server stops: its write comes
+	// after the stop, whatever the crawl delivered before.
+	arrived, open := make(chan struct{}), make(chan struct{})
+	site.Inject(testsite.PagePath(9102, 5), testsite.Fault{Kind: testsite.Gate, Arrived: arrived, Open: open})
+	stopped := make(chan error, 1)
+	go func() {
+		<-arrived
+		stopped <- srv.Stop()
+		close(open)
+	}()
+	started := false
 	var startErr error
 	out, err := c.run(func(_ *exec.Cmd, line string) {
-		switch {
-		case strings.Contains(line, "page committed"):
-			if commits++; commits == 4 && !stopped {
-				stopped = true
-				if err := srv.Stop(); err != nil {
-					startErr = err
-				}
-			}
-		case strings.Contains(line, "sink write failed; retrying") && stopped && !started:
+		if strings.Contains(line, "sink write failed; retrying") && !started {
 			started = true
-			startErr = srv.Start()
+			if startErr = <-stopped; startErr == nil {
+				startErr = srv.Start()
+			}
 		}
 	})
 	if startErr != nil {
