@@ -16,6 +16,7 @@ type visible struct {
 	head                 headInfo
 	citations            *int
 	positionalTitle      bool // the title was taken by position, not matched to the JSON
+	titleShown           bool // a line shows the JSON title whole
 }
 
 // assemble turns segments into records, in page order.
@@ -38,6 +39,7 @@ func assemble(segs []*segment, page *Page, opts Options) {
 	}
 	page.Records = make([]record.Record, 0, len(segs))
 	for _, s := range segs {
+		s.rec = -1
 		if !s.anchored() {
 			continue
 		}
@@ -55,6 +57,7 @@ func assemble(segs []*segment, page *Page, opts Options) {
 			FetchedAt: fetched,
 			RunID:     opts.RunID,
 		}
+		s.rec = len(page.Records)
 		page.Records = append(page.Records, r)
 	}
 }
@@ -117,9 +120,9 @@ func readMatched(s *segment, v *visible) {
 			continue
 		}
 		if titleIdx < 0 {
-			if ok, rest, _ := matchTitle(l.text, p); ok {
+			if ok, rest, exact := matchTitle(l.text, p); ok {
 				titleIdx, placed[i] = i, true
-				v.titleCN = rest
+				v.titleCN, v.titleShown = rest, exact
 				continue
 			}
 		}
@@ -178,7 +181,7 @@ func readPositional(s *segment, v *visible) {
 	start := 0
 	if ok {
 		t := s.lines[ti].text
-		if cjkDominant(t) && ti > 0 && s.lines[ti-1].kind == kindText && !cjkDominant(s.lines[ti-1].text) {
+		if en, _ := splitTitleLine(t); en == "" && ti > 0 && s.lines[ti-1].kind == kindText && !cjkDominant(s.lines[ti-1].text) {
 			// English and Chinese titles on lines of their own.
 			v.title, v.titleCN = s.lines[ti-1].text, t
 		} else {
@@ -233,7 +236,7 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 		r.Published = isoDate(p.PublicationDate)
 		if p.Journal != nil {
 			j.Name = collapse(p.Journal.Name)
-			j.Volume = collapse(string(p.Journal.Volume))
+			j.Volume, j.Issue = splitVolume(collapse(string(p.Journal.Volume)))
 			j.Pages = collapse(string(p.Journal.Pages))
 		}
 		if j.Name == "" {
@@ -351,6 +354,39 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 		r.AddWarning(record.WarnNoTitle)
 	}
 	return r, true
+}
+
+// splitVolume splits the site's volume value, which runs the issue into
+// the volume ("8 1", "419 1", "12 3-4"), into volume and issue. IEEE's
+// early-access placeholder ("PP", with issue "99") is no volume: both are
+// empty. Any other value is kept as it is, as the volume.
+func splitVolume(v string) (volume, issue string) {
+	vol, iss, two := strings.Cut(v, " ")
+	if strings.EqualFold(vol, "PP") {
+		return "", ""
+	}
+	if two && allDigits(vol) && issueLike(iss) {
+		return vol, iss
+	}
+	return v, ""
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// issueLike: "1", "12", "3-4", "3/4".
+func issueLike(s string) bool {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		a, b, ok = strings.Cut(s, "/")
+	}
+	return allDigits(a) && (!ok || allDigits(b))
 }
 
 // setDOILinks derives doi_url for 10.* DOIs and arxiv_id/url for the site's

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // lineKind is what a visible line is, judged by its own text.
@@ -23,6 +25,7 @@ const (
 // line is one line of visible text (or one JSON candidate) in page order.
 type line struct {
 	kind lineKind
+	raw  int32 // index of the raw line it came from
 	text string
 
 	// kindJSON
@@ -101,8 +104,8 @@ func classify(text string) line {
 }
 
 func isNoise(text string) bool {
-	if noiseExact[text] {
-		return true
+	if noiseExact[text] || !hasLetterOrDigit(text) {
+		return true // chrome, or a bullet or rule that says nothing
 	}
 	for _, m := range footerMarks {
 		if strings.HasPrefix(text, m) {
@@ -113,6 +116,23 @@ func isNoise(text string) bool {
 		return true
 	}
 	return isPagerLine(text)
+}
+
+// hasLetterOrDigit reports whether s holds a letter or a digit of any
+// script.
+func hasLetterOrDigit(s string) bool {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			if isDigit(byte(r)) || isASCIILetter(byte(r)) {
+				return true
+			}
+			continue
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // isFooter reports whether text is one of the footer lines.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/litcrawl/litcrawl/record"
 )
 
 // paperJSON holds the fields of the site's embedded paper object that the
@@ -75,6 +77,15 @@ func (p *paperJSON) abstractText() string {
 		p.Abstract, _ = d.str()
 	}
 	return p.Abstract
+}
+
+// doiKey is the object's DOI (from doi, else DOIUrl) in its identity form.
+func (p *paperJSON) doiKey() string {
+	d := strings.TrimSpace(p.DOI)
+	if d == "" {
+		d = doiFromURL(p.DOIURL)
+	}
+	return record.DOIKey(d)
 }
 
 // plainTitle is the title as plain text.
@@ -216,6 +227,35 @@ func (f *flexFloat) fromJSON(b string) error {
 	return nil
 }
 
+// salvageJournal reads the complete fields of a journal object that was
+// cut off, or nil when none was complete.
+func salvageJournal(b []byte) *journalObj {
+	j := &journalObj{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	fields := map[string]any{"name": &j.Name, "volume": &j.Volume, "pages": &j.Pages}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			break
+		}
+		if dst, ok := fields[key]; ok {
+			_ = json.Unmarshal(raw, dst) // a wrong type leaves the field empty
+		}
+	}
+	if *j == (journalObj{}) {
+		return nil
+	}
+	return j
+}
+
 // salvagePaper reads the complete top-level fields of a JSON object that was
 // cut off. It never fails; it returns what it could read.
 func salvagePaper(b []byte) *paperJSON {
@@ -238,8 +278,16 @@ func salvagePaper(b []byte) *paperJSON {
 			return p
 		}
 		key, _ := kt.(string)
+		at := dec.InputOffset()
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
+			if key == "journal" {
+				// Cut inside the nested object: its complete fields.
+				rest := bytes.TrimLeft(b[at:], " \t\r\n:")
+				if len(rest) > 0 && rest[0] == '{' {
+					p.Journal = salvageJournal(rest)
+				}
+			}
 			return p
 		}
 		if dst, ok := fields[key]; ok {

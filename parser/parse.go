@@ -134,13 +134,24 @@ func (p *Page) warn(code string) {
 //
 // Parse is safe for concurrent use; it keeps no state between calls.
 func Parse(data []byte, opts Options) (*Page, error) {
+	raw, page, err := readLines(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	parseLines(raw, page, opts)
+	return page, nil
+}
+
+// readLines decodes and flattens a page into its raw lines, and starts its
+// Page with what the bytes say (format, charset, <title>, cut off).
+func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 	format := opts.Format
 	if format == FormatAuto {
 		format = sniffFormat(data)
 	}
 	text, cs, guessed, err := decodeBytes(data, opts.ContentType, opts.Charset, format == FormatHTML)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	page := &Page{Format: format, Charset: cs}
 	if guessed && cs != "utf-8" {
@@ -177,14 +188,22 @@ func Parse(data []byte, opts Options) (*Page, error) {
 	if opts.Page > 0 {
 		page.PageNo = opts.Page
 	}
+	return raw, page, nil
+}
 
+// parseLines turns the raw lines of a page into its records (and page
+// facts), returning the segments they were assembled from.
+func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	lines := classifyLines(raw, page)
 	page.LastPage = lastPageFromPager(page.pager, page.PageNo)
 	segs := segmentLines(lines)
 	segs = reconcile(segs)
+	segs = reunite(segs)
 	segs = rejectNonPapers(segs, page)
+	segs = reunite(segs) // fragments beside a rejected object's lines
 	assemble(segs, page, opts)
-	return page, nil
+	dedupe(page, segs)
+	return segs
 }
 
 // sniffFormat: HTML when the first non-blank byte (after a BOM) is '<'.
@@ -205,7 +224,7 @@ func sniffFormat(data []byte) Format {
 // line that holds text around its JSON) and records page facts.
 func classifyLines(raw []rawLine, page *Page) []line {
 	out := make([]line, 0, len(raw))
-	for _, r := range raw {
+	for ri, r := range raw {
 		if r.json || strings.IndexByte(r.text, '{') >= 0 {
 			hits, exhausted := extractPapers(r.text)
 			if exhausted {
@@ -215,19 +234,19 @@ func classifyLines(raw []rawLine, page *Page) []line {
 				pos := 0
 				for _, h := range hits {
 					if !r.json {
-						out = appendText(out, r.text[pos:h.start], page)
+						out = appendText(out, r.text[pos:h.start], ri, page)
 					}
 					papers := []*paperJSON{h.paper}
-					if n := len(out); n > 0 && out[n-1].kind == kindJSON && r.json {
+					if n := len(out); n > 0 && out[n-1].kind == kindJSON && r.json && out[n-1].raw == int32(ri) {
 						// Several objects in one script: keep them together.
 						out[n-1].papers = append(out[n-1].papers, h.paper)
 					} else {
-						out = append(out, line{kind: kindJSON, papers: papers})
+						out = append(out, line{kind: kindJSON, papers: papers, raw: int32(ri)})
 					}
 					pos = h.end
 				}
 				if !r.json {
-					out = appendText(out, r.text[pos:], page)
+					out = appendText(out, r.text[pos:], ri, page)
 				}
 				continue
 			}
@@ -235,17 +254,18 @@ func classifyLines(raw []rawLine, page *Page) []line {
 				continue // a JSON script or attribute that holds no paper
 			}
 		}
-		out = appendText(out, r.text, page)
+		out = appendText(out, r.text, ri, page)
 	}
 	return out
 }
 
-func appendText(out []line, text string, page *Page) []line {
+func appendText(out []line, text string, raw int, page *Page) []line {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return out
 	}
 	l := classify(text)
+	l.raw = int32(raw)
 	switch l.kind {
 	case kindNoise:
 		if isFooter(text) {

@@ -11,9 +11,12 @@ import (
 // JSON objects and by the head (impact, meta) and citation lines, not by
 // title lines alone: a capture may have lost whole kinds of lines.
 type segment struct {
-	lines  []line     // visible lines in page order (text, impact, meta, citation)
-	json   *paperJSON // the block's paper object, if any
-	jsonAt int        // len(lines) when the JSON arrived
+	lines   []line     // visible lines in page order (text, impact, meta, citation)
+	json    *paperJSON // the block's paper object, if any
+	jsonAt  int        // len(lines) when the JSON arrived
+	jsonRaw int32      // the raw line the JSON came from
+	grouped bool       // the JSON came in a group of several (one script of every paper)
+	rec     int        // index of the record made of it in Page.Records, or -1
 	// afterJSONMatched: a visible line after the JSON matched it, so the
 	// block is laid out JSON-first.
 	afterJSONMatched bool
@@ -39,7 +42,54 @@ func (s *segment) anchored() bool {
 			return true
 		}
 	}
+	return s.titled()
+}
+
+// titled: a block without head or citation line (the desktop layout shows
+// none for some papers) that opens with a title line, English and Chinese,
+// followed by a line of names.
+func (s *segment) titled() bool {
+	for i, l := range s.lines {
+		if l.kind == kindText {
+			if !isTitleLine(l.text) {
+				return false
+			}
+			for _, m := range s.lines[i+1:] {
+				if m.kind == kindText && looksLikeAuthors(m.text) {
+					return true
+				}
+			}
+			return false
+		}
+	}
 	return false
+}
+
+// done reports whether a segment without JSON holds a whole block's
+// start: its title (a title line, or the line before its head) and a text
+// line after it. Another title line then starts the next block.
+func (s *segment) done() bool {
+	ti, ok := s.titleCandidate()
+	if !ok || !s.hasHead() && !isTitleLine(s.lines[ti].text) {
+		return false
+	}
+	for _, l := range s.lines[ti+1:] {
+		if l.kind == kindText {
+			return true
+		}
+	}
+	return false
+}
+
+// isTitleLine: a visible title line, English then Chinese, not an
+// abstract that runs into its translation: short, and at most one
+// sentence in its English part.
+func isTitleLine(text string) bool {
+	if len(text) > 600 {
+		return false
+	}
+	en, cn := splitTitleLine(text)
+	return en != "" && cn != "" && strings.Count(en, ". ") <= 1 && len(strings.Fields(en)) >= 2
 }
 
 // headDOI is the DOI named by the segment's head lines, if any.
@@ -105,13 +155,49 @@ func (s *segment) accepts(p *paperJSON) bool {
 func segmentLines(lines []line) []*segment {
 	var segs []*segment
 	cur := &segment{}
+	var last *segment // the last segment closed with an object
 	closeCur := func() {
 		if !cur.empty() {
 			segs = append(segs, cur)
+			if cur.json != nil {
+				last = cur
+			}
 		}
 		cur = &segment{}
 	}
+	// next[i] is the paper object of the first single-object JSON line
+	// after line i: a text line after a block's JSON that shows the next
+	// object belongs to the next block.
+	next := make([]*paperJSON, len(lines))
+	var upcoming *paperJSON
+	for i := len(lines) - 1; i >= 0; i-- {
+		next[i] = upcoming
+		if lines[i].kind == kindJSON {
+			upcoming = nil
+			if len(lines[i].papers) == 1 {
+				upcoming = lines[i].papers[0]
+			}
+		}
+	}
+	// owner maps a DOI to the page's one object that has it: a head line
+	// naming it belongs to that object's block, whatever its place.
+	owner := map[string]*paperJSON{}
 	for _, l := range lines {
+		if l.kind == kindJSON && len(l.papers) == 1 {
+			if d := l.papers[0].doiKey(); d != "" {
+				if _, dup := owner[d]; dup {
+					owner[d] = nil // two objects, one DOI: no owner
+				} else {
+					owner[d] = l.papers[0]
+				}
+			}
+		}
+	}
+	elsewhere := func(doi string, p *paperJSON) bool {
+		o := owner[record.DOIKey(doi)]
+		return doi != "" && o != nil && o != p
+	}
+	for i, l := range lines {
 		switch l.kind {
 		case kindJSON:
 			if len(l.papers) > 1 {
@@ -120,22 +206,27 @@ func segmentLines(lines []line) []*segment {
 				// visible blocks.
 				closeCur()
 				for _, p := range l.papers {
-					segs = append(segs, &segment{json: p})
+					segs = append(segs, &segment{json: p, jsonRaw: l.raw, grouped: true})
 				}
 				continue
 			}
 			p := l.papers[0]
-			if cur.json != nil || !cur.accepts(p) {
+			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) ||
+				last != nil && cur.claim(last) > max(cur.claim(&segment{json: p}), 0) {
+				// Lines that show the previous object more than this one
+				// are the previous block's (reunite puts them back).
 				closeCur()
 			}
-			cur.json, cur.jsonAt = p, len(cur.lines)
+			cur.json, cur.jsonAt, cur.jsonRaw = p, len(cur.lines), l.raw
 
 		case kindCitation:
 			cur.lines = append(cur.lines, l)
 			closeCur()
 
 		case kindImpact, kindMeta:
-			if cur.json != nil && len(cur.lines) > cur.jsonAt {
+			if cur.json != nil && elsewhere(l.head.doi, cur.json) {
+				closeCur() // another object's head
+			} else if cur.json != nil && len(cur.lines) > cur.jsonAt {
 				// After the JSON: only this block's own head stays.
 				if !headFits(cur, l) {
 					closeCur()
@@ -155,8 +246,10 @@ func segmentLines(lines []line) []*segment {
 			cur.lines = append(cur.lines, l)
 
 		case kindText:
-			if cur.json != nil && !fitsAfterJSON(cur, l) {
+			if cur.json != nil && !fitsAfterJSON(cur, l, next[i]) {
 				closeCur()
+			} else if cur.json == nil && cur.done() && isTitleLine(l.text) {
+				closeCur() // the next block's title, after this one's authors
 			}
 			cur.lines = append(cur.lines, l)
 		}
@@ -182,8 +275,9 @@ func continuesHead(cur *segment, l line) bool {
 }
 
 // fitsAfterJSON decides whether a text line after the JSON still belongs to
-// the block (JSON-first layouts) or starts the next one.
-func fitsAfterJSON(cur *segment, l line) bool {
+// the block (JSON-first layouts, or lines in another order) or starts the
+// next one. next is the page's next paper object, if any.
+func fitsAfterJSON(cur *segment, l line, next *paperJSON) bool {
 	p := cur.json
 	if ok, _, _ := matchTitle(l.text, p); ok {
 		cur.afterJSONMatched = true
@@ -193,9 +287,50 @@ func fitsAfterJSON(cur *segment, l line) bool {
 		cur.afterJSONMatched = true
 		return true
 	}
-	// A Chinese line right after this block's matched visible lines is its
-	// Chinese title or abstract.
-	return cur.afterJSONMatched && cjkDominant(l.text) && !looksLikeTitleLine(l.text)
+	if next != nil && shows(l.text, next) {
+		return false // the next paper's line
+	}
+	if looksLikeTitleLine(l.text) {
+		return false // a title line that is not this paper's: the next block's
+	}
+	// A Chinese line right after the JSON, or after this block's matched
+	// visible lines, is its Chinese title or abstract.
+	if (cur.afterJSONMatched || len(cur.lines) == cur.jsonAt) && cjkDominant(l.text) {
+		return true // (a title line was ruled out above)
+	}
+	// A line the block still lacks: the names when the JSON has none and
+	// no line showed them yet, the abstract likewise.
+	if len(p.authorList()) == 0 && !cur.hasText(looksLikeAuthors) && looksLikeAuthors(l.text) ||
+		p.plainAbstract() == "" && !cur.hasText(looksLikeAbstract) && looksLikeAbstract(l.text) {
+		cur.afterJSONMatched = true
+		return true
+	}
+	return false
+}
+
+// looksLikeAbstract: English prose, not a title or a names line.
+func looksLikeAbstract(s string) bool {
+	return len(s) >= 80 && (strings.Contains(s, ". ") || strings.HasSuffix(s, ".")) &&
+		!cjkDominant(s) && !looksLikeAuthors(s) && !looksLikeTitleLine(s)
+}
+
+// shows reports whether a visible line shows paper p's title, authors or
+// abstract.
+func shows(text string, p *paperJSON) bool {
+	if ok, _, _ := matchTitle(text, p); ok {
+		return true
+	}
+	return matchAuthors(text, p) || matchAbstract(text, p)
+}
+
+// hasText reports whether one of the segment's text lines satisfies f.
+func (s *segment) hasText(f func(string) bool) bool {
+	for _, l := range s.lines {
+		if l.kind == kindText && f(l.text) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitOffTitle removes and returns the last line of cur when it is the
@@ -240,7 +375,7 @@ func reconcile(segs []*segment) []*segment {
 			if v.json != nil || !v.names(j.json) {
 				continue
 			}
-			v.json, v.jsonAt = j.json, len(v.lines)
+			v.json, v.jsonAt, v.jsonRaw, v.grouped = j.json, len(v.lines), j.jsonRaw, j.grouped
 			v.lines = append(v.lines, j.lines...)
 			drop[ji] = true
 			break

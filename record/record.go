@@ -15,8 +15,10 @@ import (
 )
 
 // SchemaVersion is the value of schema_version in every record this build
-// writes. It changes only when a field changes meaning or is removed.
-const SchemaVersion = 1
+// writes. It changes when a field is added, changes meaning or is removed,
+// or a warning code is added: the JSON Schema forbids what it does not list.
+// Version 2 added journal.issue and the text-truncated warning.
+const SchemaVersion = 2
 
 // Record is one paper as seen on one listing page.
 type Record struct {
@@ -53,7 +55,10 @@ type Journal struct {
 	ID     int64  `json:"id,omitempty"`
 	Name   string `json:"name,omitempty"`
 	Volume string `json:"volume,omitempty"`
-	Pages  string `json:"pages,omitempty"`
+	// Issue is the issue number, which the site runs together with the
+	// volume ("8 1" is volume 8, issue 1).
+	Issue string `json:"issue,omitempty"`
+	Pages string `json:"pages,omitempty"`
 }
 
 // Source says where the record was read.
@@ -85,6 +90,11 @@ const (
 	WarnJSONOddTypes = "json-odd-types"
 	// WarnNoTitle: no title could be found for the paper.
 	WarnNoTitle = "no-title"
+	// WarnTextTruncated: the page was cut off (an HTML page without its
+	// closing tags, or a capture that ends inside a JSON object) in or
+	// after this paper's block, the page's last: its visible text, such
+	// as the abstract, may be incomplete.
+	WarnTextTruncated = "text-truncated"
 )
 
 // AddWarning appends code unless the record already carries it.

@@ -48,7 +48,7 @@ func TestSchemaMatchesRecord(t *testing.T) {
 	check(reflect.TypeFor[record.Record](), top, "record")
 	check(reflect.TypeFor[record.Journal](), schema.Properties["journal"].Properties, "journal")
 	check(reflect.TypeFor[record.Source](), schema.Properties["source"].Properties, "source")
-	codes := []string{record.WarnNoJSON, record.WarnJSONTruncated, record.WarnJSONVisibleMismatch, record.WarnJSONOddTypes, record.WarnNoTitle}
+	codes := []string{record.WarnNoJSON, record.WarnJSONTruncated, record.WarnJSONVisibleMismatch, record.WarnJSONOddTypes, record.WarnNoTitle, record.WarnTextTruncated}
 	if got := schema.Properties["warnings"].Items.Enum; !slices.Equal(got, codes) {
 		t.Errorf("schema warning codes %q, want %q", got, codes)
 	}

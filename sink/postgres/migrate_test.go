@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +42,8 @@ func TestForwardMigration(t *testing.T) {
 	s.Close()
 
 	saved, savedCols := migrations, columns
-	migrations = append(migrations[:len(migrations):len(migrations)], migration{2, "test: add a column",
+	next := latest() + 1
+	migrations = append(migrations[:len(migrations):len(migrations)], migration{next, "test: add a column",
 		"ALTER TABLE {t} ADD COLUMN added_later text"})
 	columns = append(columns[:len(columns):len(columns)], column{"added_later", "text", true})
 	var logs bytes.Buffer
@@ -56,7 +58,7 @@ func TestForwardMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "schema_versions_applied=[2]") {
+	if !strings.Contains(logs.String(), fmt.Sprintf("schema_versions_applied=[%d]", next)) {
 		t.Errorf("the migration is not logged: %s", logs.String())
 	}
 	conn, err := srv.Connect(context.Background(), db)
@@ -70,12 +72,12 @@ func TestForwardMigration(t *testing.T) {
 		(SELECT title FROM papers WHERE id = '1')`).Scan(&rows, &versions, &title); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 2 || versions != 2 || title != "kept" {
+	if rows != 2 || versions != next || title != "kept" {
 		t.Fatalf("after migrating: %d rows, %d versions, title %q", rows, versions, title)
 	}
 
 	_, err = openInternal(t, url, nil)
-	if err == nil || !strings.Contains(err.Error(), "schema version 2, made by a newer litcrawl") || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version %d, made by a newer litcrawl", next)) || errors.Is(err, sink.ErrRetryable) {
 		t.Fatalf("an older build opening a newer table: %v", err)
 	}
 }
@@ -187,5 +189,53 @@ func TestLargeBatchInChunks(t *testing.T) {
 	conn.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM papers), (SELECT commits FROM litcrawl_writers)").Scan(&n, &commits)
 	if n != 60 || commits != 1 {
 		t.Fatalf("%d rows, %d commits; want 60 in one", n, commits)
+	}
+}
+
+// A table made by a build of record schema 1 (migration 1 only) is taken
+// to version 2 in place: its rows stay, and records of schema 2 fill the
+// issue column.
+func TestMigrationAddsIssue(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	saved, savedCols := migrations, columns
+	migrations = migrations[:1]
+	columns = slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "issue" })
+	s, err := openInternal(t, url, nil)
+	if err == nil {
+		err = s.Write(context.Background(), []record.Record{{SchemaVersion: 1, ID: "1", Title: "old", Journal: &record.Journal{Volume: "8 1"}}})
+		s.Close()
+	}
+	migrations, columns = saved, savedCols
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	s, err = openInternal(t, url, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Write(context.Background(), []record.Record{{SchemaVersion: 2, ID: "2", Title: "new", Journal: &record.Journal{Volume: "8", Issue: "1"}}})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "schema_versions_applied=[2]") {
+		t.Errorf("migration 2 is not logged: %s", logs.String())
+	}
+	conn, err := srv.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var oldVol, newVol, newIssue string
+	var oldIssue *string
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT volume FROM papers WHERE id = '1'), (SELECT issue FROM papers WHERE id = '1'),
+		(SELECT volume FROM papers WHERE id = '2'), (SELECT issue FROM papers WHERE id = '2')`).Scan(&oldVol, &oldIssue, &newVol, &newIssue); err != nil {
+		t.Fatal(err)
+	}
+	if oldVol != "8 1" || oldIssue != nil || newVol != "8" || newIssue != "1" {
+		t.Fatalf("after migration 2: old row volume %q issue %v, new row volume %q issue %q", oldVol, oldIssue, newVol, newIssue)
 	}
 }

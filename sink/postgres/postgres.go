@@ -392,6 +392,7 @@ type row struct {
 	JournalID       int64           `json:"journal_id,omitempty"`
 	JournalName     string          `json:"journal_name,omitempty"`
 	Volume          string          `json:"volume,omitempty"`
+	Issue           string          `json:"issue,omitempty"`
 	Pages           string          `json:"pages,omitempty"`
 	ImpactFactor    float64         `json:"impact_factor,omitempty"`
 	Zone            int             `json:"zone,omitempty"`
@@ -496,7 +497,7 @@ func toRow(key string, r *record.Record, data []byte) row {
 		w.Published = r.Published
 	}
 	if r.Journal != nil {
-		w.JournalID, w.JournalName, w.Volume, w.Pages = r.Journal.ID, r.Journal.Name, r.Journal.Volume, r.Journal.Pages
+		w.JournalID, w.JournalName, w.Volume, w.Issue, w.Pages = r.Journal.ID, r.Journal.Name, r.Journal.Volume, r.Journal.Issue, r.Journal.Pages
 	}
 	if t, err := time.Parse(time.RFC3339Nano, r.Source.FetchedAt); err == nil && t.Year() >= 1 && t.Year() <= 9999 {
 		w.FetchedAt = t.UTC().Format(time.RFC3339Nano)

@@ -137,7 +137,7 @@ func TestColumns(t *testing.T) {
 		DOIURL: "https://doi.org/10.1016/j.cell.2024.01.002", Title: "Graph neural networks for protein folding",
 		TitleCN: "用于蛋白质折叠的图神经网络", Authors: []string{"Ann Lee", "Théo Pierron"},
 		Abstract: "We fold proteins with message passing over residue graphs.", Published: "2024-03-05",
-		Journal: &record.Journal{ID: 501422, Name: "Cell", Volume: "187", Pages: "1-12"}, ImpactFactor: 45.5, Zone: 1,
+		Journal: &record.Journal{ID: 501422, Name: "Cell", Volume: "187", Issue: "4", Pages: "1-12"}, ImpactFactor: 45.5, Zone: 1,
 		Citations: &cites, Warnings: []string{record.WarnNoJSON},
 		Source: record.Source{URL: "https://site.example/p/1", Page: 1, Position: 3, FetchedAt: "2024-03-06T01:02:03Z", RunID: "run-a"}}
 	if err := s.Write(bg, []record.Record{r}); err != nil {
@@ -158,20 +158,21 @@ func TestColumns(t *testing.T) {
 		schemaVersion, position  int32
 		warnings                 []string
 		titleCN, volume, journal string
+		issue                    string
 	)
 	queryRow(t, srv, db, `SELECT authors, published, journal_id, impact_factor, zone, citations, first_run, run,
-		first_seen, fetched_at, updated_at, schema_version, source_position, warnings, title_cn, volume, journal_name
+		first_seen, fetched_at, updated_at, schema_version, source_position, warnings, title_cn, volume, journal_name, issue
 		FROM papers WHERE id = '93817261'`,
 		&authors, &published, &journalID, &impact, &zone, &citations, &firstRun, &run, &firstSeen, &fetchedAt,
-		&updatedAt, &schemaVersion, &position, &warnings, &titleCN, &volume, &journal)
+		&updatedAt, &schemaVersion, &position, &warnings, &titleCN, &volume, &journal, &issue)
 	if !slices.Equal(authors, r.Authors) || published.Format(time.DateOnly) != "2024-03-05" || journalID != 501422 ||
 		impact != 45.5 || zone != 1 || citations != 7 || firstRun != "run-a" || run != "run-a" ||
 		!firstSeen.Equal(time.Date(2024, 3, 6, 1, 2, 3, 0, time.UTC)) || !fetchedAt.Equal(firstSeen) || updatedAt != nil ||
-		schemaVersion != 1 || position != 3 || !slices.Equal(warnings, r.Warnings) || titleCN != r.TitleCN ||
-		volume != "187" || journal != "Cell" {
-		t.Fatalf("columns: authors %v published %v journal %d if %v zone %d cites %d first_run %s run %s first_seen %v fetched %v updated %v v%d pos %d warn %v %s %s %s",
+		schemaVersion != record.SchemaVersion || position != 3 || !slices.Equal(warnings, r.Warnings) || titleCN != r.TitleCN ||
+		volume != "187" || issue != "4" || journal != "Cell" {
+		t.Fatalf("columns: authors %v published %v journal %d if %v zone %d cites %d first_run %s run %s first_seen %v fetched %v updated %v v%d pos %d warn %v %s %s/%s %s",
 			authors, published, journalID, impact, zone, citations, firstRun, run, firstSeen, fetchedAt, updatedAt,
-			schemaVersion, position, warnings, titleCN, volume, journal)
+			schemaVersion, position, warnings, titleCN, volume, issue, journal)
 	}
 	got := readRecords(t, srv, db, "papers")
 	if len(got) != 1 || !reflectEqualJSON(got[0], r) {

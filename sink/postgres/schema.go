@@ -69,6 +69,9 @@ CREATE INDEX {n}_doi_idx ON {t} USING hash (pg_catalog.lower(doi));
 CREATE INDEX {n}_journal_published_idx ON {t} (journal_id, published DESC);
 CREATE INDEX {n}_search_idx ON {t} USING gin (search);
 `},
+	{2, "issue column: records of schema version 2 split the issue off the volume (journal.issue)", `
+ALTER TABLE {t} ADD COLUMN issue text;
+`},
 }
 
 // companions are the sink's own tables beside the papers tables of a
@@ -122,6 +125,7 @@ var columns = []column{
 	{"journal_id", "bigint", true},
 	{"journal_name", "text", true},
 	{"volume", "text", true},
+	{"issue", "text", true},
 	{"pages", "text", true},
 	{"impact_factor", "double precision", true},
 	{"zone", "bigint", true},

@@ -1,0 +1,370 @@
+package parser
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/site"
+)
+
+// The parser's invariants, checked over every fixture page:
+//
+//   - permuting the lines inside a block that carries JSON (each line kept
+//     whole) changes neither the set of ids nor any record's title, DOI,
+//     authors and date;
+//   - a page never yields two records with the same DOI or the same site id;
+//   - removing all JSON from a page changes none of the fields its visible
+//     lines carry and that agreed with the JSON.
+//
+// Each run tries propTrials permutations of every page from a fixed seed,
+// and propRandom more from a seed of the moment (logged, and given back to
+// -propseed to repeat a failure).
+
+var propSeed = flag.Uint64("propseed", 0, "seed of the random permutations of the property tests (0: from the clock)")
+
+const (
+	propTrials = 100 // per page, from the fixed seed
+	propRandom = 5   // per page, from the run's seed
+)
+
+// parsedPage is a page parsed from its raw lines, with the segments.
+type parsedPage struct {
+	page *Page
+	segs []*segment
+}
+
+func parseRaw(raw []rawLine, base Page, opts Options) parsedPage {
+	page := base
+	page.Warnings = slices.Clone(base.Warnings)
+	segs := parseLines(raw, &page, opts)
+	return parsedPage{&page, segs}
+}
+
+// fixtureRaw reads a fixture page into its raw lines and the page facts the
+// bytes give, as Parse does.
+func fixtureRaw(t testing.TB, rel string) ([]rawLine, Page, Options) {
+	t.Helper()
+	data, err := readRepoFile(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal, pageNo, _ := site.Default.ParseFile(rel)
+	opts := Options{Capture: rel, Journal: journal, Page: pageNo}
+	raw, page, err := readLines(data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, *page, opts
+}
+
+// jsonBlocks are the raw line ranges [lo, hi] of the segments that carry an
+// object of their own, where no other segment has a line. Left out are the
+// blocks whose visible lines contradict their JSON (json-visible-mismatch:
+// a visible DOI that is not the JSON's) or whose JSON has a field of the
+// wrong type (json-odd-types: authors given as a number): there the
+// visible lines are told apart by their order alone, as in a block
+// without JSON.
+func jsonBlocks(pp parsedPage) [][2]int {
+	segs := pp.segs
+	owner := map[int32]int{}
+	for i, s := range segs {
+		for _, l := range s.lines {
+			if o, ok := owner[l.raw]; ok && o != i {
+				owner[l.raw] = -1
+			} else if !ok {
+				owner[l.raw] = i
+			}
+		}
+		if s.json != nil && !s.grouped {
+			if o, ok := owner[s.jsonRaw]; ok && o != i {
+				owner[s.jsonRaw] = -1
+			} else if !ok {
+				owner[s.jsonRaw] = i
+			}
+		}
+	}
+	var blocks [][2]int
+	for i, s := range segs {
+		if s.json == nil || s.grouped || s.rec < 0 {
+			continue
+		}
+		if w := pp.page.Records[s.rec].Warnings; slices.Contains(w, record.WarnJSONVisibleMismatch) || slices.Contains(w, record.WarnJSONOddTypes) {
+			continue
+		}
+		lo, hi := int(s.jsonRaw), int(s.jsonRaw)
+		for _, l := range s.lines {
+			lo, hi = min(lo, int(l.raw)), max(hi, int(l.raw))
+		}
+		alone := hi > lo
+		for r := lo; r <= hi && alone; r++ {
+			if o, ok := owner[int32(r)]; ok && o != i {
+				alone = false
+			}
+		}
+		if alone {
+			blocks = append(blocks, [2]int{lo, hi})
+		}
+	}
+	return blocks
+}
+
+// permuted is raw with the lines of each block shuffled.
+func permuted(raw []rawLine, blocks [][2]int, rng *rand.Rand) []rawLine {
+	out := slices.Clone(raw)
+	for _, b := range blocks {
+		part := out[b[0] : b[1]+1]
+		rng.Shuffle(len(part), func(i, j int) { part[i], part[j] = part[j], part[i] })
+	}
+	return out
+}
+
+// uniquePapers checks that no two records share a DOI or a site id.
+func uniquePapers(recs []record.Record) error {
+	ids, dois := map[string]int{}, map[string]int{}
+	for i, r := range recs {
+		if !strings.HasPrefix(r.ID, "title:") {
+			if j, ok := ids[r.ID]; ok {
+				return fmt.Errorf("records %d and %d have the same id %q", j+1, i+1, r.ID)
+			}
+			ids[r.ID] = i
+		}
+		if k := record.DOIKey(r.DOI); k != "" {
+			if j, ok := dois[k]; ok {
+				return fmt.Errorf("records %d and %d have the same DOI %q", j+1, i+1, r.DOI)
+			}
+			dois[k] = i
+		}
+	}
+	return nil
+}
+
+// sameIdentity checks that two parses yield the same ids, and the same
+// title, DOI, authors and date for each.
+func sameIdentity(want, got []record.Record) error {
+	index := func(recs []record.Record) map[string]record.Record {
+		m := map[string]record.Record{}
+		for _, r := range recs {
+			m[r.ID] = r
+		}
+		return m
+	}
+	w, g := index(want), index(got)
+	for id := range w {
+		if _, ok := g[id]; !ok {
+			return fmt.Errorf("id %s is missing (ids %v, want %v)", id, ids(got), ids(want))
+		}
+	}
+	for id, r := range g {
+		o, ok := w[id]
+		if !ok {
+			return fmt.Errorf("extra id %s (title %q; ids %v, want %v)", id, r.Title, ids(got), ids(want))
+		}
+		switch {
+		case r.Title != o.Title:
+			return fmt.Errorf("id %s: title %q, want %q", id, r.Title, o.Title)
+		case r.DOI != o.DOI:
+			return fmt.Errorf("id %s: doi %q, want %q", id, r.DOI, o.DOI)
+		case !slices.Equal(r.Authors, o.Authors):
+			return fmt.Errorf("id %s: authors %q, want %q", id, r.Authors, o.Authors)
+		case r.Published != o.Published:
+			return fmt.Errorf("id %s: published %q, want %q", id, r.Published, o.Published)
+		}
+	}
+	return nil
+}
+
+func ids(recs []record.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// withoutJSON is raw with every JSON object taken out: JSON lines dropped,
+// objects cut out of the text around them.
+func withoutJSON(raw []rawLine) []rawLine {
+	var out []rawLine
+	for _, r := range raw {
+		if r.json {
+			continue
+		}
+		if strings.IndexByte(r.text, '{') < 0 {
+			out = append(out, r)
+			continue
+		}
+		hits, _ := extractPapers(r.text)
+		pos := 0
+		for _, h := range hits {
+			if t := strings.TrimSpace(r.text[pos:h.start]); t != "" {
+				out = append(out, rawLine{text: t})
+			}
+			pos = h.end
+		}
+		if t := strings.TrimSpace(r.text[pos:]); t != "" {
+			out = append(out, rawLine{text: t})
+		}
+	}
+	return out
+}
+
+// shown is what a block's visible lines carry that agrees with its JSON.
+type shown struct {
+	rec                               record.Record // the record made with the JSON
+	title, doi, published, abstract   bool
+	authors                           bool
+	titleCN, abstractCN               string
+	citations                         *int
+	zone                              int
+	subject, jcrQuartile, jcrCategory string
+}
+
+// shownFields lists, per record made with JSON, the fields its visible
+// lines gave in agreement with the JSON.
+func shownFields(pp parsedPage) []shown {
+	var out []shown
+	for _, s := range pp.segs {
+		if s.json == nil || s.rec < 0 {
+			continue
+		}
+		r := pp.page.Records[s.rec]
+		v := readVisible(s)
+		sh := shown{rec: r, titleCN: v.titleCN, abstractCN: v.abstractCN, citations: v.citations,
+			zone: v.head.zone, subject: v.head.subject, jcrQuartile: v.head.jcrQuartile, jcrCategory: v.head.jcrCategory}
+		sh.title = v.titleShown
+		sh.doi = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(r.DOI)
+		sh.published = v.head.published != "" && v.head.published == r.Published
+		sh.authors = v.authors != nil && slices.Equal(v.authors, r.Authors)
+		sh.abstract = v.abstract != "" && foldKey(v.abstract) == foldKey(r.Abstract)
+		out = append(out, sh)
+	}
+	return out
+}
+
+// keptWithoutJSON checks the records parsed without JSON against what the
+// visible lines showed in agreement with it.
+func keptWithoutJSON(with []shown, without []record.Record) error {
+	used := make([]bool, len(without))
+	for _, sh := range with {
+		o := sh.rec
+		if !sh.title && !sh.doi {
+			continue // nothing visible names the paper: it may go
+		}
+		at := -1
+		for i, r := range without {
+			if used[i] {
+				continue
+			}
+			if sh.doi && record.DOIKey(r.DOI) == record.DOIKey(o.DOI) ||
+				!sh.doi && sh.title && sameTitle(r.Title, o.Title) {
+				at = i
+				break
+			}
+		}
+		if at < 0 {
+			return fmt.Errorf("paper %s (%q) is gone without its JSON", o.ID, o.Title)
+		}
+		used[at] = true
+		r := without[at]
+		switch {
+		case sh.title && !sameTitle(r.Title, o.Title):
+			return fmt.Errorf("paper %s: title %q without JSON, %q with", o.ID, r.Title, o.Title)
+		case sh.doi && record.DOIKey(r.DOI) != record.DOIKey(o.DOI):
+			return fmt.Errorf("paper %s: doi %q without JSON, %q with", o.ID, r.DOI, o.DOI)
+		case sh.published && r.Published != o.Published:
+			return fmt.Errorf("paper %s: published %q without JSON, %q with", o.ID, r.Published, o.Published)
+		case sh.authors && !slices.Equal(r.Authors, o.Authors):
+			return fmt.Errorf("paper %s: authors %q without JSON, %q with", o.ID, r.Authors, o.Authors)
+		case sh.abstract && foldKey(r.Abstract) != foldKey(o.Abstract):
+			return fmt.Errorf("paper %s: abstract changed without JSON:\n%q\n%q", o.ID, r.Abstract, o.Abstract)
+		case sh.titleCN != "" && r.TitleCN != sh.titleCN:
+			return fmt.Errorf("paper %s: title_cn %q without JSON, %q with", o.ID, r.TitleCN, sh.titleCN)
+		case sh.abstractCN != "" && r.AbstractCN != sh.abstractCN:
+			return fmt.Errorf("paper %s: abstract_cn %q without JSON, %q with", o.ID, r.AbstractCN, sh.abstractCN)
+		case sh.citations != nil && (r.Citations == nil || *r.Citations != *sh.citations):
+			return fmt.Errorf("paper %s: citations %v without JSON, %d with", o.ID, r.Citations, *sh.citations)
+		case sh.zone != 0 && r.Zone != sh.zone, sh.subject != "" && r.Subject != sh.subject,
+			sh.jcrQuartile != "" && (r.JCRQuartile != sh.jcrQuartile || r.JCRCategory != sh.jcrCategory):
+			return fmt.Errorf("paper %s: zone/subject/JCR %d %q %q %q without JSON, %d %q %q %q with", o.ID,
+				r.Zone, r.Subject, r.JCRQuartile, r.JCRCategory, sh.zone, sh.subject, sh.jcrQuartile, sh.jcrCategory)
+		}
+	}
+	return nil
+}
+
+func sameTitle(a, b string) bool {
+	return foldKey(strings.TrimRight(a, ".。 ")) == foldKey(strings.TrimRight(b, ".。 "))
+}
+
+// checkPage runs the three properties on one page's raw lines with the
+// permutations of rng; it returns the number of permutations tried.
+func checkPage(t testing.TB, name string, raw []rawLine, base Page, opts Options, rng *rand.Rand, trials int) int {
+	t.Helper()
+	orig := parseRaw(raw, base, opts)
+	if err := uniquePapers(orig.page.Records); err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+	bare := parseRaw(withoutJSON(raw), base, opts)
+	if err := uniquePapers(bare.page.Records); err != nil {
+		t.Errorf("%s without JSON: %v", name, err)
+	}
+	if err := keptWithoutJSON(shownFields(orig), bare.page.Records); err != nil {
+		t.Errorf("%s without JSON: %v", name, err)
+	}
+	blocks := jsonBlocks(orig)
+	if len(blocks) == 0 {
+		return 0
+	}
+	for n := range trials {
+		perm := permuted(raw, blocks, rng)
+		got := parseRaw(perm, base, opts)
+		if err := uniquePapers(got.page.Records); err != nil {
+			t.Errorf("%s, permutation %d: %v\n%s", name, n, err, dumpRaw(perm, blocks))
+			return n + 1
+		}
+		if err := sameIdentity(orig.page.Records, got.page.Records); err != nil {
+			t.Errorf("%s, permutation %d: %v\n%s", name, n, err, dumpRaw(perm, blocks))
+			return n + 1
+		}
+	}
+	return trials
+}
+
+// dumpRaw shows the permuted blocks' lines, cut short, to read a failure.
+func dumpRaw(raw []rawLine, blocks [][2]int) string {
+	var b strings.Builder
+	for _, bl := range blocks {
+		b.WriteString("  ---\n")
+		for _, r := range raw[bl[0] : bl[1]+1] {
+			s := r.text
+			if len(s) > 90 {
+				s = s[:90] + "…"
+			}
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
+	}
+	return b.String()
+}
+
+func TestProperties(t *testing.T) {
+	seed := *propSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("random permutations from -propseed %d", seed)
+	pages, perms, blocks := 0, 0, 0
+	for _, rel := range fixturePages(t) {
+		raw, base, opts := fixtureRaw(t, rel)
+		pages++
+		blocks += len(jsonBlocks(parseRaw(raw, base, opts)))
+		perms += checkPage(t, rel, raw, base, opts, rand.New(rand.NewPCG(1, 2)), propTrials)
+		perms += checkPage(t, rel+" (random)", raw, base, opts, rand.New(rand.NewPCG(seed, 3)), propRandom)
+	}
+	t.Logf("%d pages, %d blocks with JSON, %d permutations tried", pages, blocks, perms)
+}
