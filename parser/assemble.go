@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -158,10 +159,23 @@ func readMatched(s *segment, v *visible) {
 		// The JSON has no abstract to match against: the first unplaced
 		// English prose line after the authors (or the head) is the visible
 		// abstract.
+		// English prose anywhere in the block is it too: a block may open
+		// with its abstract, before the title and authors lines.
 		for i, l := range s.lines {
-			if l.kind == kindText && !placed[i] && i > titleIdx && !cjkDominant(l.text) &&
-				(v.authors == nil || !looksLikeAuthors(l.text)) && afterAuthorsOrHead(s, i) {
+			if l.kind == kindText && !placed[i] && !cjkDominant(l.text) && (v.authors == nil || !looksLikeAuthors(l.text)) &&
+				(i > titleIdx && afterAuthorsOrHead(s, i) || looksLikeAbstract(l.text)) {
 				v.abstract, placed[i] = l.text, true
+				break
+			}
+		}
+	}
+	if v.abstractCN == "" {
+		// A Chinese paragraph in another place than after the English
+		// abstract (before the title, say) is the Chinese abstract.
+		for i, l := range s.lines {
+			if l.kind == kindText && !placed[i] && cjkDominant(l.text) && utf8.RuneCountInString(l.text) >= 12 &&
+				!isTitleLine(l.text) && !looksLikeCJKNames(l.text) && (titleIdx < 0 || i != titleIdx+1) {
+				v.abstractCN, placed[i] = l.text, true
 				break
 			}
 		}

@@ -75,7 +75,7 @@ func TestPageFacts(t *testing.T) {
 		{"fixtures/edge/noise-only.htm", 0, true, true, true, 0, 99, "utf-8", nil},
 		{"fixtures/edge/gbk.htm", 2, true, true, true, 7788, 2, "gbk", nil},
 		{"fixtures/edge/gb18030-undeclared.txt", 1, true, true, true, 0, 3, "gb18030", []string{PageWarnCharsetGuessed}},
-		{"fixtures/edge/truncated-mid-json.htm", 5, true, false, true, 501422, 0, "utf-8", nil},
+		{"fixtures/edge/truncated-mid-json.htm", 5, true, false, true, 501422, 0, "utf-8", []string{PageWarnTextTruncated}},
 		{"fixtures/html/desktop/literature_d3342_3.htm", 5, true, true, true, 3342, 3, "utf-8", nil},
 		{"fixtures/seeds/001_04a786490eff8f10.txt", 10, false, true, true, 501422, 0, "utf-8", nil},
 	}
@@ -95,7 +95,7 @@ func TestPageFacts(t *testing.T) {
 func TestTruncatedPageFallsBack(t *testing.T) {
 	p := parseFixture(t, "fixtures/edge/truncated-mid-json.htm")
 	last := p.Records[len(p.Records)-1]
-	if !slices.Equal(last.Warnings, []string{record.WarnJSONTruncated}) || last.ID != "doi:arxiv-2409.00848" ||
+	if !slices.Equal(last.Warnings, []string{record.WarnJSONTruncated, record.WarnTextTruncated}) || last.ID != "doi:arxiv-2409.00848" ||
 		last.Title == "" || last.Published != "2024-09-01" || last.Abstract != "" {
 		t.Errorf("cut-off block: %+v", last)
 	}

@@ -90,7 +90,9 @@ type Page struct {
 	// sight but were not taken as papers (PageWarnJSONNotPaper).
 	JSONRejected int
 
-	pager []string // the pager lines seen
+	pager      []string // the pager lines seen
+	cut        bool     // the bytes end before the page does (PageWarnTextTruncated)
+	footerLast bool     // the last line with text was a footer line
 }
 
 // Page-level warning codes.
@@ -109,6 +111,11 @@ const (
 	// (an advert, a tracking or login object) were rejected; their number
 	// is Page.JSONRejected.
 	PageWarnJSONNotPaper = "json-not-paper"
+	// PageWarnTextTruncated: the page was cut off: an HTML page that ends
+	// without its closing tags, or a capture that ends inside a JSON
+	// object. Its last record carries the record warning text-truncated,
+	// unless the page's footer came after it.
+	PageWarnTextTruncated = "text-truncated"
 )
 
 // IsListing reports whether the page looks like a genuine listing page: a
@@ -154,6 +161,7 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 		return nil, nil, err
 	}
 	page := &Page{Format: format, Charset: cs}
+	page.cut = format == FormatHTML && !closed(text)
 	if guessed && cs != "utf-8" {
 		page.warn(PageWarnCharsetGuessed)
 	}
@@ -203,7 +211,39 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	segs = reunite(segs) // fragments beside a rejected object's lines
 	assemble(segs, page, opts)
 	dedupe(page, segs)
+	if page.cut {
+		page.warn(PageWarnTextTruncated)
+		if n := len(page.Records); n > 0 && !page.footerLast {
+			page.Records[n-1].AddWarning(record.WarnTextTruncated)
+		}
+	}
 	return segs
+}
+
+// closed reports whether an HTML document has its closing </body> or
+// </html> tag: one without was cut off (a page served whole has them).
+func closed(text []byte) bool {
+	tail := text[max(0, len(text)-closedWindow):]
+	for i := bytes.LastIndexByte(tail, '<'); i >= 0; i = bytes.LastIndexByte(tail[:i], '<') {
+		t := tail[i:]
+		if len(t) >= 6 && t[1] == '/' && (asciiFold(t[2:6], "body") || asciiFold(t[2:6], "html")) {
+			return true
+		}
+	}
+	return false
+}
+
+// closedWindow is how far from the end closed looks for the closing tags:
+// past a page's trailing scripts, not through the whole page.
+const closedWindow = 64 << 10
+
+func asciiFold(b []byte, lower string) bool {
+	for i := range len(lower) {
+		if b[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // sniffFormat: HTML when the first non-blank byte (after a BOM) is '<'.
@@ -248,6 +288,9 @@ func classifyLines(raw []rawLine, page *Page) []line {
 				if !r.json {
 					out = appendText(out, r.text[pos:], ri, page)
 				}
+				if last := hits[len(hits)-1]; ri == len(raw)-1 && last.paper.truncated && last.end == len(r.text) {
+					page.cut = true // the capture ends inside a JSON object
+				}
 				continue
 			}
 			if r.json {
@@ -266,10 +309,13 @@ func appendText(out []line, text string, raw int, page *Page) []line {
 	}
 	l := classify(text)
 	l.raw = int32(raw)
+	if l.kind != kindNoise {
+		page.footerLast = false
+	}
 	switch l.kind {
 	case kindNoise:
 		if isFooter(text) {
-			page.FooterSeen = true
+			page.FooterSeen, page.footerLast = true, true
 		} else if isPagerLine(text) {
 			page.pager = append(page.pager, text)
 		}

@@ -230,7 +230,7 @@ type shown struct {
 func shownFields(pp parsedPage) []shown {
 	var out []shown
 	for _, s := range pp.segs {
-		if s.json == nil || s.rec < 0 {
+		if s.json == nil || s.rec < 0 || !inSiteOrder(s) {
 			continue
 		}
 		r := pp.page.Records[s.rec]
@@ -245,6 +245,46 @@ func shownFields(pp parsedPage) []shown {
 		out = append(out, sh)
 	}
 	return out
+}
+
+// inSiteOrder reports whether a block's lines come in the site's order:
+// title, impact line, date/DOI line, authors, abstract, JSON, citation
+// line. Without JSON, order is the only clue to a line's role, so the
+// property of JSON removal holds for these blocks (a block that opens with
+// its abstract, say, is read right only with its JSON).
+func inSiteOrder(s *segment) bool {
+	last, titled := 0, false
+	for i, l := range s.lines {
+		if i >= s.jsonAt && l.kind != kindCitation {
+			return false // a visible line after the JSON
+		}
+		r := 5 // another text line: a Chinese abstract, say
+		switch l.kind {
+		case kindImpact:
+			r = 1
+		case kindMeta:
+			r = 2
+		case kindCitation:
+			r = 6
+		default:
+			if ok, _, _ := matchTitle(l.text, s.json); ok && !titled {
+				r, titled = 0, true
+			} else if !titled {
+				return false // text before the title line
+			} else if matchAuthors(l.text, s.json) {
+				r = 3
+			} else if matchAbstract(l.text, s.json) {
+				r = 4
+			}
+		}
+		if r < 5 || r == 6 {
+			if r < last {
+				return false
+			}
+			last = r
+		}
+	}
+	return titled
 }
 
 // keptWithoutJSON checks the records parsed without JSON against what the

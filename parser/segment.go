@@ -246,7 +246,7 @@ func segmentLines(lines []line) []*segment {
 			cur.lines = append(cur.lines, l)
 
 		case kindText:
-			if cur.json != nil && !fitsAfterJSON(cur, l, next[i]) {
+			if cur.json != nil && !fitsAfterJSON(cur, l, next[i], nextText(lines, i)) {
 				closeCur()
 			} else if cur.json == nil && cur.done() && isTitleLine(l.text) {
 				closeCur() // the next block's title, after this one's authors
@@ -277,13 +277,9 @@ func continuesHead(cur *segment, l line) bool {
 // fitsAfterJSON decides whether a text line after the JSON still belongs to
 // the block (JSON-first layouts, or lines in another order) or starts the
 // next one. next is the page's next paper object, if any.
-func fitsAfterJSON(cur *segment, l line, next *paperJSON) bool {
+func fitsAfterJSON(cur *segment, l line, next *paperJSON, following *line) bool {
 	p := cur.json
-	if ok, _, _ := matchTitle(l.text, p); ok {
-		cur.afterJSONMatched = true
-		return true
-	}
-	if matchAuthors(l.text, p) || matchAbstract(l.text, p) {
+	if shows(l.text, p) {
 		cur.afterJSONMatched = true
 		return true
 	}
@@ -293,25 +289,48 @@ func fitsAfterJSON(cur *segment, l line, next *paperJSON) bool {
 	if looksLikeTitleLine(l.text) {
 		return false // a title line that is not this paper's: the next block's
 	}
-	// A Chinese line right after the JSON, or after this block's matched
-	// visible lines, is its Chinese title or abstract.
-	if (cur.afterJSONMatched || len(cur.lines) == cur.jsonAt) && cjkDominant(l.text) {
-		return true // (a title line was ruled out above)
+	if cjkDominant(l.text) && (cur.afterJSONMatched ||
+		len(cur.lines) == cur.jsonAt && (following == nil || shows(following.text, p) || cur.lacks(following.text))) {
+		// (a title line was ruled out above) A Chinese line after this
+		// block's matched lines is its Chinese title or abstract; directly
+		// after the JSON, it is when the line after it is this block's
+		// too: a block may also open with its Chinese abstract.
+		return true
 	}
-	// A line the block still lacks: the names when the JSON has none and
-	// no line showed them yet, the abstract likewise.
-	if len(p.authorList()) == 0 && !cur.hasText(looksLikeAuthors) && looksLikeAuthors(l.text) ||
-		p.plainAbstract() == "" && !cur.hasText(looksLikeAbstract) && looksLikeAbstract(l.text) {
+	if cur.lacks(l.text) {
 		cur.afterJSONMatched = true
 		return true
 	}
 	return false
 }
 
+// lacks reports whether text is a line the block still lacks: the names
+// when its JSON has none and no line showed them yet, the abstract
+// likewise.
+func (cur *segment) lacks(text string) bool {
+	p := cur.json
+	return len(p.authorList()) == 0 && !cur.hasText(looksLikeAuthors) && looksLikeAuthors(text) ||
+		p.plainAbstract() == "" && !cur.hasText(looksLikeAbstract) && looksLikeAbstract(text)
+}
+
 // looksLikeAbstract: English prose, not a title or a names line.
 func looksLikeAbstract(s string) bool {
 	return len(s) >= 80 && (strings.Contains(s, ". ") || strings.HasSuffix(s, ".")) &&
 		!cjkDominant(s) && !looksLikeAuthors(s) && !looksLikeTitleLine(s)
+}
+
+// nextText is the text line after lines[i] in the same stretch (before
+// the next JSON object or citation line), or nil.
+func nextText(lines []line, i int) *line {
+	for k := i + 1; k < len(lines); k++ {
+		switch lines[k].kind {
+		case kindText:
+			return &lines[k]
+		case kindJSON, kindCitation:
+			return nil
+		}
+	}
+	return nil
 }
 
 // shows reports whether a visible line shows paper p's title, authors or

@@ -175,6 +175,10 @@ func cjkDominant(s string) bool {
 // splitTitleLine splits a visible title line "English title 中文标题" where
 // the Chinese title starts at the first space-separated word holding a CJK
 // character: "…Environment FlashFlex：适应异构…" splits before "FlashFlex：".
+// A Chinese title may also begin with Latin words of its own, which then
+// move to it (latinLead): "…Embedded Projects C/C++ 嵌入式项目的…" splits
+// before "C/C++", and "FedSense: … Edge FedSense: 边缘的…" before the
+// second "FedSense:".
 func splitTitleLine(line string) (en, cn string) {
 	line = strings.TrimSpace(line)
 	pos := 0
@@ -185,6 +189,7 @@ func splitTitleLine(line string) (en, cn string) {
 			word = line[pos : pos+sp]
 		}
 		if hasCJK(word) {
+			pos = latinLead(line, pos)
 			return strings.TrimSpace(line[:pos]), strings.TrimSpace(line[pos:])
 		}
 		if sp < 0 {
@@ -193,6 +198,70 @@ func splitTitleLine(line string) (en, cn string) {
 		pos += sp + 1
 	}
 	return line, ""
+}
+
+// latinLead returns where the Chinese title starts, given that its first
+// CJK word starts at pos: earlier, at the Latin words just before it that
+// belong to it. A word belongs when it ends with a colon (no English title
+// ends so; "Name: 中文…"), or when it is a term (a capital, a digit or a
+// symbol in it) that the English title used already ("C/C++", "GPU").
+// The English title keeps at least two words and never ends on a word
+// such as "the" or "of".
+func latinLead(line string, pos int) int {
+	words := strings.Fields(line[:pos])
+	n := len(words)
+	k := 0 // words that move
+	for k < 4 && n-k > 2 {
+		w := words[n-k-1]
+		colon := k == 0 && (strings.HasSuffix(w, ":") || strings.HasSuffix(w, "："))
+		if !colon && !(termLike(w) && usedBefore(words[:n-k-1], w)) {
+			break
+		}
+		k++
+	}
+	for k > 0 && endsEnglishBadly(words[n-k-1]) {
+		k--
+	}
+	if k == 0 {
+		return pos
+	}
+	// The offset of the first moved word: the k-th word from the end.
+	at := pos
+	for range k {
+		at = strings.LastIndexByte(strings.TrimRight(line[:at], " "), ' ') + 1
+	}
+	return at
+}
+
+// termLike: a word with a capital letter, a digit or a symbol: a name or
+// an acronym that a Chinese title keeps in Latin letters.
+func termLike(w string) bool {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= 'A' && c <= 'Z' || isDigit(c) || strings.IndexByte("+/#-.", c) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func usedBefore(words []string, w string) bool {
+	w = strings.TrimRight(w, ":：,")
+	for _, x := range words {
+		if strings.TrimRight(x, ":：,") == w {
+			return true
+		}
+	}
+	return false
+}
+
+// endsEnglishBadly: a word no English title ends on.
+func endsEnglishBadly(w string) bool {
+	switch strings.ToLower(w) {
+	case "the", "a", "an", "of", "on", "in", "for", "to", "with", "and", "or", "via", "by", "at", "from", "into", "over", "under", "between":
+		return true
+	}
+	return false
 }
 
 // blockTags are the tags in abstracts that separate text; the others

@@ -61,6 +61,17 @@ func TestSplitTitleLine(t *testing.T) {
 		{"Effects of X on Y. X对Y的影响。", "Effects of X on Y.", "X对Y的影响。"},
 		{"English only", "English only", ""},
 		{"只有中文标题", "", "只有中文标题"},
+		// A Chinese title that begins with Latin words of its own.
+		{"Automated Testing of C/C++ Embedded Projects C/C++ 嵌入式项目的自动化测试",
+			"Automated Testing of C/C++ Embedded Projects", "C/C++ 嵌入式项目的自动化测试"},
+		{"FedSense: Federated Sensing at the Network Edge FedSense: 网络边缘的联邦感知",
+			"FedSense: Federated Sensing at the Network Edge", "FedSense: 网络边缘的联邦感知"},
+		{"Scheduling LLM Inference on Shared GPU Clusters GPU 集群上的 LLM 推理调度",
+			"Scheduling LLM Inference on Shared GPU Clusters", "GPU 集群上的 LLM 推理调度"},
+		// A repeated term that the English title needs stays English.
+		{"Benchmarking GPU Kernels on the GPU 在GPU上对内核进行基准测试",
+			"Benchmarking GPU Kernels on the GPU", "在GPU上对内核进行基准测试"},
+		{"Learning to Rank 排序学习", "Learning to Rank", "排序学习"},
 	}
 	for _, tt := range tests {
 		en, cn := splitTitleLine(tt[0])
