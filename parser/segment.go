@@ -211,8 +211,7 @@ func segmentLines(lines []line) []*segment {
 				continue
 			}
 			p := l.papers[0]
-			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) ||
-				last != nil && cur.claim(last) > max(cur.claim(&segment{json: p}), 0) {
+			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) || cur.showsMore(last, p) {
 				// Lines that show the previous object more than this one
 				// are the previous block's (reunite puts them back).
 				closeCur()
@@ -256,6 +255,19 @@ func segmentLines(lines []line) []*segment {
 	}
 	closeCur()
 	return segs
+}
+
+// showsMore reports whether the segment's lines show the paper of the
+// last segment closed with JSON more than object p. A head naming p's DOI
+// settles it at once.
+func (s *segment) showsMore(last *segment, p *paperJSON) bool {
+	if last == nil || !s.hasText(func(string) bool { return true }) {
+		return false
+	}
+	if d := s.headDOI(); d != "" && record.DOIKey(d) == p.doiKey() {
+		return false
+	}
+	return s.claim(last) > max(s.claim(&segment{json: p}), 0)
 }
 
 // headFits: a head line after a JSON-first block's JSON belongs to it when
@@ -452,6 +464,15 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 	// something.
 	if len(lineText) >= 24 && len(lineText) < len(pt) && strings.EqualFold(pt[:len(lineText)], lineText) {
 		return true, "", false
+	}
+	// The English part is the title but for a final '.': the line starts
+	// with the title less its last character, or it is not worth splitting.
+	k := len(pt) - 1
+	for k > 0 && !utf8.RuneStart(pt[k]) {
+		k--
+	}
+	if len(lineText) < k || !strings.EqualFold(lineText[:k], pt[:k]) {
+		return false, "", false
 	}
 	en, cn := splitTitleLine(lineText)
 	if en != "" && (strings.EqualFold(en, strings.TrimRight(pt, ".")) || strings.EqualFold(strings.TrimRight(en, "."), pt)) {

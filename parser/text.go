@@ -208,29 +208,41 @@ func splitTitleLine(line string) (en, cn string) {
 // The English title keeps at least two words and never ends on a word
 // such as "the" or "of".
 func latinLead(line string, pos int) int {
-	words := strings.Fields(line[:pos])
-	n := len(words)
+	// Word starts, from the last one before pos back to the first.
+	starts := make([]int, 0, 8)
+	for end := pos; end > 0; {
+		e := strings.TrimRight(line[:end], " ")
+		if e == "" {
+			break
+		}
+		st := strings.LastIndexByte(e, ' ') + 1
+		starts = append(starts, st)
+		end = st
+	}
+	n := len(starts)             // words before the Chinese title
+	word := func(k int) string { // k-th word from the end, 0 the last
+		end := pos
+		if k > 0 {
+			end = starts[k-1]
+		}
+		return strings.TrimRight(line[starts[k]:end], " ")
+	}
 	k := 0 // words that move
 	for k < 4 && n-k > 2 {
-		w := words[n-k-1]
+		w := word(k)
 		colon := k == 0 && (strings.HasSuffix(w, ":") || strings.HasSuffix(w, "："))
-		if !colon && !(termLike(w) && usedBefore(words[:n-k-1], w)) {
+		if !colon && !(termLike(w) && usedBefore(line[:starts[k]], w)) {
 			break
 		}
 		k++
 	}
-	for k > 0 && endsEnglishBadly(words[n-k-1]) {
+	for k > 0 && endsEnglishBadly(word(k)) {
 		k--
 	}
 	if k == 0 {
 		return pos
 	}
-	// The offset of the first moved word: the k-th word from the end.
-	at := pos
-	for range k {
-		at = strings.LastIndexByte(strings.TrimRight(line[:at], " "), ' ') + 1
-	}
-	return at
+	return starts[k-1]
 }
 
 // termLike: a word with a capital letter, a digit or a symbol: a name or
@@ -245,9 +257,9 @@ func termLike(w string) bool {
 	return false
 }
 
-func usedBefore(words []string, w string) bool {
+func usedBefore(text, w string) bool {
 	w = strings.TrimRight(w, ":：,")
-	for _, x := range words {
+	for _, x := range strings.Fields(text) {
 		if strings.TrimRight(x, ":：,") == w {
 			return true
 		}
