@@ -3,7 +3,8 @@
 //
 // Parse reads HTML of any markup and plain-text captures, tolerates noise
 // (headers, filters, pagers, footer ICP lines), cut-off text and missing
-// parts, and never panics. Files:
+// parts, reads a block's lines in any order when the block carries its
+// JSON, never yields one paper twice, and never panics. Files:
 //
 //   - parse.go: Parse, Options, Page (records plus what the page looked like)
 //   - decode.go: the one place bytes become UTF-8 text (charsets)
@@ -13,6 +14,8 @@
 //   - paperjson.go: the site's paper object, lenient types, salvage of cut-off objects
 //   - lines.go: line kinds (noise, heading, impact, meta, citation) and their fields
 //   - segment.go: grouping lines into paper blocks; pairing detached JSON
+//   - merge.go: putting back pieces of blocks whose lines came in another
+//     order, and merging two records of one paper
 //   - assemble.go: one record per block, JSON merged with visible lines
 //   - text.go: plain text, authors, CJK helpers
 package parser
