@@ -1,0 +1,99 @@
+package parser
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// The causes of the parser's misses on real listing pages, one fixture
+// each (the goldens hold every field; these name what each fixture is for).
+func TestRealTextCauses(t *testing.T) {
+	t.Run("a Chinese title that begins with Latin words", func(t *testing.T) {
+		p := parseFixture(t, "fixtures/edge/latin-led-cn-title.txt")
+		want := [][2]string{
+			{"Automated Testing of C/C++ Embedded Projects", "C/C++ 嵌入式项目的自动化测试"},
+			{"FedSense: Federated Sensing at the Network Edge", "FedSense: 网络边缘的联邦感知"},
+			{"Scheduling LLM Inference on Shared GPU Clusters", "GPU 集群上的 LLM 推理调度"},
+			{"Benchmarking GPU Kernels on the GPU", "在GPU上对内核进行基准测试"},
+		}
+		if len(p.Records) != len(want) {
+			t.Fatalf("%d records, want %d", len(p.Records), len(want))
+		}
+		for i, w := range want {
+			if r := p.Records[i]; r.Title != w[0] || r.TitleCN != w[1] {
+				t.Errorf("record %d: %q | %q, want %q | %q", i+1, r.Title, r.TitleCN, w[0], w[1])
+			}
+		}
+	})
+	t.Run("lines before the head", func(t *testing.T) {
+		p := parseFixture(t, "fixtures/edge/abstract-first.txt")
+		if len(p.Records) != 3 {
+			t.Fatalf("%d records, want 3", len(p.Records))
+		}
+		second, last := p.Records[1], p.Records[2]
+		if second.Abstract == "" || second.AbstractCN == "" || p.Records[0].AbstractCN != "" {
+			t.Errorf("a block opening with its abstracts (JSON abstract empty): abstract %q, abstract_cn %q; the block before it: abstract_cn %q",
+				second.Abstract, second.AbstractCN, p.Records[0].AbstractCN)
+		}
+		if last.Abstract == "" || last.AbstractCN == "" || !slices.Contains(last.Warnings, record.WarnJSONTruncated) {
+			t.Errorf("a block opening with its abstract, JSON cut in it: abstract %q, abstract_cn %q, warnings %q", last.Abstract, last.AbstractCN, last.Warnings)
+		}
+	})
+	t.Run("blocks in any line order", func(t *testing.T) {
+		p := parseFixture(t, "fixtures/edge/line-order.txt")
+		want := []string{"90410201", "90410202", "90410203", "90410204", "doi:10.5555/jes.2025.0205", "90410206"}
+		if got := ids(p.Records); !slices.Equal(got, want) {
+			t.Fatalf("ids %q, want %q", got, want)
+		}
+		for _, r := range p.Records {
+			if r.TitleCN == "" || r.Citations == nil || r.Published == "" || len(r.Authors) == 0 {
+				t.Errorf("%s: title_cn %q citations %v published %q authors %q", r.ID, r.TitleCN, r.Citations, r.Published, r.Authors)
+			}
+		}
+	})
+	t.Run("a cut nested journal object", func(t *testing.T) {
+		p := parseFixture(t, "fixtures/edge/cut-journal.txt")
+		if len(p.Records) != 1 {
+			t.Fatalf("%d records", len(p.Records))
+		}
+		if j := p.Records[0].Journal; j == nil || j.Name != "Cell Reports Physical Science" || j.Volume != "269" || j.Pages != "" {
+			t.Errorf("journal %+v", j)
+		}
+	})
+	t.Run("volume and issue run together", func(t *testing.T) {
+		p := parseFixture(t, "fixtures/edge/volume-issue.txt")
+		want := [][2]string{{"8", "1"}, {"419", "1"}, {"", ""}, {"245", ""}, {"12", "3-4"}, {"Suppl 2", ""}}
+		for i, w := range want {
+			j := p.Records[i].Journal
+			if j.Volume != w[0] || j.Issue != w[1] {
+				t.Errorf("record %d: volume %q issue %q, want %q %q", i+1, j.Volume, j.Issue, w[0], w[1])
+			}
+		}
+	})
+	t.Run("cut visible text", func(t *testing.T) {
+		p := parseFixture(t, "fixtures/edge/cut-cn-abstract.htm")
+		if len(p.Records) != 2 || slices.Contains(p.Records[0].Warnings, record.WarnTextTruncated) ||
+			!slices.Contains(p.Records[1].Warnings, record.WarnTextTruncated) || !slices.Contains(p.Warnings, PageWarnTextTruncated) {
+			t.Errorf("records %d, warnings %q / %q, page %q", len(p.Records), p.Records[0].Warnings, p.Records[1].Warnings, p.Warnings)
+		}
+		for _, rel := range []string{"fixtures/seeds/001_04a786490eff8f10.txt", "fixtures/seeds/000_92928c0d02c94ff5.txt", "fixtures/html/li-classes/literature_d501422.htm"} {
+			if p := parseFixture(t, rel); slices.Contains(p.Warnings, PageWarnTextTruncated) {
+				t.Errorf("%s is whole, but warned %q", rel, p.Warnings)
+			}
+		}
+	})
+}
+
+func TestSplitVolume(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"8 1": {"8", "1"}, "419 1": {"419", "1"}, "12 3-4": {"12", "3-4"}, "12 3/4": {"12", "3/4"},
+		"PP": {"", ""}, "PP 99": {"", ""}, "pp": {"", ""}, "245": {"245", ""}, "Suppl 2": {"Suppl 2", ""},
+		"12 A": {"12 A", ""}, "": {"", ""}, "1 2 3": {"1 2 3", ""},
+	} {
+		if v, i := splitVolume(in); v != want[0] || i != want[1] {
+			t.Errorf("splitVolume(%q) = %q, %q; want %q, %q", in, v, i, want[0], want[1])
+		}
+	}
+}
