@@ -69,7 +69,6 @@ var pagerWords = []string{"上一页", "下一页", "首页", "尾页", "末页"
 var (
 	reHeading   = regexp.MustCompile(`^(.*?)\s*最新文献\s*(?:[_-]?\s*第\s*(\d+)\s*页)?$`)
 	reTitlePage = regexp.MustCompile(`第\s*(\d+)\s*页`)
-	reDate      = regexp.MustCompile(`(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})`)
 	reZone      = regexp.MustCompile(`^(\d)\s*区$`)
 	reQuartile  = regexp.MustCompile(`^Q[1-4]$`)
 )
