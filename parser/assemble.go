@@ -2,6 +2,7 @@ package parser
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -60,6 +61,7 @@ func assemble(segs []*segment, page *Page, opts Options) {
 		}
 		s.rec = len(page.Records)
 		page.Records = append(page.Records, r)
+		page.evidence = append(page.evidence, s.evidence)
 	}
 }
 
@@ -288,6 +290,21 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 		}
 		if mismatch {
 			r.AddWarning(record.WarnJSONVisibleMismatch)
+		}
+		// How much the visible lines vouch for the JSON: when two records
+		// of a page name one paper, the better vouched-for is kept.
+		s.evidence = 0
+		if v.titleShown {
+			s.evidence += 2
+		}
+		if v.head.doi != "" && !mismatch {
+			s.evidence += 2
+		}
+		if v.authors != nil && len(r.Authors) > 0 && slices.Equal(v.authors, r.Authors) {
+			s.evidence++
+		}
+		if mismatch {
+			s.evidence -= 2
 		}
 		// A region number from the JSON is the zone when nothing visible says.
 		if p.RegionNum > 0 && p.RegionNum <= 4 {

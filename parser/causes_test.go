@@ -97,3 +97,23 @@ func TestSplitVolume(t *testing.T) {
 		}
 	}
 }
+
+// An object that copies a paper's DOI (an advert in the block, say) and
+// that no visible line shows never stands for the paper: one record, the
+// paper's, whichever comes first.
+func TestCopiedDOIDoesNotTakeThePaper(t *testing.T) {
+	real := `{"title":"Real Paper on Queues","authors":"Ann Lee, Bo Chen","doi":"10.5555/q.1","paperid":"111"}`
+	fake := `{"title":"Buy Now","authors":"Shop","doi":"10.5555/q.1","paperid":"999"}`
+	for name, page := range map[string]string{
+		"fake first": "Real Paper on Queues 关于队列的真实论文\nJ Pub Date : 2024-01-02 DOI: 10.5555/q.1\n" + fake + "\nAnn Lee, Bo Chen\n" + real + "\n引用次数: 1\n",
+		"fake after": "Real Paper on Queues 关于队列的真实论文\nJ Pub Date : 2024-01-02 DOI: 10.5555/q.1\nAnn Lee, Bo Chen\n" + real + "\n" + fake + "\n引用次数: 1\n",
+	} {
+		p, err := Parse([]byte(page), Options{Format: FormatText})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Records) != 1 || p.Records[0].ID != "111" || p.Records[0].Title != "Real Paper on Queues" {
+			t.Errorf("%s: %d records: %+v", name, len(p.Records), p.Records)
+		}
+	}
+}

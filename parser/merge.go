@@ -249,6 +249,7 @@ func dedupe(page *Page, segs []*segment) {
 	recs := page.Records
 	byID, byDOI := map[string]int{}, map[string]int{}
 	out := recs[:0]
+	ev := page.evidence
 	moved := make([]int, len(recs)) // old index -> new index
 	for i := range recs {
 		r := recs[i]
@@ -261,18 +262,20 @@ func dedupe(page *Page, segs []*segment) {
 		}
 		if !dup {
 			moved[i] = len(out)
+			ev[len(out)] = ev[i]
 			out = append(out, r)
 			index(byID, byDOI, r, len(out)-1)
 			continue
 		}
 		moved[i] = at
-		out[at] = mergeRecords(out[at], r)
+		out[at] = mergeRecords(out[at], r, ev[i] > ev[at])
+		ev[at] = max(ev[at], ev[i])
 		index(byID, byDOI, out[at], at)
 	}
 	for i := range out {
 		out[i].Source.Position = i + 1
 	}
-	page.Records = out
+	page.Records, page.evidence = out, ev[:len(out)]
 	for _, s := range segs {
 		if s.rec >= 0 {
 			s.rec = moved[s.rec]
@@ -297,12 +300,16 @@ func index(byID, byDOI map[string]int, r record.Record, i int) {
 	}
 }
 
-// mergeRecords merges two records of one paper: the one made with JSON
-// (else the first) is the base, and takes the fields it lacks from the
-// other. Warnings are the union.
-func mergeRecords(a, b record.Record) record.Record {
+// mergeRecords merges two records of one paper, a before b on the page:
+// the one made with JSON is the base (of two with JSON, the one whose
+// visible lines vouch for it more, bBetter, else the first), and takes
+// the fields it lacks from the other, at the place of the first. An object
+// that no visible line shows (an advert that copies a paper's DOI) thus
+// never stands for the paper. Warnings are the union.
+func mergeRecords(a, b record.Record, bBetter bool) record.Record {
 	base, other := a, b
-	if hasWarning(a, record.WarnNoJSON) && !hasWarning(b, record.WarnNoJSON) {
+	aJSON, bJSON := !hasWarning(a, record.WarnNoJSON), !hasWarning(b, record.WarnNoJSON)
+	if bJSON && (!aJSON || bBetter) {
 		base, other = b, a
 		base.Source = a.Source // where the first stood
 	}

@@ -93,6 +93,7 @@ type Page struct {
 	pager      []string // the pager lines seen
 	cut        bool     // the bytes end before the page does (PageWarnTextTruncated)
 	footerLast bool     // the last line with text was a footer line
+	evidence   []int    // per record, how much visible lines vouch for its JSON
 }
 
 // Page-level warning codes.

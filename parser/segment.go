@@ -11,12 +11,13 @@ import (
 // JSON objects and by the head (impact, meta) and citation lines, not by
 // title lines alone: a capture may have lost whole kinds of lines.
 type segment struct {
-	lines   []line     // visible lines in page order (text, impact, meta, citation)
-	json    *paperJSON // the block's paper object, if any
-	jsonAt  int        // len(lines) when the JSON arrived
-	jsonRaw int32      // the raw line the JSON came from
-	grouped bool       // the JSON came in a group of several (one script of every paper)
-	rec     int        // index of the record made of it in Page.Records, or -1
+	lines    []line     // visible lines in page order (text, impact, meta, citation)
+	json     *paperJSON // the block's paper object, if any
+	jsonAt   int        // len(lines) when the JSON arrived
+	jsonRaw  int32      // the raw line the JSON came from
+	grouped  bool       // the JSON came in a group of several (one script of every paper)
+	rec      int        // index of the record made of it in Page.Records, or -1
+	evidence int        // how much its visible lines vouch for its JSON (buildRecord)
 	// afterJSONMatched: a visible line after the JSON matched it, so the
 	// block is laid out JSON-first.
 	afterJSONMatched bool
