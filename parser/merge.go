@@ -77,14 +77,14 @@ func neighbour(segs []*segment, i, dir int) *segment {
 func (f *segment) peel(prev, next *segment) bool {
 	moved := false
 	if prev != nil {
-		for len(f.lines) > 0 && f.lines[0].kind == kindText && shows(f.lines[0].text, prev.json) {
+		for len(f.lines) > 0 && f.lines[0].kind == kindText && shows(f.lines[0].text, prev.json) && !prev.repeats(f.lines[0].text) {
 			prev.lines = append(prev.lines, f.lines[0])
 			f.lines = f.lines[1:]
 			moved = true
 		}
 	}
 	if next != nil {
-		for n := len(f.lines); n > 0 && f.lines[n-1].kind == kindText && shows(f.lines[n-1].text, next.json); n-- {
+		for n := len(f.lines); n > 0 && f.lines[n-1].kind == kindText && shows(f.lines[n-1].text, next.json) && !next.repeats(f.lines[n-1].text); n-- {
 			next.lines = append([]line{f.lines[n-1]}, next.lines...)
 			next.jsonAt++
 			f.lines = f.lines[:n-1]
@@ -97,6 +97,21 @@ func (f *segment) peel(prev, next *segment) bool {
 // home is the neighbour (prev or next, either may be nil) fragment f
 // belongs to, or nil.
 func (f *segment) home(prev, next *segment) *segment {
+	to := f.homeBy(prev, next)
+	if to == nil && f.anchored() && !f.hasHead() && !f.titled() && !f.hasText(isTitleLine) {
+		// A citation line with text, but neither a head nor a title line:
+		// no paper of its own, whatever its place. Rather a neighbour's
+		// stray lines than a phantom paper (its "title" a names line).
+		if prev != nil {
+			return prev
+		}
+		return next
+	}
+	return to
+}
+
+// homeBy is home's judgement by what the fragment shows.
+func (f *segment) homeBy(prev, next *segment) *segment {
 	sp, sn := f.claim(prev), f.claim(next)
 	anyText := f.hasText(func(string) bool { return true })
 	switch {
@@ -220,6 +235,12 @@ func (f *segment) claim(s *segment) int {
 	for _, l := range f.lines {
 		if l.kind != kindText {
 			continue
+		}
+		if s.repeats(l.text) {
+			if ok, _, _ := matchTitle(l.text, p); ok {
+				return -1 // a second title line: another paper's (Editorial)
+			}
+			continue // names or abstract shown already: they say nothing
 		}
 		if ok, _, _ := matchTitle(l.text, p); ok {
 			score += 2

@@ -293,6 +293,9 @@ func continuesHead(cur *segment, l line) bool {
 func fitsAfterJSON(cur *segment, l line, next *paperJSON, following *line) bool {
 	p := cur.json
 	if shows(l.text, p) {
+		if cur.repeats(l.text) {
+			return false // another paper of the same title or names
+		}
 		cur.afterJSONMatched = true
 		return true
 	}
@@ -330,6 +333,24 @@ func (cur *segment) lacks(text string) bool {
 func looksLikeAbstract(s string) bool {
 	return len(s) >= 80 && (strings.Contains(s, ". ") || strings.HasSuffix(s, ".")) &&
 		!cjkDominant(s) && !looksLikeAuthors(s) && !looksLikeTitleLine(s)
+}
+
+// repeats reports whether text shows a part of the segment's paper (its
+// title, authors or abstract) that one of its lines shows already: then it
+// is another paper's line (two papers may share a title, Editorial, or
+// their authors).
+func (s *segment) repeats(text string) bool {
+	p := s.json
+	if ok, _, _ := matchTitle(text, p); ok {
+		return s.hasTitleFor(p)
+	}
+	if matchAuthors(text, p) {
+		return s.hasText(func(t string) bool { return matchAuthors(t, p) })
+	}
+	if matchAbstract(text, p) {
+		return s.hasText(func(t string) bool { return matchAbstract(t, p) })
+	}
+	return false
 }
 
 // nextText is the text line after lines[i] in the same stretch (before

@@ -203,8 +203,8 @@ func splitTitleLine(line string) (en, cn string) {
 // latinLead returns where the Chinese title starts, given that its first
 // CJK word starts at pos: earlier, at the Latin words just before it that
 // belong to it. A word belongs when it ends with a colon (no English title
-// ends so; "Name: 中文…"), or when it is a term (a capital, a digit or a
-// symbol in it) that the English title used already ("C/C++", "GPU").
+// ends so; "Name: 中文…"), or when it is a term (two capitals, a digit or
+// a symbol in it) that the English title used already ("C/C++", "GPU").
 // The English title keeps at least two words and never ends on a word
 // such as "the" or "of".
 func latinLead(line string, pos int) int {
@@ -245,16 +245,21 @@ func latinLead(line string, pos int) int {
 	return starts[k-1]
 }
 
-// termLike: a word with a capital letter, a digit or a symbol: a name or
-// an acronym that a Chinese title keeps in Latin letters.
+// termLike: an acronym or a name a Chinese title keeps in Latin letters:
+// two capitals or more (GPU, ViFi), a digit (5G), or a symbol (C/C++, C#).
+// A capitalised English word (Learning, Graph) is not one.
 func termLike(w string) bool {
+	caps := 0
 	for i := 0; i < len(w); i++ {
 		c := w[i]
-		if c >= 'A' && c <= 'Z' || isDigit(c) || strings.IndexByte("+/#-.", c) >= 0 {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			caps++
+		case isDigit(c) || c == '+' || c == '/' || c == '#':
 			return true
 		}
 	}
-	return false
+	return caps >= 2
 }
 
 func usedBefore(text, w string) bool {

@@ -70,3 +70,40 @@ func TestAddWarningOnce(t *testing.T) {
 		t.Errorf("warnings = %q", r.Warnings)
 	}
 }
+
+// The schema of version 1 stays shipped, unchanged, to validate records
+// written before version 2: it differs from the current one by exactly
+// the version, journal.issue and the text-truncated warning.
+func TestSchemaVersion1Kept(t *testing.T) {
+	load := func(path string) map[string]any {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	v1, v2 := load("../schema/record.v1.schema.json"), load("../schema/record.schema.json")
+	props := func(m map[string]any) map[string]any { return m["properties"].(map[string]any) }
+	if c := props(v1)["schema_version"].(map[string]any)["const"]; c != 1.0 {
+		t.Errorf("v1 schema_version const %v", c)
+	}
+	if c := props(v2)["schema_version"].(map[string]any)["const"]; c != float64(record.SchemaVersion) {
+		t.Errorf("current schema_version const %v, the Go type writes %d", c, record.SchemaVersion)
+	}
+	if _, ok := props(props(v1)["journal"].(map[string]any))["issue"]; ok {
+		t.Error("the v1 schema has journal.issue")
+	}
+	enum := func(m map[string]any) []any {
+		return props(m)["warnings"].(map[string]any)["items"].(map[string]any)["enum"].([]any)
+	}
+	if slices.Contains(enum(v1), any(record.WarnTextTruncated)) || len(enum(v2)) != len(enum(v1))+1 {
+		t.Errorf("warning codes: v1 %v, v2 %v", enum(v1), enum(v2))
+	}
+	if len(props(v1)) != len(props(v2)) {
+		t.Errorf("v1 has %d top-level properties, v2 %d", len(props(v1)), len(props(v2)))
+	}
+}

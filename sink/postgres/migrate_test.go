@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -204,7 +205,11 @@ func TestMigrationAddsIssue(t *testing.T) {
 	columns = slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "issue" })
 	s, err := openInternal(t, url, nil)
 	if err == nil {
-		err = s.Write(context.Background(), []record.Record{{SchemaVersion: 1, ID: "1", Title: "old", Journal: &record.Journal{Volume: "8 1"}}})
+		err = s.Write(context.Background(), []record.Record{
+			{SchemaVersion: 1, ID: "1", Title: "old", Journal: &record.Journal{Volume: "8 1"}},
+			{SchemaVersion: 1, ID: "3", Title: "old, early access", Journal: &record.Journal{Volume: "PP"}},
+			{SchemaVersion: 1, ID: "4", Title: "old, supplement", Journal: &record.Journal{Volume: "12 Suppl 2"}},
+		})
 		s.Close()
 	}
 	migrations, columns = saved, savedCols
@@ -238,4 +243,31 @@ func TestMigrationAddsIssue(t *testing.T) {
 	if oldVol != "8 1" || oldIssue != nil || newVol != "8" || newIssue != "1" {
 		t.Fatalf("after migration 2: old row volume %q issue %v, new row volume %q issue %q", oldVol, oldIssue, newVol, newIssue)
 	}
+
+	// The docs' SQL brings old rows to what the parser now gives.
+	doc, err := os.ReadFile("../../docs/postgres.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "split the column in SQL"):]
+	start := strings.Index(section, "```sql\n") + len("```sql\n")
+	if _, err := conn.Exec(context.Background(), section[start:start+strings.Index(section[start:], "```")]); err != nil {
+		t.Fatalf("the docs' SQL: %v", err)
+	}
+	for id, want := range map[string][2]string{"1": {"8", "1"}, "3": {"", ""}, "4": {"12 Suppl 2", ""}} {
+		var vol, iss *string
+		if err := conn.QueryRow(context.Background(), "SELECT volume, issue FROM papers WHERE id = $1", id).Scan(&vol, &iss); err != nil {
+			t.Fatal(err)
+		}
+		if deref(vol) != want[0] || deref(iss) != want[1] {
+			t.Errorf("row %s after the docs' SQL: volume %v issue %v, want %q %q", id, deref(vol), deref(iss), want[0], want[1])
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
