@@ -117,3 +117,23 @@ func TestCopiedDOIDoesNotTakeThePaper(t *testing.T) {
 		}
 	}
 }
+
+// Two papers may share a title: an Editorial with JSON followed by one
+// without, in the site's order, are two records with their own titles.
+func TestSameTitleNeighbours(t *testing.T) {
+	page := "J最新文献\nEditorial 社论一\nIF 2 4区 计算机科学\nJ Pub Date : 2025-02-26 DOI: 10.5555/e.40\nDara Fox, Hana Sato\n" +
+		`{"title":"Editorial","authors":"Dara Fox, Hana Sato","doi":"10.5555/e.40","abstract":"","paperid":"9040"}` + "\n引用次数: 42\n" +
+		"Editorial 社论二\nIF 2 4区 计算机科学\nJ Pub Date : 2025-07-25 DOI: 10.5555/e.41\nIvo Kral, Ming Hu\n引用次数: 37\n"
+	p, err := Parse([]byte(page), Options{Format: FormatText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Records) != 2 {
+		t.Fatalf("%d records", len(p.Records))
+	}
+	a, b := p.Records[0], p.Records[1]
+	if a.ID != "9040" || a.TitleCN != "社论一" || a.AbstractCN != "" || *a.Citations != 42 ||
+		b.ID != "doi:10.5555/e.41" || b.Title != "Editorial" || b.TitleCN != "社论二" || *b.Citations != 37 {
+		t.Errorf("records:\n%+v\n%+v", a, b)
+	}
+}

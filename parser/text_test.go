@@ -72,6 +72,9 @@ func TestSplitTitleLine(t *testing.T) {
 		{"Benchmarking GPU Kernels on the GPU 在GPU上对内核进行基准测试",
 			"Benchmarking GPU Kernels on the GPU", "在GPU上对内核进行基准测试"},
 		{"Learning to Rank 排序学习", "Learning to Rank", "排序学习"},
+		// A capitalised word used twice is no term.
+		{"Learning to Rank with Deep Learning 基于深度学习的排序学习", "Learning to Rank with Deep Learning", "基于深度学习的排序学习"},
+		{"Graph Neural Networks for Dynamic Graph 面向动态图的图神经网络", "Graph Neural Networks for Dynamic Graph", "面向动态图的图神经网络"},
 	}
 	for _, tt := range tests {
 		en, cn := splitTitleLine(tt[0])
