@@ -62,6 +62,7 @@ func assemble(segs []*segment, page *Page, opts Options) {
 		s.rec = len(page.Records)
 		page.Records = append(page.Records, r)
 		page.evidence = append(page.evidence, s.evidence)
+		page.doiShown = append(page.doiShown, s.doiShown)
 	}
 }
 
@@ -258,7 +259,9 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 		if j.Name == "" {
 			j.Name = collapse(p.PeriodicalName)
 		}
-		j.ID = int64(p.PeriodicalID)
+		if p.PeriodicalID > 0 {
+			j.ID = int64(p.PeriodicalID)
+		}
 		if p.PeriodicalIF > 0 && !math.IsInf(float64(p.PeriodicalIF), 0) {
 			r.ImpactFactor = float64(p.PeriodicalIF)
 		}
@@ -351,6 +354,7 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 	if r.DOI == "" {
 		r.DOI = v.head.doi
 	}
+	s.doiShown = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(r.DOI)
 	if r.Published == "" {
 		r.Published = v.head.published
 	}

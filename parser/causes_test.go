@@ -2,6 +2,7 @@ package parser
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/litcrawl/litcrawl/record"
@@ -135,5 +136,93 @@ func TestSameTitleNeighbours(t *testing.T) {
 	if a.ID != "9040" || a.TitleCN != "社论一" || a.AbstractCN != "" || *a.Citations != 42 ||
 		b.ID != "doi:10.5555/e.41" || b.Title != "Editorial" || b.TitleCN != "社论二" || *b.Citations != 37 {
 		t.Errorf("records:\n%+v\n%+v", a, b)
+	}
+}
+
+// Neighbouring blocks keep their papers: a block without JSON is not
+// taken into the block before it for sharing its names, for showing the
+// DOI that block's JSON wrongly gives, or for having neither head nor
+// Chinese title; two papers that give one DOI stay two (the DOI stays
+// with one, doi-conflict on the other).
+func TestNeighboursKeepTheirPapers(t *testing.T) {
+	for _, tt := range []struct {
+		page string
+		ids  []string
+	}{
+		{"fixtures/edge/neighbours-same-authors.txt", []string{"1001", "doi:10.5555/b"}},
+		{"fixtures/edge/mismatch-next-doi.txt", []string{"1001", "doi:10.5555/b"}},
+		{"fixtures/edge/no-head-no-json.txt", []string{"1001", "title:4cc8be5875b63b50", "1003"}},
+		{"fixtures/edge/shared-doi.txt", []string{"1001", "1002"}},
+	} {
+		p := parseFixture(t, tt.page)
+		if got := ids(p.Records); !slices.Equal(got, tt.ids) {
+			t.Errorf("%s: ids %q, want %q", tt.page, got, tt.ids)
+			continue
+		}
+		if err := uniquePapers(p.Records); err != nil {
+			t.Errorf("%s: %v", tt.page, err)
+		}
+	}
+	p := parseFixture(t, "fixtures/edge/shared-doi.txt")
+	if p.Records[0].DOI == "" || p.Records[1].DOI != "" || !slices.Contains(p.Records[1].Warnings, record.WarnDOIConflict) {
+		t.Errorf("shared DOI: %q %q / %q %q", p.Records[0].DOI, p.Records[0].Warnings, p.Records[1].DOI, p.Records[1].Warnings)
+	}
+}
+
+// Where a page is cut: inside a script after a string that holds
+// "</body>", inside a JSON object's first key, after the footer (the
+// last block is whole), and a whole page with scripts past its closing tags.
+func TestTextTruncatedEdges(t *testing.T) {
+	lastWarned := func(p *Page) bool {
+		return slices.Contains(p.Records[len(p.Records)-1].Warnings, record.WarnTextTruncated)
+	}
+	for rel, want := range map[string]bool{
+		"fixtures/edge/cut-in-script.htm":   true,
+		"fixtures/edge/cut-open-object.txt": true,
+		"fixtures/edge/footer-then-cut.htm": false,
+	} {
+		if p := parseFixture(t, rel); lastWarned(p) != want || !slices.Contains(p.Warnings, PageWarnTextTruncated) {
+			t.Errorf("%s: last record warned %v, want %v; page warnings %q", rel, lastWarned(p), want, p.Warnings)
+		}
+	}
+	data, err := readRepoFile("fixtures/edge/hostile-json.htm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := string(data) + "\n<script>" + strings.Repeat("var a = 1; // </body>\n", 4000) + "</script>\n"
+	if p, _ := Parse([]byte(whole), Options{}); slices.Contains(p.Warnings, PageWarnTextTruncated) {
+		t.Errorf("a whole page with 90 KB of script after </html> is taken as cut: %q", p.Warnings)
+	}
+}
+
+// Out-of-range values never reach a record: a zone other than 1 to 4, a
+// negative journal id.
+func TestOutOfRangeValuesDropped(t *testing.T) {
+	for _, r := range parseFixture(t, "fixtures/edge/out-of-range.txt").Records {
+		if r.Zone > 4 || r.Journal != nil && r.Journal.ID < 0 {
+			t.Errorf("%s: zone %d journal %+v", r.ID, r.Zone, r.Journal)
+		}
+	}
+}
+
+// Every segment stays within maxBlockLines, whatever the page: the work
+// on one is bounded, and a page's parse stays linear in its size.
+func TestSegmentsAreBounded(t *testing.T) {
+	pages := map[string]string{
+		"text lines":       strings.Repeat("x\n", 5000),
+		"impact lines":     `{"title":"A","doi":"10.1/a","paperid":"1"}` + "\n" + strings.Repeat("IF 2\n", 5000) + `{"title":"B","doi":"10.1/b","paperid":"2"}` + "\n",
+		"citation lines":   `{"title":"A","doi":"10.1/a","paperid":"1"}` + "\n" + strings.Repeat("引用次数: 1\n", 5000),
+		"names after JSON": `{"title":"A","doi":"10.1/a","paperid":"1"}` + "\n" + strings.Repeat("Ann Lee, Bo Chen\n", 5000),
+	}
+	for name, page := range pages {
+		raw, base, err := readLines([]byte(page), Options{Format: FormatText})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range parseLines(raw, base, Options{}) {
+			if len(s.lines) > maxBlockLines {
+				t.Errorf("%s: a segment of %d lines", name, len(s.lines))
+			}
+		}
 	}
 }

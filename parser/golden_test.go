@@ -85,7 +85,13 @@ func goldenPath(rel string) string {
 func TestGolden(t *testing.T) {
 	for _, rel := range fixturePages(t) {
 		t.Run(rel, func(t *testing.T) {
-			got := encodeJSONL(t, parseFixture(t, rel).Records)
+			recs := parseFixture(t, rel).Records
+			for i, r := range recs {
+				if err := validRecord(t, r); err != nil {
+					t.Errorf("record %d does not validate against the schema: %v", i+1, err)
+				}
+			}
+			got := encodeJSONL(t, recs)
 			gp := goldenPath(rel)
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(gp), 0o755); err != nil {

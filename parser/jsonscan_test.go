@@ -117,7 +117,7 @@ func FuzzExtractPapers(f *testing.F) {
 }
 
 // FuzzParse: any bytes, either format, no panic, every record encodes as
-// valid UTF-8 JSON with the required fields, and the parser's invariants
+// valid UTF-8 JSON that validates against the shipped JSON Schema, and the parser's invariants
 // hold (props_test.go): no two records of one paper; a permutation (from
 // seed) of the lines inside each block with JSON changes no id, title,
 // DOI, authors or date; taking the JSON out keeps what the visible lines
@@ -149,6 +149,9 @@ func FuzzParse(f *testing.F) {
 			b, err := json.Marshal(r)
 			if err != nil || !json.Valid(b) || !utf8.Valid(b) {
 				t.Fatalf("record %d does not encode as valid JSON: %v", i, err)
+			}
+			if err := validRecord(t, r); err != nil {
+				t.Fatalf("record %d does not validate against the schema: %v\n%s", i, err, b)
 			}
 		}
 		if err := uniquePapers(page.Records); err != nil {

@@ -260,6 +260,9 @@ func parseImpact(text string) (headInfo, bool) {
 			k += 2
 		}
 	}
+	if h.zone < 1 || h.zone > 4 {
+		h.zone = 0 // the site's zones are 1 to 4 (中科院分区)
+	}
 	var subject []string
 	for k < len(fields) && !reQuartile.MatchString(fields[k]) {
 		subject = append(subject, fields[k])

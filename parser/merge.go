@@ -18,56 +18,102 @@ import (
 // neighbour that lacks what it holds. A fragment that names another paper
 // (another DOI, a title line of its own) is a block of its own and stays.
 func reunite(segs []*segment) []*segment {
-	for changed := true; changed; {
-		changed = false
-		for i := 0; i < len(segs); i++ {
-			f := segs[i]
-			if f.json != nil || len(f.lines) == 0 {
+	// A few passes: a fragment may find its block only once a fragment
+	// between them has gone home. Each pass is linear in the segments.
+	for pass := 0; pass < reunitePasses; pass++ {
+		changed := false
+		next := nextWithJSON(segs)
+		var prev *segment // the last segment with JSON, if only text-less fragments stand between
+		hops := 0
+		for i, f := range segs {
+			if f.json != nil {
+				prev, hops = f, 0
 				continue
 			}
-			prev, next := neighbour(segs, i, -1), neighbour(segs, i, +1)
-			if f.peel(prev, next) {
+			if len(f.lines) == 0 {
+				continue
+			}
+			nx := next[i]
+			if f.peel(prev, nx) {
 				changed = true
-				if len(f.lines) == 0 {
-					segs = append(segs[:i], segs[i+1:]...)
-					i--
-					continue
+			}
+			if len(f.lines) > 0 {
+				switch to := f.home(prev, nx); {
+				case to == nil || len(to.lines)+len(f.lines) > maxBlockLines:
+				case to == prev:
+					if k := f.tailBlock(prev); k > 0 {
+						// Its start is the block's; the rest is a block
+						// of its own (without JSON or head).
+						prev.lines = append(prev.lines, f.lines[:k]...)
+						f.lines = f.lines[k:]
+						break
+					}
+					prev.lines = append(prev.lines, f.lines...)
+					f.lines = nil
+				default:
+					nx.lines = append(f.lines[:len(f.lines):len(f.lines)], nx.lines...)
+					nx.jsonAt += len(f.lines)
+					f.lines = nil
 				}
 			}
-			to := f.home(prev, next)
-			if to == nil {
-				continue
+			switch {
+			case len(f.lines) == 0:
+				changed = true
+			case f.hasText(func(string) bool { return true }) || hops >= maxHops:
+				prev = nil // a block of its own stands between
+			default:
+				hops++
 			}
-			if to == prev {
-				prev.lines = append(prev.lines, f.lines...)
-				// (a fragment of no text it may have passed stays where it
-				// is, for its own turn)
-			} else {
-				next.lines = append(f.lines[:len(f.lines):len(f.lines)], next.lines...)
-				next.jsonAt += len(f.lines)
+		}
+		out := segs[:0]
+		for _, s := range segs {
+			if s.json != nil || len(s.lines) > 0 {
+				out = append(out, s)
 			}
-			segs = append(segs[:i], segs[i+1:]...)
-			i--
-			changed = true
+		}
+		segs = out
+		if !changed {
+			break
 		}
 	}
 	return segs
 }
 
-// neighbour is the segment with JSON next to segs[i] in direction dir,
-// looking past fragments without text (head or citation lines alone),
-// or nil.
-func neighbour(segs []*segment, i, dir int) *segment {
-	for j := i + dir; j >= 0 && j < len(segs); j += dir {
-		s := segs[j]
-		if s.json != nil {
-			return s
-		}
-		if s.hasText(func(string) bool { return true }) {
-			return nil
+const (
+	reunitePasses = 4 // passes of reunite
+	maxHops       = 4 // text-less fragments a fragment looks past for its block
+)
+
+// hasKind reports whether the segment has a line of kind k.
+func (s *segment) hasKind(k lineKind) bool {
+	for _, l := range s.lines {
+		if l.kind == k {
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+// nextWithJSON gives, for each segment, the next segment with JSON,
+// looking past at most maxHops fragments without text (head or citation
+// lines alone), or nil.
+func nextWithJSON(segs []*segment) []*segment {
+	next := make([]*segment, len(segs))
+	var nx *segment
+	hops := 0
+	for i := len(segs) - 1; i >= 0; i-- {
+		next[i] = nx
+		switch s := segs[i]; {
+		case s.json != nil:
+			nx, hops = s, 0
+		case len(s.lines) == 0:
+		case s.hasText(func(string) bool { return true }) || hops >= maxHops:
+			nx = nil
+		default:
+			hops++
+		}
+	}
+	return next
 }
 
 // peel moves the text lines at the start of fragment f that show the
@@ -77,6 +123,14 @@ func neighbour(segs []*segment, i, dir int) *segment {
 func (f *segment) peel(prev, next *segment) bool {
 	moved := false
 	if prev != nil {
+		// A head line at the start that is the block's (no DOI, or its
+		// DOI), when the block has none of its kind.
+		for len(f.lines) > 1 && (f.lines[0].kind == kindImpact || f.lines[0].kind == kindMeta) &&
+			(f.lines[0].head.doi == "" || record.DOIKey(f.lines[0].head.doi) == prev.json.doiKey()) && !prev.hasKind(f.lines[0].kind) {
+			prev.lines = append(prev.lines, f.lines[0])
+			f.lines = f.lines[1:]
+			moved = true
+		}
 		for len(f.lines) > 0 && f.lines[0].kind == kindText && shows(f.lines[0].text, prev.json) && !prev.repeats(f.lines[0].text) {
 			prev.lines = append(prev.lines, f.lines[0])
 			f.lines = f.lines[1:]
@@ -98,7 +152,7 @@ func (f *segment) peel(prev, next *segment) bool {
 // belongs to, or nil.
 func (f *segment) home(prev, next *segment) *segment {
 	to := f.homeBy(prev, next)
-	if to == nil && f.anchored() && !f.hasHead() && !f.titled() && !f.hasText(isTitleLine) {
+	if to == nil && f.anchored() && !f.hasHead() && !f.titled() && !f.hasText(isTitleLine) && f.noTitle() {
 		// A citation line with text, but neither a head nor a title line:
 		// no paper of its own, whatever its place. Rather a neighbour's
 		// stray lines than a phantom paper (its "title" a names line).
@@ -108,6 +162,70 @@ func (f *segment) home(prev, next *segment) *segment {
 		return next
 	}
 	return to
+}
+
+// tailBlock returns where, in a fragment whose start shows segment s's
+// paper, a block of its own starts: at an English line that shows nothing
+// of the paper, followed by a citation line, with no line of the paper
+// from there on (a block without JSON or head after a shuffled block's
+// lines). 0 when there is none.
+func (f *segment) tailBlock(s *segment) int {
+	p := s.json
+	ofPaper := func(l line) bool {
+		switch l.kind {
+		case kindText:
+			return shows(l.text, p)
+		case kindImpact, kindMeta:
+			return l.head.doi != "" && record.DOIKey(l.head.doi) == p.doiKey()
+		}
+		return false
+	}
+	last := -1 // the last line of the paper
+	for i, l := range f.lines {
+		if ofPaper(l) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	for i := last + 1; i < len(f.lines); i++ {
+		l := f.lines[i]
+		if l.kind != kindText || cjkDominant(l.text) || looksLikeAuthors(l.text) {
+			continue
+		}
+		for _, m := range f.lines[i+1:] {
+			if m.kind == kindCitation {
+				return i
+			}
+		}
+		return 0
+	}
+	return 0
+}
+
+// namedBlock reports whether the fragment reads as a block of its own
+// without head or Chinese title: a title in its title place, then a line
+// of names.
+func (f *segment) namedBlock() bool {
+	i, ok := f.titleCandidate()
+	if !ok || f.noTitle() || cjkDominant(f.lines[i].text) {
+		return false
+	}
+	for _, l := range f.lines[i+1:] {
+		if l.kind == kindText && looksLikeAuthors(l.text) {
+			return true
+		}
+	}
+	return false
+}
+
+// noTitle reports whether the line in the fragment's title place is no
+// title: a names line or a paragraph (a block without head, JSON or
+// Chinese title still shows a title in English).
+func (f *segment) noTitle() bool {
+	i, ok := f.titleCandidate()
+	return !ok || looksLikeAuthors(f.lines[i].text) || looksLikeAbstract(f.lines[i].text) || looksLikeProse(f.lines[i].text)
 }
 
 // homeBy is home's judgement by what the fragment shows.
@@ -137,9 +255,10 @@ func (f *segment) homeBy(prev, next *segment) *segment {
 		return nil // shows both as much: leave it
 	}
 	// It shows neither paper and names no other: lines of no identity.
-	if anyText && (f.hasHead() || f.titled() || f.hasText(isTitleLine)) {
-		// A text line with a head, or a title line: a block of its own
-		// (a paper without JSON).
+	if anyText && (f.hasHead() || f.titled() || f.hasText(isTitleLine) || f.anchored() && f.namedBlock()) {
+		// A text line with a head, or a title line, or a title in English
+		// and a names line before a citation line: a block of its own (a
+		// paper without JSON).
 		return nil
 	}
 	if anyText && !f.anchored() {
@@ -220,16 +339,16 @@ func (f *segment) claim(s *segment) int {
 	p := s.json
 	score := 0
 	if d := f.headDOI(); d != "" {
-		pd := strings.TrimSpace(p.DOI)
-		if pd == "" {
-			pd = doiFromURL(p.DOIURL)
+		pd, own := p.doiKey(), s.headDOI()
+		if pd != "" && record.DOIKey(d) != pd || own != "" && record.DOIKey(d) != record.DOIKey(own) {
+			return -1 // another DOI than the paper's, or than its block shows
 		}
-		if pd != "" && record.DOIKey(d) != record.DOIKey(pd) {
-			return -1
-		}
-		if pd != "" {
+		if pd != "" && own == "" {
 			score += 4
 		}
+	}
+	if s.hasTitleFor(p) && f.hasText(func(t string) bool { return isTitleLine(t) && !shows(t, p) }) {
+		return -1 // a title line of its own, beside a block that has its title
 	}
 	unshown := false
 	for _, l := range f.lines {
@@ -270,38 +389,81 @@ func dedupe(page *Page, segs []*segment) {
 	recs := page.Records
 	byID, byDOI := map[string]int{}, map[string]int{}
 	out := recs[:0]
-	ev := page.evidence
+	ev, shown := page.evidence, page.doiShown
 	moved := make([]int, len(recs)) // old index -> new index
 	for i := range recs {
 		r := recs[i]
 		at, dup := -1, false
-		if !strings.HasPrefix(r.ID, "title:") {
-			at, dup = lookup(byID, r.ID)
+		if !strings.HasPrefix(r.ID, "title:") && !strings.HasPrefix(r.ID, "doi:") {
+			at, dup = lookup(byID, r.ID) // (a "doi:" id is its DOI: below)
 		}
 		if !dup {
 			at, dup = lookup(byDOI, record.DOIKey(r.DOI))
+			if dup && !sameTitleOrNone(out[at].Title, r.Title) && !unvouched(out[at], r, ev[at], ev[i]) {
+				// Two papers (two titles) give one DOI: both stay, and
+				// the DOI stays with the one without JSON (the DOI is
+				// its identity), else the first. (An object that no
+				// visible line vouches for, beside one that some do, is
+				// no paper of its own: merged, as a copy.)
+				if !hasWarning(out[at], record.WarnNoJSON) && hasWarning(r, record.WarnNoJSON) {
+					out[at] = dropDOI(out[at])
+					delete(byDOI, record.DOIKey(r.DOI))
+					index(byID, byDOI, out[at], at)
+				} else {
+					r = dropDOI(r)
+				}
+				dup = false
+			}
 		}
 		if !dup {
 			moved[i] = len(out)
-			ev[len(out)] = ev[i]
+			ev[len(out)], shown[len(out)] = ev[i], shown[i]
 			out = append(out, r)
 			index(byID, byDOI, r, len(out)-1)
 			continue
 		}
 		moved[i] = at
 		out[at] = mergeRecords(out[at], r, ev[i] > ev[at])
-		ev[at] = max(ev[at], ev[i])
+		ev[at], shown[at] = max(ev[at], ev[i]), shown[at] || shown[i]
 		index(byID, byDOI, out[at], at)
 	}
 	for i := range out {
 		out[i].Source.Position = i + 1
 	}
-	page.Records, page.evidence = out, ev[:len(out)]
+	page.Records, page.evidence, page.doiShown = out, ev[:len(out)], shown[:len(out)]
 	for _, s := range segs {
 		if s.rec >= 0 {
 			s.rec = moved[s.rec]
 		}
 	}
+}
+
+// unvouched reports whether, of two records with JSON, one is an object
+// that no visible line vouches for (evidence 0 or less) beside one that
+// some do: a copy (an advert that took a paper's DOI), not a paper.
+func unvouched(a, b record.Record, evA, evB int) bool {
+	if hasWarning(a, record.WarnNoJSON) || hasWarning(b, record.WarnNoJSON) {
+		return false
+	}
+	return evA <= 0 && evB > 0 || evB <= 0 && evA > 0
+}
+
+// sameTitleOrNone: two titles of one paper (equal but for case, spaces
+// and a final full stop), or one missing.
+func sameTitleOrNone(a, b string) bool {
+	return a == "" || b == "" || foldKey(strings.TrimRight(a, ".。 ")) == foldKey(strings.TrimRight(b, ".。 "))
+}
+
+// dropDOI takes the DOI (and what derives from it) off a record whose DOI
+// another paper of the page has, with warning doi-conflict; a record known
+// by its DOI alone is then known by its title.
+func dropDOI(r record.Record) record.Record {
+	r.DOI, r.DOIURL, r.ArxivID, r.URL = "", "", "", ""
+	if strings.HasPrefix(r.ID, "doi:") {
+		r.ID = record.TitleID(r.Title, r.Published)
+	}
+	r.AddWarning(record.WarnDOIConflict)
+	return r
 }
 
 func lookup(m map[string]int, k string) (int, bool) {

@@ -90,10 +90,11 @@ type Page struct {
 	// sight but were not taken as papers (PageWarnJSONNotPaper).
 	JSONRejected int
 
-	pager      []string // the pager lines seen
-	cut        bool     // the bytes end before the page does (PageWarnTextTruncated)
-	footerLast bool     // the last line with text was a footer line
-	evidence   []int    // per record, how much visible lines vouch for its JSON
+	pager     []string // the pager lines seen
+	cut       bool     // the bytes end before the page does (PageWarnTextTruncated)
+	footerRaw int32    // the raw line of the last footer line seen, or -1
+	evidence  []int    // per record, how much visible lines vouch for its JSON
+	doiShown  []bool   // per record, whether a head line shows its DOI
 }
 
 // Page-level warning codes.
@@ -203,6 +204,7 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 // parseLines turns the raw lines of a page into its records (and page
 // facts), returning the segments they were assembled from.
 func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
+	page.footerRaw = -1
 	lines := classifyLines(raw, page)
 	page.LastPage = lastPageFromPager(page.pager, page.PageNo)
 	segs := segmentLines(lines)
@@ -214,7 +216,7 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	dedupe(page, segs)
 	if page.cut {
 		page.warn(PageWarnTextTruncated)
-		if n := len(page.Records); n > 0 && !page.footerLast {
+		if n := len(page.Records); n > 0 && !footerAfter(segs, n-1, page.footerRaw) {
 			page.Records[n-1].AddWarning(record.WarnTextTruncated)
 		}
 	}
@@ -222,25 +224,95 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 }
 
 // closed reports whether an HTML document has its closing </body> or
-// </html> tag: one without was cut off (a page served whole has them).
+// </html> tag, outside any script: one without was cut off (a page served
+// whole has them), and so was one that ends inside a script. It looks at
+// the tags from the end back, and stops at the first closing tag.
 func closed(text []byte) bool {
-	tail := text[max(0, len(text)-closedWindow):]
-	for i := bytes.LastIndexByte(tail, '<'); i >= 0; i = bytes.LastIndexByte(tail[:i], '<') {
-		t := tail[i:]
-		if len(t) >= 6 && t[1] == '/' && (asciiFold(t[2:6], "body") || asciiFold(t[2:6], "html")) {
-			return true
+	inScript := false // going back, between a </script> and its <script>
+	for i := len(text); ; {
+		i = bytes.LastIndexByte(text[:i], '<')
+		if i < 0 {
+			return false
 		}
+		t := text[i:]
+		switch {
+		case tagIs(t, "</script"):
+			inScript = true
+		case tagIs(t, "<script"):
+			if !inScript {
+				return false // the text ends inside this script
+			}
+			inScript = false
+		case !inScript && (tagIs(t, "</body") || tagIs(t, "</html")):
+			// Only markup may follow the closing tag: text after it (a
+			// quote, a statement) means it was a string in a script that
+			// the cut left open.
+			return onlyMarkup(t)
+		}
+	}
+}
+
+// endTag returns the offset of the </script> or </style> that ends the
+// element t starts with, or -1.
+func endTag(t []byte) int {
+	for i := 1; ; {
+		j := bytes.IndexByte(t[i:], '<')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if tagIs(t[i:], "</script") || tagIs(t[i:], "</style") {
+			return i
+		}
+		i++
+	}
+}
+
+// onlyMarkup reports whether t holds nothing but tags and white space.
+func onlyMarkup(t []byte) bool {
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c == '<':
+			if tagIs(t[i:], "<script") || tagIs(t[i:], "<style") {
+				// Past its content, to its end tag.
+				j := endTag(t[i:])
+				if j < 0 {
+					return false
+				}
+				i += j
+			}
+			j := bytes.IndexByte(t[i:], '>')
+			if j < 0 {
+				return false
+			}
+			i += j
+		case c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f':
+			return false
+		}
+	}
+	return true
+}
+
+// tagIs reports whether t starts with the tag name (ASCII case folded)
+// followed by the end of the name: '>', '/' or white space.
+func tagIs(t []byte, name string) bool {
+	if len(t) <= len(name) || !asciiFold(t[:len(name)], name) {
+		return false
+	}
+	switch t[len(name)] {
+	case '>', '/', ' ', '\t', '\n', '\r', '\f':
+		return true
 	}
 	return false
 }
 
-// closedWindow is how far from the end closed looks for the closing tags:
-// past a page's trailing scripts, not through the whole page.
-const closedWindow = 64 << 10
-
 func asciiFold(b []byte, lower string) bool {
 	for i := range len(lower) {
-		if b[i]|0x20 != lower[i] {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c |= 0x20
+		}
+		if c != lower[i] {
 			return false
 		}
 	}
@@ -289,10 +361,13 @@ func classifyLines(raw []rawLine, page *Page) []line {
 				if !r.json {
 					out = appendText(out, r.text[pos:], ri, page)
 				}
-				if last := hits[len(hits)-1]; ri == len(raw)-1 && last.paper.truncated && last.end == len(r.text) {
+				if ri == len(raw)-1 && endsInObject(r.text) {
 					page.cut = true // the capture ends inside a JSON object
 				}
 				continue
+			}
+			if ri == len(raw)-1 && endsInObject(r.text) {
+				page.cut = true // the capture ends inside a JSON object
 			}
 			if r.json {
 				continue // a JSON script or attribute that holds no paper
@@ -303,6 +378,53 @@ func classifyLines(raw []rawLine, page *Page) []line {
 	return out
 }
 
+// footerAfter reports whether the page's footer came after every line of
+// record rec's block: the block was whole before the cut.
+func footerAfter(segs []*segment, rec int, footer int32) bool {
+	if footer < 0 {
+		return false
+	}
+	for _, s := range segs {
+		if s.rec != rec {
+			continue
+		}
+		if s.json != nil && s.jsonRaw >= footer {
+			return false
+		}
+		for _, l := range s.lines {
+			if l.raw >= footer {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// endsInObject reports whether s ends inside a JSON object: an object
+// start ('{' then '"') whose braces the end of s leaves open.
+func endsInObject(s string) bool {
+	budget := scanBudgetFactor*len(s) + 4096
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], `{"`)
+		if j < 0 {
+			return false
+		}
+		start := i + j
+		end, state := matchObject(s, start, &budget)
+		switch {
+		case budget < 0:
+			return false
+		case state == objTruncated:
+			return true
+		case state == objComplete:
+			i = end
+		default:
+			i = start + 1
+		}
+	}
+	return false
+}
+
 func appendText(out []line, text string, raw int, page *Page) []line {
 	text = strings.TrimSpace(text)
 	if text == "" {
@@ -310,13 +432,10 @@ func appendText(out []line, text string, raw int, page *Page) []line {
 	}
 	l := classify(text)
 	l.raw = int32(raw)
-	if l.kind != kindNoise {
-		page.footerLast = false
-	}
 	switch l.kind {
 	case kindNoise:
 		if isFooter(text) {
-			page.FooterSeen, page.footerLast = true, true
+			page.FooterSeen, page.footerRaw = true, int32(raw)
 		} else if isPagerLine(text) {
 			page.pager = append(page.pager, text)
 		}

@@ -69,9 +69,16 @@ func fixtureRaw(t testing.TB, rel string) ([]rawLine, Page, Options) {
 // a visible DOI that is not the JSON's) or whose JSON has a field of the
 // wrong type (json-odd-types: authors given as a number): there the
 // visible lines are told apart by their order alone, as in a block
-// without JSON.
+// without JSON. So are the blocks whose DOI another object of the page
+// gives too (doi-conflict): a line's DOI then says nothing of its block.
 func jsonBlocks(pp parsedPage) [][2]int {
 	segs := pp.segs
+	shared := map[string]int{} // DOIs by the number of objects that give them
+	for _, s := range segs {
+		if s.json != nil && s.json.doiKey() != "" {
+			shared[s.json.doiKey()]++
+		}
+	}
 	owner := map[int32]int{}
 	for i, s := range segs {
 		for _, l := range s.lines {
@@ -94,7 +101,8 @@ func jsonBlocks(pp parsedPage) [][2]int {
 		if s.json == nil || s.grouped || s.rec < 0 {
 			continue
 		}
-		if w := pp.page.Records[s.rec].Warnings; slices.Contains(w, record.WarnJSONVisibleMismatch) || slices.Contains(w, record.WarnJSONOddTypes) {
+		if w := pp.page.Records[s.rec].Warnings; slices.Contains(w, record.WarnJSONVisibleMismatch) ||
+			slices.Contains(w, record.WarnJSONOddTypes) || slices.Contains(w, record.WarnDOIConflict) || shared[s.json.doiKey()] > 1 {
 			continue
 		}
 		lo, hi := int(s.jsonRaw), int(s.jsonRaw)

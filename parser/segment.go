@@ -18,6 +18,7 @@ type segment struct {
 	grouped  bool       // the JSON came in a group of several (one script of every paper)
 	rec      int        // index of the record made of it in Page.Records, or -1
 	evidence int        // how much its visible lines vouch for its JSON (buildRecord)
+	doiShown bool       // a head line shows the record's DOI (buildRecord)
 	// afterJSONMatched: a visible line after the JSON matched it, so the
 	// block is laid out JSON-first.
 	afterJSONMatched bool
@@ -152,6 +153,12 @@ func (s *segment) accepts(p *paperJSON) bool {
 	return true
 }
 
+// maxBlockLines bounds the lines of one segment. A block of the site has a
+// dozen lines; a longer run (a page of noise, or a hostile one) is cut
+// into segments of this size, so every look over a segment's lines costs a
+// constant, and a page's parse stays linear in its size.
+const maxBlockLines = 128
+
 // segmentLines groups classified lines into paper blocks.
 func segmentLines(lines []line) []*segment {
 	var segs []*segment
@@ -199,6 +206,9 @@ func segmentLines(lines []line) []*segment {
 		return doi != "" && o != nil && o != p
 	}
 	for i, l := range lines {
+		if l.kind != kindJSON && len(cur.lines) >= maxBlockLines {
+			closeCur() // no block is this long: bound the work on one
+		}
 		switch l.kind {
 		case kindJSON:
 			if len(l.papers) > 1 {
@@ -212,7 +222,7 @@ func segmentLines(lines []line) []*segment {
 				continue
 			}
 			p := l.papers[0]
-			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) || cur.showsMore(last, p) {
+			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) || cur.showsMore(last, p, owner) {
 				// Lines that show the previous object more than this one
 				// are the previous block's (reunite puts them back).
 				closeCur()
@@ -261,12 +271,12 @@ func segmentLines(lines []line) []*segment {
 // showsMore reports whether the segment's lines show the paper of the
 // last segment closed with JSON more than object p. A head naming p's DOI
 // settles it at once.
-func (s *segment) showsMore(last *segment, p *paperJSON) bool {
+func (s *segment) showsMore(last *segment, p *paperJSON, owner map[string]*paperJSON) bool {
 	if last == nil || !s.hasText(func(string) bool { return true }) {
 		return false
 	}
-	if d := s.headDOI(); d != "" && record.DOIKey(d) == p.doiKey() {
-		return false
+	if d := record.DOIKey(s.headDOI()); d != "" && d == p.doiKey() && owner[d] == p {
+		return false // (a DOI that two objects give settles nothing)
 	}
 	return s.claim(last) > max(s.claim(&segment{json: p}), 0)
 }
@@ -306,7 +316,8 @@ func fitsAfterJSON(cur *segment, l line, next *paperJSON, following *line) bool 
 		return false // a title line that is not this paper's: the next block's
 	}
 	if cjkDominant(l.text) && (cur.afterJSONMatched ||
-		len(cur.lines) == cur.jsonAt && (following == nil || shows(following.text, p) || cur.lacks(following.text))) {
+		len(cur.lines) == cur.jsonAt && (following == nil && utf8.RuneCountInString(l.text) >= 12 ||
+			following != nil && (shows(following.text, p) || cur.lacks(following.text)))) {
 		// (a title line was ruled out above) A Chinese line after this
 		// block's matched lines is its Chinese title or abstract; directly
 		// after the JSON, it is when the line after it is this block's
@@ -325,8 +336,8 @@ func fitsAfterJSON(cur *segment, l line, next *paperJSON, following *line) bool 
 // likewise.
 func (cur *segment) lacks(text string) bool {
 	p := cur.json
-	return len(p.authorList()) == 0 && !cur.hasText(looksLikeAuthors) && looksLikeAuthors(text) ||
-		p.plainAbstract() == "" && !cur.hasText(looksLikeAbstract) && looksLikeAbstract(text)
+	return looksLikeAuthors(text) && len(p.authorList()) == 0 && !cur.hasText(looksLikeAuthors) ||
+		looksLikeAbstract(text) && p.plainAbstract() == "" && !cur.hasText(looksLikeAbstract)
 }
 
 // looksLikeAbstract: English prose, not a title or a names line.
@@ -420,13 +431,41 @@ func reconcile(segs []*segment) []*segment {
 	if len(jsonOnly) == 0 || len(visibleOnly) == 0 {
 		return segs
 	}
+	// Candidates for an object: every visible segment on a page of the
+	// site's size; past that, only those whose head shows its DOI or whose
+	// title line is its title (an index, so the pairing stays linear).
+	candidates := func(p *paperJSON) []int { return visibleOnly }
+	if len(jsonOnly)*len(visibleOnly) > maxPairings {
+		index := map[string][]int{}
+		for _, vi := range visibleOnly {
+			v := segs[vi]
+			if d := v.headDOI(); d != "" {
+				index["doi:"+record.DOIKey(d)] = append(index["doi:"+record.DOIKey(d)], vi)
+			} else if ti, ok := v.titleCandidate(); ok {
+				en, _ := splitTitleLine(v.lines[ti].text)
+				k := "title:" + foldKey(strings.TrimRight(en, "."))
+				index[k] = append(index[k], vi)
+			}
+		}
+		candidates = func(p *paperJSON) []int {
+			if d := p.doiKey(); d != "" {
+				return append(index["doi:"+d], index["title:"+foldKey(strings.TrimRight(p.plainTitle(), "."))]...)
+			}
+			return index["title:"+foldKey(strings.TrimRight(p.plainTitle(), "."))]
+		}
+	}
 	drop := make([]bool, len(segs))
+	tails := map[int]*segment{} // a block of its own found at the end of a paired segment
 	for _, ji := range jsonOnly {
 		j := segs[ji]
-		for _, vi := range visibleOnly {
+		for _, vi := range candidates(j.json) {
 			v := segs[vi]
 			if v.json != nil || !v.names(j.json) {
 				continue
+			}
+			if k := v.tailBlock(j); k > 0 {
+				tails[vi] = &segment{lines: v.lines[k:len(v.lines):len(v.lines)]}
+				v.lines = v.lines[:k:k]
 			}
 			v.json, v.jsonAt, v.jsonRaw, v.grouped = j.json, len(v.lines), j.jsonRaw, j.grouped
 			v.lines = append(v.lines, j.lines...)
@@ -434,14 +473,21 @@ func reconcile(segs []*segment) []*segment {
 			break
 		}
 	}
-	out := segs[:0]
+	out := make([]*segment, 0, len(segs)+len(tails))
 	for i, s := range segs {
 		if !drop[i] {
 			out = append(out, s)
 		}
+		if t := tails[i]; t != nil {
+			out = append(out, t)
+		}
 	}
 	return out
 }
+
+// maxPairings bounds the visible segments tried for each JSON-only one,
+// beyond which reconcile pairs by index only.
+const maxPairings = 1 << 16
 
 func (s *segment) hasTitleFor(p *paperJSON) bool {
 	for _, l := range s.lines {
@@ -505,10 +551,26 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 
 // matchAuthors reports whether a visible line shows the JSON authors.
 func matchAuthors(lineText string, p *paperJSON) bool {
-	if p.Authors == "" || cjkDominant(lineText) && !cjkDominant(string(p.Authors)) {
+	if p.Authors == "" {
 		return false
 	}
-	a, b := splitAuthors(lineText), p.authorList()
+	b := p.authorList()
+	if len(b) == 0 {
+		return false
+	}
+	// The line starts with the first name (or a cut-off part of it, when
+	// it is the only one): a cheap test before splitting the line.
+	n := min(len(b[0]), 4)
+	if sp := strings.IndexByte(b[0], ' '); sp >= 0 && sp < n {
+		n = sp // (a space in the name may be a no-break space on the line)
+	}
+	if len(lineText) < n || !strings.EqualFold(lineText[:n], b[0][:n]) {
+		return false
+	}
+	if cjkDominant(lineText) && !cjkDominant(string(p.Authors)) {
+		return false
+	}
+	a := splitAuthors(lineText)
 	if len(a) == 0 || len(b) == 0 || len(a) > len(b) {
 		return false
 	}

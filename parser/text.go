@@ -204,13 +204,14 @@ func splitTitleLine(line string) (en, cn string) {
 // CJK word starts at pos: earlier, at the Latin words just before it that
 // belong to it. A word belongs when it ends with a colon (no English title
 // ends so; "Name: 中文…"), or when it is a term (two capitals, a digit or
-// a symbol in it) that the English title used already ("C/C++", "GPU").
+// a symbol in it) that the English title used already ("C/C++", "GPU")
+// and the Chinese title does not have further on.
 // The English title keeps at least two words and never ends on a word
 // such as "the" or "of".
 func latinLead(line string, pos int) int {
 	// Word starts, from the last one before pos back to the first.
 	starts := make([]int, 0, 8)
-	for end := pos; end > 0; {
+	for end := pos; end > 0 && len(starts) < 8; { // 4 that may move, and the English left
 		e := strings.TrimRight(line[:end], " ")
 		if e == "" {
 			break
@@ -227,11 +228,15 @@ func latinLead(line string, pos int) int {
 		}
 		return strings.TrimRight(line[starts[k]:end], " ")
 	}
+	// The English before a word, as far as a title goes.
+	before := func(k int) string { return line[max(0, starts[k]-2048):starts[k]] }
 	k := 0 // words that move
 	for k < 4 && n-k > 2 {
 		w := word(k)
 		colon := k == 0 && (strings.HasSuffix(w, ":") || strings.HasSuffix(w, "："))
-		if !colon && !(termLike(w) && usedBefore(line[:starts[k]], w)) {
+		term := termLike(w) && usedBefore(before(k), w) &&
+			!strings.Contains(line[pos:], strings.TrimRight(w, ":：,")) // the Chinese has it already
+		if !colon && !term {
 			break
 		}
 		k++
@@ -275,7 +280,10 @@ func usedBefore(text, w string) bool {
 // endsEnglishBadly: a word no English title ends on.
 func endsEnglishBadly(w string) bool {
 	switch strings.ToLower(w) {
-	case "the", "a", "an", "of", "on", "in", "for", "to", "with", "and", "or", "via", "by", "at", "from", "into", "over", "under", "between":
+	case "the", "a", "an", "of", "on", "in", "for", "to", "with", "and", "or", "via", "by", "at", "from", "into",
+		"over", "under", "between", "after", "before", "about", "using", "across", "toward", "towards", "during",
+		"without", "within", "through", "beyond", "against", "among", "versus", "vs", "vs.", "per", "like", "than",
+		"as", "is", "are", "its", "their", "our", "upon", "onto", "beside", "behind", "since", "until", "near":
 		return true
 	}
 	return false

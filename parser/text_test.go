@@ -72,6 +72,10 @@ func TestSplitTitleLine(t *testing.T) {
 		{"Benchmarking GPU Kernels on the GPU 在GPU上对内核进行基准测试",
 			"Benchmarking GPU Kernels on the GPU", "在GPU上对内核进行基准测试"},
 		{"Learning to Rank 排序学习", "Learning to Rank", "排序学习"},
+		// A term the Chinese title has further on, or after a word no
+		// English title ends on, stays English.
+		{"Efficient GPU Sorting Algorithms for Modern GPU 面向现代GPU的高效排序算法", "Efficient GPU Sorting Algorithms for Modern GPU", "面向现代GPU的高效排序算法"},
+		{"Long COVID-19 Symptoms in Adults after COVID-19 成人新冠后的长期症状", "Long COVID-19 Symptoms in Adults after COVID-19", "成人新冠后的长期症状"},
 		// A capitalised word used twice is no term.
 		{"Learning to Rank with Deep Learning 基于深度学习的排序学习", "Learning to Rank with Deep Learning", "基于深度学习的排序学习"},
 		{"Graph Neural Networks for Dynamic Graph 面向动态图的图神经网络", "Graph Neural Networks for Dynamic Graph", "面向动态图的图神经网络"},

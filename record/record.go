@@ -17,7 +17,8 @@ import (
 // SchemaVersion is the value of schema_version in every record this build
 // writes. It changes when a field is added, changes meaning or is removed,
 // or a warning code is added: the JSON Schema forbids what it does not list.
-// Version 2 added journal.issue and the text-truncated warning.
+// Version 2 added journal.issue and the text-truncated and doi-conflict
+// warnings.
 const SchemaVersion = 2
 
 // Record is one paper as seen on one listing page.
@@ -95,6 +96,11 @@ const (
 	// after this paper's block, the page's last: its visible text, such
 	// as the abstract, may be incomplete.
 	WarnTextTruncated = "text-truncated"
+	// WarnDOIConflict: another paper of the page, with another title, gave
+	// the same DOI (a proceedings' DOI, a publisher's error); the DOI was
+	// left to that one (the one without JSON, whose identity it is, else
+	// the first on the page) and taken off this record.
+	WarnDOIConflict = "doi-conflict"
 )
 
 // AddWarning appends code unless the record already carries it.

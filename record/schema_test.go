@@ -48,7 +48,7 @@ func TestSchemaMatchesRecord(t *testing.T) {
 	check(reflect.TypeFor[record.Record](), top, "record")
 	check(reflect.TypeFor[record.Journal](), schema.Properties["journal"].Properties, "journal")
 	check(reflect.TypeFor[record.Source](), schema.Properties["source"].Properties, "source")
-	codes := []string{record.WarnNoJSON, record.WarnJSONTruncated, record.WarnJSONVisibleMismatch, record.WarnJSONOddTypes, record.WarnNoTitle, record.WarnTextTruncated}
+	codes := []string{record.WarnNoJSON, record.WarnJSONTruncated, record.WarnJSONVisibleMismatch, record.WarnJSONOddTypes, record.WarnNoTitle, record.WarnTextTruncated, record.WarnDOIConflict}
 	if got := schema.Properties["warnings"].Items.Enum; !slices.Equal(got, codes) {
 		t.Errorf("schema warning codes %q, want %q", got, codes)
 	}
@@ -73,7 +73,8 @@ func TestAddWarningOnce(t *testing.T) {
 
 // The schema of version 1 stays shipped, unchanged, to validate records
 // written before version 2: it differs from the current one by exactly
-// the version, journal.issue and the text-truncated warning.
+// the version, journal.issue and the text-truncated and doi-conflict
+// warnings.
 func TestSchemaVersion1Kept(t *testing.T) {
 	load := func(path string) map[string]any {
 		b, err := os.ReadFile(path)
@@ -100,7 +101,7 @@ func TestSchemaVersion1Kept(t *testing.T) {
 	enum := func(m map[string]any) []any {
 		return props(m)["warnings"].(map[string]any)["items"].(map[string]any)["enum"].([]any)
 	}
-	if slices.Contains(enum(v1), any(record.WarnTextTruncated)) || len(enum(v2)) != len(enum(v1))+1 {
+	if slices.Contains(enum(v1), any(record.WarnTextTruncated)) || slices.Contains(enum(v1), any(record.WarnDOIConflict)) || len(enum(v2)) != len(enum(v1))+2 {
 		t.Errorf("warning codes: v1 %v, v2 %v", enum(v1), enum(v2))
 	}
 	if len(props(v1)) != len(props(v2)) {
