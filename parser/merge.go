@@ -131,17 +131,45 @@ func (f *segment) peel(prev, next *segment) bool {
 			f.lines = f.lines[1:]
 			moved = true
 		}
-		for len(f.lines) > 0 && f.lines[0].kind == kindText && shows(f.lines[0].text, prev.json) && !prev.repeats(f.lines[0].text) {
-			prev.lines = append(prev.lines, f.lines[0])
-			f.lines = f.lines[1:]
+		// Then the lines that show its paper, and the Chinese lines among
+		// them (its Chinese abstract), up to the last that shows it.
+		k := 0
+		for i, l := range f.lines {
+			if l.kind != kindText {
+				break
+			}
+			if shows(l.text, prev.json) && !prev.repeats(l.text) {
+				k = i + 1
+			} else if !cjkDominant(l.text) || isTitleLine(l.text) {
+				break
+			}
+		}
+		if k > 0 {
+			prev.lines = append(prev.lines, f.lines[:k]...)
+			f.lines = f.lines[k:]
 			moved = true
 		}
 	}
 	if next != nil {
-		for n := len(f.lines); n > 0 && f.lines[n-1].kind == kindText && shows(f.lines[n-1].text, next.json) && !next.repeats(f.lines[n-1].text); n-- {
-			next.lines = append([]line{f.lines[n-1]}, next.lines...)
-			next.jsonAt++
-			f.lines = f.lines[:n-1]
+		// The lines at the end that are the next block's: lines that show
+		// its paper, a head with its DOI or none (of a kind it lacks), and
+		// Chinese lines among them.
+		k := len(f.lines)
+		for i := len(f.lines) - 1; i >= 0; i-- {
+			l := f.lines[i]
+			if l.kind == kindText && shows(l.text, next.json) && !next.repeats(l.text) ||
+				(l.kind == kindImpact || l.kind == kindMeta) && !next.hasKind(l.kind) &&
+					(l.head.doi == "" || record.DOIKey(l.head.doi) == next.json.doiKey()) {
+				k = i
+			} else if l.kind != kindText || !cjkDominant(l.text) || isTitleLine(l.text) {
+				break
+			}
+		}
+		if k < len(f.lines) && k > 0 && f.hasText(func(string) bool { return true }) {
+			tail := f.lines[k:len(f.lines):len(f.lines)]
+			next.lines = append(tail, next.lines...)
+			next.jsonAt += len(tail)
+			f.lines = f.lines[:k]
 			moved = true
 		}
 	}
@@ -255,10 +283,12 @@ func (f *segment) homeBy(prev, next *segment) *segment {
 		return nil // shows both as much: leave it
 	}
 	// It shows neither paper and names no other: lines of no identity.
-	if anyText && (f.hasHead() || f.titled() || f.hasText(isTitleLine) || f.anchored() && f.namedBlock()) {
-		// A text line with a head, or a title line, or a title in English
-		// and a names line before a citation line: a block of its own (a
-		// paper without JSON).
+	latin := f.hasText(func(t string) bool { return !cjkDominant(t) })
+	if anyText && (f.hasHead() && latin || f.titled() || f.hasText(isTitleLine) || f.anchored() && f.namedBlock()) {
+		// An English line with a head, or a title line, or a title in
+		// English and a names line before a citation line: a block of its
+		// own (a paper without JSON). A head with Chinese text alone (an
+		// abstract) has no title: it is a shuffled block's.
 		return nil
 	}
 	if anyText && !f.anchored() {
