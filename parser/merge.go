@@ -3,6 +3,7 @@ package parser
 import (
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -84,6 +85,13 @@ const (
 	maxHops       = 4 // text-less fragments a fragment looks past for its block
 )
 
+// chineseLine: a line in Chinese that is no title line (which starts
+// with its English title): a Chinese abstract, say.
+func chineseLine(t string) bool {
+	r, _ := utf8.DecodeRuneInString(t)
+	return isCJK(r) && cjkDominant(t)
+}
+
 // hasKind reports whether the segment has a line of kind k.
 func (s *segment) hasKind(k lineKind) bool {
 	for _, l := range s.lines {
@@ -140,7 +148,7 @@ func (f *segment) peel(prev, next *segment) bool {
 			}
 			if shows(l.text, prev.json) && !prev.repeats(l.text) {
 				k = i + 1
-			} else if !cjkDominant(l.text) || isTitleLine(l.text) {
+			} else if !chineseLine(l.text) {
 				break
 			}
 		}
@@ -161,7 +169,7 @@ func (f *segment) peel(prev, next *segment) bool {
 				(l.kind == kindImpact || l.kind == kindMeta) && !next.hasKind(l.kind) &&
 					(l.head.doi == "" || record.DOIKey(l.head.doi) == next.json.doiKey()) {
 				k = i
-			} else if l.kind != kindText || !cjkDominant(l.text) || isTitleLine(l.text) {
+			} else if l.kind != kindText || !chineseLine(l.text) {
 				break
 			}
 		}

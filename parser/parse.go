@@ -210,8 +210,11 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	segs := segmentLines(lines)
 	segs = reconcile(segs)
 	segs = reunite(segs)
+	rejected := page.JSONRejected
 	segs = rejectNonPapers(segs, page)
-	segs = reunite(segs) // fragments beside a rejected object's lines
+	if page.JSONRejected > rejected {
+		segs = reunite(segs) // fragments beside a rejected object's lines
+	}
 	assemble(segs, page, opts)
 	dedupe(page, segs)
 	if page.cut {

@@ -210,7 +210,8 @@ func splitTitleLine(line string) (en, cn string) {
 // such as "the" or "of".
 func latinLead(line string, pos int) int {
 	// Word starts, from the last one before pos back to the first.
-	starts := make([]int, 0, 8)
+	var buf [8]int
+	starts := buf[:0]
 	for end := pos; end > 0 && len(starts) < 8; { // 4 that may move, and the English left
 		e := strings.TrimRight(line[:end], " ")
 		if e == "" {
@@ -269,8 +270,15 @@ func termLike(w string) bool {
 
 func usedBefore(text, w string) bool {
 	w = strings.TrimRight(w, ":：,")
-	for _, x := range strings.Fields(text) {
-		if strings.TrimRight(x, ":：,") == w {
+	for text != "" {
+		text = strings.TrimLeft(text, " ")
+		word := text
+		if i := strings.IndexByte(text, ' '); i >= 0 {
+			word, text = text[:i], text[i:]
+		} else {
+			text = ""
+		}
+		if word != "" && strings.TrimRight(word, ":：,") == w {
 			return true
 		}
 	}
