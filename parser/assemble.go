@@ -176,7 +176,7 @@ func readMatched(s *segment, v *visible) {
 		// A Chinese paragraph in another place than after the English
 		// abstract (before the title, say) is the Chinese abstract.
 		for i, l := range s.lines {
-			if l.kind == kindText && !placed[i] && cjkDominant(l.text) && utf8.RuneCountInString(l.text) >= 12 &&
+			if l.kind == kindText && !placed[i] && cjkDominant(l.text) && utf8.RuneCountInString(l.text) >= 12 && !strings.HasPrefix(l.text, "引用次数") &&
 				!isTitleLine(l.text) && !looksLikeCJKNames(l.text) && (titleIdx < 0 || i != titleIdx+1) {
 				v.abstractCN, placed[i] = l.text, true
 				break
@@ -287,8 +287,9 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 		if v.head.hasImpact && r.ImpactFactor > 0 && math.Abs(v.head.impact-r.ImpactFactor) > 0.05 {
 			mismatch = true
 		}
-		if v.positionalTitle && v.title != "" && r.Title != "" && foldKey(v.title) != foldKey(strings.TrimRight(r.Title, ".")) &&
-			foldKey(strings.TrimRight(v.title, ".")) != foldKey(r.Title) {
+		titleContradicted := v.positionalTitle && v.title != "" && r.Title != "" && foldKey(v.title) != foldKey(strings.TrimRight(r.Title, ".")) &&
+			foldKey(strings.TrimRight(v.title, ".")) != foldKey(r.Title)
+		if titleContradicted {
 			mismatch = true
 		}
 		if mismatch {
@@ -300,14 +301,29 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 		if v.titleShown {
 			s.evidence += 2
 		}
-		if v.head.doi != "" && !mismatch {
-			s.evidence += 2
+		if v.head.doi != "" {
+			if record.DOIKey(v.head.doi) == record.DOIKey(r.DOI) {
+				s.evidence += 2
+			} else {
+				s.evidence -= 2 // the visible DOI is another
+			}
 		}
 		if v.authors != nil && len(r.Authors) > 0 && slices.Equal(v.authors, r.Authors) {
 			s.evidence++
 		}
-		if mismatch {
-			s.evidence -= 2
+		if v.abstract != "" && r.Abstract != "" && foldKey(v.abstract) == foldKey(r.Abstract) {
+			s.evidence++
+		}
+		if titleContradicted {
+			s.evidence -= 4 // the block shows another title
+		}
+		// Of two objects the page shows alike, the one with a paper's
+		// identity: a DOI and a date (an advert copying a paper has less).
+		if r.DOI != "" {
+			s.evidence++
+		}
+		if r.Published != "" {
+			s.evidence++
 		}
 		// A region number from the JSON is the zone when nothing visible says.
 		if p.RegionNum > 0 && p.RegionNum <= 4 {

@@ -103,6 +103,11 @@ func TestSplitVolume(t *testing.T) {
 // that no visible line shows never stands for the paper: one record, the
 // paper's, whichever comes first.
 func TestCopiedDOIDoesNotTakeThePaper(t *testing.T) {
+	// An advert with the paper's own id on its title line, and the real
+	// object's names in another order: the real object is the record.
+	if p := parseFixture(t, "fixtures/edge/advert-same-id.htm"); len(p.Records) != 1 || p.Records[0].Abstract != "We parse listing pages robustly, whatever their markup." {
+		t.Errorf("advert with the paper's id: %+v", p.Records)
+	}
 	real := `{"title":"Real Paper on Queues","authors":"Ann Lee, Bo Chen","doi":"10.5555/q.1","paperid":"111"}`
 	fake := `{"title":"Buy Now","authors":"Shop","doi":"10.5555/q.1","paperid":"999"}`
 	for name, page := range map[string]string{
@@ -140,10 +145,11 @@ func TestSameTitleNeighbours(t *testing.T) {
 }
 
 // Neighbouring blocks keep their papers: a block without JSON is not
-// taken into the block before it for sharing its names, for showing the
-// DOI that block's JSON wrongly gives, or for having neither head nor
-// Chinese title; two papers that give one DOI stay two (the DOI stays
-// with one, doi-conflict on the other).
+// taken into the block before it for sharing its names or a boilerplate
+// abstract, for showing the DOI that block's JSON wrongly gives, or for
+// having neither head nor Chinese title; two papers that give one DOI
+// stay two, even with one title (Preface) when their site ids differ (the
+// DOI stays with one, doi-conflict on the other).
 func TestNeighboursKeepTheirPapers(t *testing.T) {
 	for _, tt := range []struct {
 		page string
@@ -153,6 +159,10 @@ func TestNeighboursKeepTheirPapers(t *testing.T) {
 		{"fixtures/edge/mismatch-next-doi.txt", []string{"1001", "doi:10.5555/b"}},
 		{"fixtures/edge/no-head-no-json.txt", []string{"1001", "title:4cc8be5875b63b50", "1003"}},
 		{"fixtures/edge/shared-doi.txt", []string{"1001", "1002"}},
+		{"fixtures/edge/same-title-shared-doi.txt", []string{"1001", "1002"}},
+		{"fixtures/edge/visible-doi-of-next.txt", []string{"1001", "1002"}},
+		{"fixtures/edge/erratum-after-json.txt", []string{"1001", "title:ab55413cb8cb40a8"}},
+		{"fixtures/edge/neighbour-without-doi.txt", []string{"1001", "title:4e7a16f0735da4c9"}},
 	} {
 		p := parseFixture(t, tt.page)
 		if got := ids(p.Records); !slices.Equal(got, tt.ids) {

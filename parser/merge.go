@@ -2,6 +2,7 @@ package parser
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -378,15 +379,31 @@ func (f *segment) claim(s *segment) int {
 	score := 0
 	if d := f.headDOI(); d != "" {
 		pd, own := p.doiKey(), s.headDOI()
-		if pd != "" && record.DOIKey(d) != pd || own != "" && record.DOIKey(d) != record.DOIKey(own) {
-			return -1 // another DOI than the paper's, or than its block shows
+		if pd != "" && record.DOIKey(d) != pd || pd == "" && own != "" && record.DOIKey(d) != record.DOIKey(own) {
+			return -1 // another DOI than the paper's (or, its JSON giving none, than its block shows)
 		}
-		if pd != "" && own == "" {
+		if pd != "" {
 			score += 4
 		}
 	}
-	if s.hasTitleFor(p) && f.hasText(func(t string) bool { return isTitleLine(t) && !shows(t, p) }) {
+	doiMatch := f.headDOI() != "" && record.DOIKey(f.headDOI()) == p.doiKey()
+	if s.hasTitleFor(p) && !doiMatch && f.hasText(func(t string) bool { return isTitleLine(t) && !shows(t, p) }) {
 		return -1 // a title line of its own, beside a block that has its title
+	}
+	secondHead := false
+	for _, l := range f.lines {
+		if (l.kind == kindImpact || l.kind == kindMeta) && s.hasKind(l.kind) {
+			secondHead = true
+		}
+	}
+	if ti, ok := f.titleCandidate(); ok && f.hasHead() && !shows(f.lines[ti].text, p) && !chineseLine(f.lines[ti].text) &&
+		(secondHead || !doiMatch) {
+		// A line in the title's place, before a head of its own (without
+		// the paper's DOI, or of a kind the block has already), that is
+		// not this paper's: a block of its own (a paper without JSON in
+		// the site's order), whatever else it shares with this one
+		// (boilerplate abstract, the same names, the DOI its JSON gives).
+		return -1
 	}
 	unshown := false
 	for _, l := range f.lines {
@@ -437,7 +454,7 @@ func dedupe(page *Page, segs []*segment) {
 		}
 		if !dup {
 			at, dup = lookup(byDOI, record.DOIKey(r.DOI))
-			if dup && !sameTitleOrNone(out[at].Title, r.Title) && !unvouched(out[at], r, ev[at], ev[i]) {
+			if dup && !onePaper(out[at], r) && !unvouched(out[at], r, ev[at], ev[i]) {
 				// Two papers (two titles) give one DOI: both stay, and
 				// the DOI stays with the one without JSON (the DOI is
 				// its identity), else the first. (An object that no
@@ -484,6 +501,26 @@ func unvouched(a, b record.Record, evA, evB int) bool {
 		return false
 	}
 	return evA <= 0 && evB > 0 || evB <= 0 && evA > 0
+}
+
+// onePaper reports whether two records that give one DOI are one paper:
+// their titles agree (or one has none), and they do not differ in what
+// tells papers apart: two site ids, two author lists, two dates.
+func onePaper(a, b record.Record) bool {
+	siteID := func(r record.Record) bool {
+		return !strings.HasPrefix(r.ID, "doi:") && !strings.HasPrefix(r.ID, "title:")
+	}
+	switch {
+	case !sameTitleOrNone(a.Title, b.Title):
+		return false
+	case siteID(a) && siteID(b) && a.ID != b.ID:
+		return false
+	case len(a.Authors) > 0 && len(b.Authors) > 0 && !slices.Equal(a.Authors, b.Authors):
+		return false
+	case a.Published != "" && b.Published != "" && a.Published != b.Published:
+		return false
+	}
+	return true
 }
 
 // sameTitleOrNone: two titles of one paper (equal but for case, spaces

@@ -239,6 +239,12 @@ type shown struct {
 // lines gave in agreement with the JSON.
 func shownFields(pp parsedPage) []shown {
 	var out []shown
+	shownDOIs := map[string]int{} // visible DOIs by the blocks that show them
+	for _, s := range pp.segs {
+		if d := record.DOIKey(s.headDOI()); d != "" {
+			shownDOIs[d]++
+		}
+	}
 	for _, s := range pp.segs {
 		if s.json == nil || s.rec < 0 || !inSiteOrder(s) {
 			continue
@@ -248,7 +254,8 @@ func shownFields(pp parsedPage) []shown {
 		sh := shown{rec: r, titleCN: v.titleCN, abstractCN: v.abstractCN, citations: v.citations,
 			zone: v.head.zone, subject: v.head.subject, jcrQuartile: v.head.jcrQuartile, jcrCategory: v.head.jcrCategory}
 		sh.title = v.titleShown
-		sh.doi = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(r.DOI)
+		// (a DOI two blocks show names neither, without their JSON)
+		sh.doi = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(r.DOI) && shownDOIs[record.DOIKey(v.head.doi)] == 1
 		sh.published = v.head.published != "" && v.head.published == r.Published
 		sh.authors = v.authors != nil && slices.Equal(v.authors, r.Authors)
 		sh.abstract = v.abstract != "" && foldKey(v.abstract) == foldKey(r.Abstract)

@@ -222,7 +222,7 @@ func segmentLines(lines []line) []*segment {
 				continue
 			}
 			p := l.papers[0]
-			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) || cur.showsMore(last, p, owner) {
+			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) && !cur.hasTitleFor(p) || cur.showsMore(last, p, owner) {
 				// Lines that show the previous object more than this one
 				// are the previous block's (reunite puts them back).
 				closeCur()
