@@ -436,6 +436,8 @@ func reconcile(segs []*segment) []*segment {
 	// title line is its title (an index, so the pairing stays linear).
 	candidates := func(p *paperJSON) []int { return visibleOnly }
 	if len(jsonOnly)*len(visibleOnly) > maxPairings {
+		// (paired entries are dropped from the buckets as pairing goes,
+		// so that a bucket is not walked again and again)
 		index := map[string][]int{}
 		for _, vi := range visibleOnly {
 			v := segs[vi]
@@ -447,20 +449,38 @@ func reconcile(segs []*segment) []*segment {
 				index[k] = append(index[k], vi)
 			}
 		}
-		candidates = func(p *paperJSON) []int {
-			if d := p.doiKey(); d != "" {
-				return append(index["doi:"+d], index["title:"+foldKey(strings.TrimRight(p.plainTitle(), "."))]...)
+		bucket := func(k string) []int {
+			b := index[k]
+			for len(b) > 0 && segs[b[0]].json != nil {
+				b = b[1:] // paired already: not walked again
 			}
-			return index["title:"+foldKey(strings.TrimRight(p.plainTitle(), "."))]
+			index[k] = b
+			return b[:min(len(b), maxTries):min(len(b), maxTries)]
+		}
+		candidates = func(p *paperJSON) []int {
+			t := bucket("title:" + foldKey(strings.TrimRight(p.plainTitle(), ".")))
+			if d := p.doiKey(); d != "" {
+				return append(bucket("doi:"+d), t...)
+			}
+			return t
 		}
 	}
 	drop := make([]bool, len(segs))
 	tails := map[int]*segment{} // a block of its own found at the end of a paired segment
+	indexed := len(jsonOnly)*len(visibleOnly) > maxPairings
 	for _, ji := range jsonOnly {
 		j := segs[ji]
+		tries := 0
 		for _, vi := range candidates(j.json) {
 			v := segs[vi]
-			if v.json != nil || !v.names(j.json) {
+			if v.json != nil {
+				continue // paired already (an index bucket is tried from its start)
+			}
+			if indexed && tries >= maxTries {
+				break // a bucket of look-alikes: bound the work per object
+			}
+			tries++
+			if !v.names(j.json) {
 				continue
 			}
 			if k := v.tailBlock(j); k > 0 {
@@ -486,8 +506,12 @@ func reconcile(segs []*segment) []*segment {
 }
 
 // maxPairings bounds the visible segments tried for each JSON-only one,
-// beyond which reconcile pairs by index only.
-const maxPairings = 1 << 16
+// beyond which reconcile pairs by index only, trying at most maxTries
+// unpaired candidates of an object's bucket.
+const (
+	maxPairings = 1 << 16
+	maxTries    = 8
+)
 
 func (s *segment) hasTitleFor(p *paperJSON) bool {
 	for _, l := range s.lines {
