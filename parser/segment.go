@@ -548,7 +548,10 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 	if len(lineText) >= len(pt) && strings.EqualFold(lineText[:len(pt)], pt) {
 		rest = lineText[len(pt):]
 		r, _ := utf8.DecodeRuneInString(rest)
-		if rest == "" || r == ' ' || isCJK(r) || strings.ContainsRune(".。:：", r) {
+		// After the title: nothing, the Chinese title (which may begin
+		// with Latin words, but holds CJK), or punctuation. Other words
+		// make another, longer title.
+		if rest == "" || isCJK(r) || strings.ContainsRune(".。:：", r) || r == ' ' && hasCJK(rest) {
 			return true, strings.TrimSpace(strings.TrimLeft(rest, ".")), true
 		}
 	}
