@@ -70,7 +70,9 @@ func fixtureRaw(t testing.TB, rel string) ([]rawLine, Page, Options) {
 // wrong type (json-odd-types: authors given as a number): there the
 // visible lines are told apart by their order alone, as in a block
 // without JSON. So are the blocks whose DOI another object of the page
-// gives too (doi-conflict): a line's DOI then says nothing of its block.
+// gives too (doi-conflict): a line's DOI then says nothing of its block;
+// and those whose object was cut before its site id and DOI: it names no
+// paper.
 func jsonBlocks(pp parsedPage) [][2]int {
 	segs := pp.segs
 	shared := map[string]int{} // DOIs by the number of objects that give them
@@ -100,6 +102,9 @@ func jsonBlocks(pp parsedPage) [][2]int {
 	for i, s := range segs {
 		if s.json == nil || s.grouped || s.rec < 0 {
 			continue
+		}
+		if strings.TrimSpace(string(s.json.PaperID)) == "" && s.json.doiKey() == "" {
+			continue // an object cut before its id and DOI names no paper
 		}
 		if w := pp.page.Records[s.rec].Warnings; slices.Contains(w, record.WarnJSONVisibleMismatch) ||
 			slices.Contains(w, record.WarnJSONOddTypes) || slices.Contains(w, record.WarnDOIConflict) || shared[s.json.doiKey()] > 1 {
