@@ -62,7 +62,6 @@ func assemble(segs []*segment, page *Page, opts Options) {
 		s.rec = len(page.Records)
 		page.Records = append(page.Records, r)
 		page.evidence = append(page.evidence, s.evidence)
-		page.doiShown = append(page.doiShown, s.doiShown)
 	}
 }
 
@@ -370,7 +369,6 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 	if r.DOI == "" {
 		r.DOI = v.head.doi
 	}
-	s.doiShown = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(r.DOI)
 	if r.Published == "" {
 		r.Published = v.head.published
 	}

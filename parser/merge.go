@@ -61,7 +61,7 @@ func reunite(segs []*segment) []*segment {
 			switch {
 			case len(f.lines) == 0:
 				changed = true
-			case f.hasText(func(string) bool { return true }) || hops >= maxHops:
+			case f.hasAnyText() || hops >= maxHops:
 				prev = nil // a block of its own stands between
 			default:
 				hops++
@@ -116,7 +116,7 @@ func nextWithJSON(segs []*segment) []*segment {
 		case s.json != nil:
 			nx, hops = s, 0
 		case len(s.lines) == 0:
-		case s.hasText(func(string) bool { return true }) || hops >= maxHops:
+		case s.hasAnyText() || hops >= maxHops:
 			nx = nil
 		default:
 			hops++
@@ -174,7 +174,7 @@ func (f *segment) peel(prev, next *segment) bool {
 				break
 			}
 		}
-		if k < len(f.lines) && k > 0 && f.hasText(func(string) bool { return true }) {
+		if k < len(f.lines) && k > 0 && f.hasAnyText() {
 			tail := f.lines[k:len(f.lines):len(f.lines)]
 			next.lines = append(tail, next.lines...)
 			next.jsonAt += len(tail)
@@ -268,7 +268,7 @@ func (f *segment) noTitle() bool {
 // homeBy is home's judgement by what the fragment shows.
 func (f *segment) homeBy(prev, next *segment) *segment {
 	sp, sn := f.claim(prev), f.claim(next)
-	anyText := f.hasText(func(string) bool { return true })
+	anyText := f.hasAnyText()
 	switch {
 	case sp < 0 && sn < 0 && !anyText && f.hasHead():
 		// Head lines alone, naming a DOI that neither neighbour's object
@@ -444,7 +444,7 @@ func dedupe(page *Page, segs []*segment) {
 	recs := page.Records
 	byID, byDOI := map[string]int{}, map[string]int{}
 	out := recs[:0]
-	ev, shown := page.evidence, page.doiShown
+	ev := page.evidence
 	moved := make([]int, len(recs)) // old index -> new index
 	for i := range recs {
 		r := recs[i]
@@ -472,20 +472,20 @@ func dedupe(page *Page, segs []*segment) {
 		}
 		if !dup {
 			moved[i] = len(out)
-			ev[len(out)], shown[len(out)] = ev[i], shown[i]
+			ev[len(out)] = ev[i]
 			out = append(out, r)
 			index(byID, byDOI, r, len(out)-1)
 			continue
 		}
 		moved[i] = at
 		out[at] = mergeRecords(out[at], r, ev[i] > ev[at])
-		ev[at], shown[at] = max(ev[at], ev[i]), shown[at] || shown[i]
+		ev[at] = max(ev[at], ev[i])
 		index(byID, byDOI, out[at], at)
 	}
 	for i := range out {
 		out[i].Source.Position = i + 1
 	}
-	page.Records, page.evidence, page.doiShown = out, ev[:len(out)], shown[:len(out)]
+	page.Records, page.evidence = out, ev[:len(out)]
 	for _, s := range segs {
 		if s.rec >= 0 {
 			s.rec = moved[s.rec]

@@ -231,25 +231,7 @@ func (f *flexFloat) fromJSON(b string) error {
 // cut off, or nil when none was complete.
 func salvageJournal(b []byte) *journalObj {
 	j := &journalObj{}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	fields := map[string]any{"name": &j.Name, "volume": &j.Volume, "pages": &j.Pages}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			break
-		}
-		key, _ := kt.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			break
-		}
-		if dst, ok := fields[key]; ok {
-			_ = json.Unmarshal(raw, dst) // a wrong type leaves the field empty
-		}
-	}
+	salvageFields(b, map[string]any{"name": &j.Name, "volume": &j.Volume, "pages": &j.Pages}, nil)
 	if *j == (journalObj{}) {
 		return nil
 	}
@@ -260,10 +242,6 @@ func salvageJournal(b []byte) *journalObj {
 // cut off. It never fails; it returns what it could read.
 func salvagePaper(b []byte) *paperJSON {
 	p := &paperJSON{truncated: true}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return p
-	}
 	fields := map[string]any{
 		"title": &p.Title, "authors": &p.Authors, "doi": &p.DOI, "DOIUrl": &p.DOIURL,
 		"abstract": &p.Abstract, "PeriodicalId": &p.PeriodicalID, "journal": &p.Journal,
@@ -272,29 +250,40 @@ func salvagePaper(b []byte) *paperJSON {
 		"paperid": &p.PaperID, "PeriodicalName": &p.PeriodicalName, "RegionNum": &p.RegionNum,
 		"RegionCategory": &p.RegionCategory, "JCR": &p.JCR, "JCRName": &p.JCRName,
 	}
+	p.oddTypes = salvageFields(b, fields, func(key string, rest []byte) {
+		if key == "journal" && len(rest) > 0 && rest[0] == '{' {
+			p.Journal = salvageJournal(rest) // cut inside the nested object
+		}
+	})
+	return p
+}
+
+// salvageFields decodes the complete top-level fields of the cut-off
+// object b into fields (by key), and calls cut, if not nil, with the key
+// whose value the end of b cut and the text of that value. odd is true
+// when a field had a wrong type (it is left empty).
+func salvageFields(b []byte, fields map[string]any, cut func(key string, rest []byte)) (odd bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
-			return p
+			return odd
 		}
 		key, _ := kt.(string)
 		at := dec.InputOffset()
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			if key == "journal" {
-				// Cut inside the nested object: its complete fields.
-				rest := bytes.TrimLeft(b[at:], " \t\r\n:")
-				if len(rest) > 0 && rest[0] == '{' {
-					p.Journal = salvageJournal(rest)
-				}
+			if cut != nil {
+				cut(key, bytes.TrimLeft(b[at:], " \t\r\n:"))
 			}
-			return p
+			return odd
 		}
-		if dst, ok := fields[key]; ok {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				p.oddTypes = true
-			}
+		if dst, ok := fields[key]; ok && json.Unmarshal(raw, dst) != nil {
+			odd = true
 		}
 	}
-	return p
+	return odd
 }

@@ -94,7 +94,6 @@ type Page struct {
 	cut       bool     // the bytes end before the page does (PageWarnTextTruncated)
 	footerRaw int32    // the raw line of the last footer line seen, or -1
 	evidence  []int    // per record, how much visible lines vouch for its JSON
-	doiShown  []bool   // per record, whether a head line shows its DOI
 }
 
 // Page-level warning codes.

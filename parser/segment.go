@@ -18,7 +18,6 @@ type segment struct {
 	grouped  bool       // the JSON came in a group of several (one script of every paper)
 	rec      int        // index of the record made of it in Page.Records, or -1
 	evidence int        // how much its visible lines vouch for its JSON (buildRecord)
-	doiShown bool       // a head line shows the record's DOI (buildRecord)
 	// afterJSONMatched: a visible line after the JSON matched it, so the
 	// block is laid out JSON-first.
 	afterJSONMatched bool
@@ -272,7 +271,7 @@ func segmentLines(lines []line) []*segment {
 // last segment closed with JSON more than object p. A head naming p's DOI
 // settles it at once.
 func (s *segment) showsMore(last *segment, p *paperJSON, owner map[string]*paperJSON) bool {
-	if last == nil || !s.hasText(func(string) bool { return true }) {
+	if last == nil || !s.hasAnyText() {
 		return false
 	}
 	if d := record.DOIKey(s.headDOI()); d != "" && d == p.doiKey() && owner[d] == p {
@@ -386,6 +385,9 @@ func shows(text string, p *paperJSON) bool {
 	}
 	return matchAuthors(text, p) || matchAbstract(text, p)
 }
+
+// hasAnyText reports whether the segment has a text line.
+func (s *segment) hasAnyText() bool { return s.hasText(func(string) bool { return true }) }
 
 // hasText reports whether one of the segment's text lines satisfies f.
 func (s *segment) hasText(f func(string) bool) bool {
