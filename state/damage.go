@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -200,8 +201,17 @@ func Check(dir string) (Counts, []error, error) {
 
 // Counts is what a state file holds.
 type Counts struct {
-	Papers, DOIs, Pages, Runs int
-	SinkToken                 bool
+	Format int `json:"format"`
+	// Papers known. A file migrated from format 1 may count a paper seen
+	// first without its JSON and later with it twice.
+	Papers int `json:"papers"`
+	// Keys are the ids and DOIs papers are known by (format 2).
+	Keys int `json:"keys,omitempty"`
+	// DOIs known (format 1).
+	DOIs      int  `json:"dois,omitempty"`
+	Pages     int  `json:"pages"`
+	Runs      int  `json:"runs"`
+	SinkToken bool `json:"sink_token"`
 }
 
 func countTx(tx *bolt.Tx) Counts {
@@ -211,9 +221,18 @@ func countTx(tx *bolt.Tx) Counts {
 		}
 		return 0
 	}
-	c := Counts{Papers: n(bucketPapers), DOIs: n(bucketDOIs), Pages: n(bucketPages), Runs: n(bucketRuns)}
+	c := Counts{Pages: n(bucketPages), Runs: n(bucketRuns)}
+	c.Format, _ = formatTx(tx, "")
+	if c.Format == 1 {
+		c.Papers, c.DOIs = n(bucketPapers), n(bucketDOIs)
+	} else if b := tx.Bucket(bucketKnown); b != nil {
+		c.Keys = knownSet{b: b, c: b.Cursor()}.count() + recentCount(tx)
+	}
 	if b := tx.Bucket(bucketMeta); b != nil {
 		c.SinkToken = b.Get(keySinkToken) != nil
+		if v := b.Get(keyPaperCount); len(v) == 8 && c.Format != 1 {
+			c.Papers = int(binary.BigEndian.Uint64(v))
+		}
 	}
 	return c
 }

@@ -7,3 +7,20 @@ func SetReleaseEvery(n int64) (restore func()) {
 	releaseEvery = n
 	return func() { releaseEvery = old }
 }
+
+// SetMigrateHook calls fn at each step of a migration ("batch", "written",
+// "renamed"), and copies batch keys per transaction; it returns the
+// restore.
+func SetMigrateHook(fn func(step string), batch int) (restore func()) {
+	oldHook, oldBatch := migrateHook, migrateBatch
+	migrateHook, migrateBatch = fn, batch
+	return func() { migrateHook, migrateBatch = oldHook, oldBatch }
+}
+
+// SetMerge merges the recent log at at entries, chunk entries a
+// transaction; it returns the restore.
+func SetMerge(at, chunk int) (restore func()) {
+	oldAt, oldChunk := mergeAt, mergeChunk
+	mergeAt, mergeChunk = at, chunk
+	return func() { mergeAt, mergeChunk = oldAt, oldChunk }
+}

@@ -87,7 +87,17 @@ func OpenReadOnly(dir string) (*Store, error) {
 	case info.Size() == 0:
 		return nil, &DamagedError{Path: path, Cause: "the file is empty"}
 	}
-	return openBolt(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
+	s, err := openBolt(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	// A format-1 file reads as it is (its runs are kept the same way); a
+	// later format is refused.
+	if _, err := s.format(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // SnapshotName is the file in the state directory that a crawl writes when

@@ -15,12 +15,12 @@ package state
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,15 +31,22 @@ import (
 )
 
 var (
+	bucketKnown   = []byte("known")             // slot start (8) → packed entries: see known.go
+	bucketPages   = []byte("pages")             // journal(8) page(4) → page status (binary: see encodePage)
+	bucketMeta    = []byte("meta")              // format, sink_token, writer, freelist, papers
+	bucketRuns    = []byte("runs")              // run id → Run JSON
+	bucketRunIDs  = []byte("run_ids")           // run id → run number (4)
+	bucketRunNums = []byte("run_ids_by_number") // run number (4) → run id
+	bucketWalks   = []byte("walks")             // journal(8) → the nightly walk's marks (JSON array)
+	keySinkToken  = []byte("sink_token")
+	keyFreelist   = []byte("freelist") // "synced": written by a version that keeps the free-page list
+	keyWriter     = []byte("writer")   // a random id of this state, made once: the sinks' writer name
+	keyFormat     = []byte("format")   // the file's format version, in decimal
+	keyPaperCount = []byte("papers")   // papers known (8 bytes, big-endian)
+
+	// Format 1's buckets, read by the migration.
 	bucketPapers = []byte("papers") // paper id → run id that first delivered it
 	bucketDOIs   = []byte("dois")   // lower-cased DOI → paper id
-	bucketPages  = []byte("pages")  // journal(8) page(4) → PageStatus JSON
-	bucketMeta   = []byte("meta")   // sink_token, schema
-	bucketRuns   = []byte("runs")   // run id → Run JSON
-	bucketWalks  = []byte("walks")  // journal(8) → the nightly walk's marks (JSON array)
-	keySinkToken = []byte("sink_token")
-	keyFreelist  = []byte("freelist") // "synced": written by a version that keeps the free-page list
-	keyWriter    = []byte("writer")   // a random id of this state, made once: the sinks' writer name
 )
 
 // FileName is the store's file in the state directory.
@@ -61,6 +68,15 @@ type Store struct {
 	writer   string
 	released atomic.Int64                 // page bytes written at the last releaseMap
 	damaged  atomic.Pointer[DamagedError] // set once a read tripped over damage
+
+	// logMu is held by whoever adds to the recent log or merges it (see
+	// recent.go); memMu guards mem, the log's entries in memory: hash →
+	// run number. The holder of logMu reads mem without memMu (no one
+	// else changes it).
+	logMu    sync.Mutex
+	mergeErr error // a merge's failure, for the next commit (under logMu)
+	memMu    sync.RWMutex
+	mem      recentIndex
 }
 
 // lockWait is how long Open waits for another process to let go.
@@ -106,18 +122,14 @@ func Open(dir string) (*Store, error) {
 	if err := upgradeOnce(path); err != nil {
 		return nil, err
 	}
-	// The free-page list is written at every commit (bbolt's default), so
-	// opening reads it rather than rebuilding it by scanning the whole
-	// file in a goroutine of bbolt's own, where damage would be a panic no
-	// one can catch. It is loaded here, under guard.
-	s, err := openBolt(path, &bolt.Options{Timeout: lockWait, FreelistType: bolt.FreelistMapType, PreLoadFreelist: true})
+	s, format, err := openFormat2(path)
 	if err != nil {
 		return nil, err
 	}
 	db := s.db
 	err = s.update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketPapers, bucketDOIs, bucketPages, bucketMeta, bucketRuns, bucketWalks} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+		if format == 0 {
+			if err := initFormat2(tx); err != nil {
 				return err
 			}
 		}
@@ -143,6 +155,55 @@ func Open(dir string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("state %s: %w", path, err)
 	}
+	if err := s.loadRecent(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openFormat2 opens the file for a crawl and returns its format: 0 for a
+// new file, else 2. A format-1 file is migrated first; a later one is
+// refused (*FormatError).
+func openFormat2(path string) (*Store, int, error) {
+	s, err := openWritable(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	format, err := s.format()
+	if err == nil && format == 1 {
+		// Migrated in place: a new file beside it, renamed over it.
+		err = s.migrate()
+		s.db.Close()
+		if err != nil {
+			return nil, 0, err
+		}
+		return openFormat2(path)
+	}
+	if err != nil {
+		s.db.Close()
+		return nil, 0, err
+	}
+	return s, format, nil
+}
+
+// allocStep is how much the file grows by at a time once it is past
+// allocStep (below that, bbolt's memory map doubles and the file with it):
+// bbolt's default, 16 MB, would be 80 bytes a paper at 200,000 papers.
+const allocStep = 1 << 20
+
+// openWritable opens the file for a crawl: under guard, exclusively, with
+// its free-page list read rather than rebuilt (see Open).
+func openWritable(path string) (*Store, error) {
+	// The free-page list is written at every commit (bbolt's default), so
+	// opening reads it rather than rebuilding it by scanning the whole
+	// file in a goroutine of bbolt's own, where damage would be a panic no
+	// one can catch. It is loaded here, under guard.
+	s, err := openBolt(path, &bolt.Options{Timeout: lockWait, FreelistType: bolt.FreelistMapType, PreLoadFreelist: true})
+	if err != nil {
+		return nil, err
+	}
+	s.db.AllocSize = allocStep
 	return s, nil
 }
 
@@ -211,7 +272,10 @@ func (s *Store) Page(k PageKey) (st PageStatus, ok bool, err error) {
 			return nil
 		}
 		ok = true
-		return s.decode(v, &st)
+		var run uint32
+		st, run, err = s.decodePage(v)
+		st.RunID = runIDOf(tx, run)
+		return err
 	})
 	return st, ok, err
 }
@@ -230,8 +294,8 @@ func (s *Store) FailedPages() ([]PageKey, error) {
 	var out []PageKey
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPages).ForEach(func(k, v []byte) error {
-			var st PageStatus
-			if err := s.decode(v, &st); err != nil {
+			st, _, err := s.decodePage(v)
+			if err != nil {
 				return err
 			}
 			if st.State == PageFailed {
@@ -252,13 +316,24 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 		return nil, err
 	}
 	out := make([]ledger.Seen, len(ps))
+	// Held across the transaction: a merge empties memory only once the
+	// entries are in the slots this transaction reads.
+	s.memMu.RLock()
+	defer s.memMu.RUnlock()
 	err := s.view(func(tx *bolt.Tx) error {
-		b := buckets(tx)
+		this, err := runNumber(tx, runID, false)
+		if err != nil {
+			return s.damage(err)
+		}
+		known := newKnownSet(tx.Bucket(bucketKnown))
 		for i, p := range ps {
-			switch known, by := knownTx(b, p.ID, p.DOI); {
-			case !known:
+			run, ok, err := s.lookupTx(known, p)
+			switch {
+			case err != nil:
+				return s.damage(err)
+			case !ok:
 				out[i] = ledger.Unknown
-			case string(by) == runID: // compared without a copy
+			case this != 0 && run == this:
 				out[i] = ledger.SeenThisRun
 			default:
 				out[i] = ledger.SeenBefore
@@ -269,30 +344,40 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 	return out, err
 }
 
-// paperBuckets are the two buckets a lookup reads, opened once per
-// transaction.
-type paperBuckets struct{ papers, dois *bolt.Bucket }
-
-func buckets(tx *bolt.Tx) paperBuckets {
-	return paperBuckets{tx.Bucket(bucketPapers), tx.Bucket(bucketDOIs)}
+// lookupTx finds a paper by its id, then by its DOI, among the recent
+// entries and in the slots: the run number that first recorded it. The
+// caller holds s.memMu (or s.logMu).
+func (s *Store) lookupTx(known knownSet, p ledger.Paper) (run uint32, ok bool, err error) {
+	hs, n := paperHashes(p)
+	for _, h := range hs[:n] {
+		if run, ok := s.mem.get(h); ok {
+			return run, true, nil
+		}
+		if run, ok, err = known.get(h); ok || err != nil {
+			return run, ok, err
+		}
+	}
+	return 0, false, nil
 }
 
-// knownTx looks a paper up by id, then by DOI, then as "doi:<doi>"; runID
-// is the value in the store, valid only during the transaction.
-func knownTx(b paperBuckets, id, doi string) (known bool, runID []byte) {
-	if v := b.papers.Get([]byte(id)); v != nil {
-		return true, v
+// FirstRun tells whether a paper is known, by its id or its DOI, and which
+// run first delivered it (its id, "" when the run that recorded it was not
+// kept, as in a file migrated from one that had lost it).
+func (s *Store) FirstRun(ctx context.Context, p ledger.Paper) (runID string, known bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
 	}
-	if doi = ledger.DOIKey(doi); doi != "" {
-		if pid := b.dois.Get([]byte(doi)); pid != nil {
-			return true, b.papers.Get(pid)
+	s.memMu.RLock()
+	defer s.memMu.RUnlock()
+	err = s.view(func(tx *bolt.Tx) error {
+		run, ok, err := s.lookupTx(newKnownSet(tx.Bucket(bucketKnown)), p)
+		if err != nil {
+			return s.damage(err)
 		}
-		// A paper known by "doi:<doi>" alone.
-		if v := b.papers.Get([]byte("doi:" + doi)); v != nil {
-			return true, v
-		}
-	}
-	return false, nil
+		known, runID = ok, runIDOf(tx, run)
+		return nil
+	})
+	return runID, known, err
 }
 
 // Commit marks a group's pages done, records their papers as known and
@@ -304,23 +389,40 @@ func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, er
 		return nil, err
 	}
 	newPapers = make([]int, len(g.Pages))
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if s.mergeErr != nil {
+		if s.mergeErr = s.maybeMerge(); s.mergeErr != nil {
+			return nil, fmt.Errorf("state %s: merging the recent papers: %w", s.path, s.mergeErr)
+		}
+	}
+	var w *paperWriter
 	err = s.update(func(tx *bolt.Tx) error {
+		w = s.newWriter(tx)
 		for i, c := range g.Pages {
-			n, err := commitTx(tx, c)
+			n, err := s.commitTx(tx, w, c)
 			if err != nil {
 				return err
 			}
 			newPapers[i] = n
+		}
+		if err := w.flush(); err != nil {
+			return err
 		}
 		if g.SinkToken != nil {
 			return tx.Bucket(bucketMeta).Put(keySinkToken, g.SinkToken)
 		}
 		return nil
 	})
-	if err == nil {
-		s.maybeReleaseMap()
+	if err != nil {
+		return nil, err
 	}
-	return newPapers, err
+	s.absorb(w.fresh)
+	s.maybeReleaseMap()
+	// The group is committed whatever a merge does: its error is the
+	// next commit's (the store is then damaged, or the disk full).
+	s.mergeErr = s.maybeMerge()
+	return newPapers, nil
 }
 
 // releaseEvery is how many bytes of pages the store writes between two
@@ -329,63 +431,148 @@ func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, er
 var releaseEvery int64 = 4 << 20
 
 // maybeReleaseMap releases the memory map when releaseEvery bytes of pages
-// were written since the last release.
+// were written since the last release. (Pages that look-ups read stay
+// mapped: each key's look-up reads a page of slots at random, and faulting
+// them in again after every release costs more CPU than the clean page
+// cache they hold; the kernel reclaims them when it needs the memory.)
 func (s *Store) maybeReleaseMap() {
 	stats := s.db.Stats()
-	written := stats.TxStats.GetPageAlloc()
+	mark := stats.TxStats.GetPageAlloc()
 	last := s.released.Load()
-	if written-last >= releaseEvery && s.released.CompareAndSwap(last, written) {
+	if mark-last >= releaseEvery && s.released.CompareAndSwap(last, mark) {
 		releaseMap(s.db)
 	}
 }
 
-func commitTx(tx *bolt.Tx, c ledger.Page) (newPapers int, err error) {
-	b := buckets(tx)
-	for _, p := range c.Papers {
-		isNew, err := addPaperTx(b, p, c.RunID)
+// paperWriter records papers within one write transaction: the known set,
+// the run numbers it has looked up, the count of papers it added, and the
+// entries it added (to the recent log, or straight into the slots when
+// it belongs to no store: a migration).
+type paperWriter struct {
+	tx      *bolt.Tx
+	known   knownSet
+	runs    map[string]uint32
+	added   uint64
+	s       *Store
+	fresh   []entry
+	pending map[uint64]struct{}
+}
+
+// newWriter makes a writer that adds to the recent log; the caller holds
+// s.logMu.
+func (s *Store) newWriter(tx *bolt.Tx) *paperWriter {
+	w := newWriter(tx)
+	w.s, w.pending = s, map[uint64]struct{}{}
+	return w
+}
+
+// newWriter makes a writer that adds straight into the slots.
+func newWriter(tx *bolt.Tx) *paperWriter {
+	return &paperWriter{tx: tx, known: newKnownSet(tx.Bucket(bucketKnown)), runs: map[string]uint32{}}
+}
+
+func (w *paperWriter) run(id string) (uint32, error) {
+	if n, ok := w.runs[id]; ok {
+		return n, nil
+	}
+	n, err := runNumber(w.tx, id, true)
+	if err == nil {
+		w.runs[id] = n
+	}
+	return n, err
+}
+
+// addHash records h as first recorded by run unless it is known; added
+// says it was not.
+func (w *paperWriter) addHash(h uint64, run uint32) (added bool, err error) {
+	if w.s == nil {
+		return w.known.add(h, run)
+	}
+	if _, ok := w.s.mem.get(h); ok {
+		return false, nil
+	}
+	if _, ok := w.pending[h]; ok {
+		return false, nil
+	}
+	if _, ok, err := w.known.get(h); ok || err != nil {
+		return false, err
+	}
+	w.pending[h] = struct{}{}
+	w.fresh = append(w.fresh, entry{h, run})
+	return true, nil
+}
+
+// add records a paper as known, first delivered by run unless it was
+// known already by its id or its DOI; isNew says it was not. A key of it
+// not yet recorded (its DOI, first seen now) is recorded either way.
+func (w *paperWriter) add(p ledger.Paper, run uint32) (isNew bool, err error) {
+	hs, n := paperHashes(p)
+	if n == 0 {
+		return false, nil
+	}
+	isNew = true
+	for _, h := range hs[:n] {
+		added, err := w.addHash(h, run)
 		if err != nil {
-			return 0, err
+			return false, err
+		}
+		isNew = isNew && added
+	}
+	if isNew {
+		w.added++
+	}
+	return isNew, nil
+}
+
+// flush adds the papers added to the file's count, and the new entries to
+// the recent log.
+func (w *paperWriter) flush() error {
+	if err := appendRecent(w.tx, w.fresh); err != nil {
+		return err
+	}
+	if w.added == 0 {
+		return nil
+	}
+	meta := w.tx.Bucket(bucketMeta)
+	var n uint64
+	if v := meta.Get(keyPaperCount); len(v) == 8 {
+		n = binary.BigEndian.Uint64(v)
+	}
+	w.added, n = 0, n+w.added
+	return meta.Put(keyPaperCount, binary.BigEndian.AppendUint64(nil, n))
+}
+
+func (s *Store) commitTx(tx *bolt.Tx, w *paperWriter, c ledger.Page) (newPapers int, err error) {
+	run, err := w.run(c.RunID)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range c.Papers {
+		isNew, err := w.add(p, run)
+		if err != nil {
+			return 0, s.damage(err)
 		}
 		if isNew {
 			newPapers++
 		}
 	}
-	st := PageStatus{State: PageDone, Papers: c.OnPage, NewPapers: newPapers, RunID: c.RunID, UpdatedAt: c.At.UTC()}
-	if prev := tx.Bucket(bucketPages).Get(pageKeyBytes(c.Key)); prev != nil {
-		var old PageStatus
-		if json.Unmarshal(prev, &old) == nil {
+	st := PageStatus{State: PageDone, Papers: c.OnPage, NewPapers: newPapers, UpdatedAt: c.At.UTC()}
+	pages := tx.Bucket(bucketPages)
+	pages.FillPercent = pagesFill
+	key := pageKeyBytes(c.Key)
+	if prev := pages.Get(key); prev != nil {
+		if old, _, err := s.decodePage(prev); err == nil {
 			st.Attempts = old.Attempts
 		}
 	}
 	st.Attempts++
-	v, err := json.Marshal(st)
-	if err != nil {
-		return 0, err
-	}
-	return newPapers, tx.Bucket(bucketPages).Put(pageKeyBytes(c.Key), v)
+	return newPapers, pages.Put(key, encodePage(st, run))
 }
 
-// addPaperTx records a paper as known, first delivered by runID unless it
-// was known already; isNew says it was not.
-func addPaperTx(b paperBuckets, p ledger.Paper, runID string) (isNew bool, err error) {
-	// Each key is read once: the id, then the DOI, then "doi:<doi>" only
-	// when neither is known (as knownTx does).
-	id, doi := []byte(p.ID), ledger.DOIKey(p.DOI)
-	idKnown := b.papers.Get(id) != nil
-	doiKnown := doi != "" && b.dois.Get([]byte(doi)) != nil
-	isNew = !idKnown && !doiKnown && (doi == "" || b.papers.Get([]byte("doi:"+doi)) == nil)
-	if !idKnown {
-		if err := b.papers.Put(id, []byte(runID)); err != nil {
-			return false, err
-		}
-	}
-	if doi != "" && !doiKnown {
-		if err := b.dois.Put([]byte(doi), id); err != nil {
-			return false, err
-		}
-	}
-	return isNew, nil
-}
+// pagesFill is the pages bucket's fill percent: pages are committed in
+// about the order of their keys, so pages are filled almost full rather
+// than split half way (which would leave them half empty).
+const pagesFill = 0.95
 
 // KnownPaper is a paper to record as known, with the run that first
 // delivered it.
@@ -402,20 +589,32 @@ func (s *Store) AddKnown(ctx context.Context, papers []KnownPaper) (newPapers in
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	var w *paperWriter
 	err = s.update(func(tx *bolt.Tx) error {
-		b := buckets(tx)
+		newPapers = 0
+		w = s.newWriter(tx)
 		for _, p := range papers {
-			isNew, err := addPaperTx(b, p.Paper, p.RunID)
+			run, err := w.run(p.RunID)
 			if err != nil {
 				return err
+			}
+			isNew, err := w.add(p.Paper, run)
+			if err != nil {
+				return s.damage(err)
 			}
 			if isNew {
 				newPapers++
 			}
 		}
-		return nil
+		return w.flush()
 	})
-	return newPapers, err
+	if err != nil {
+		return 0, err
+	}
+	s.absorb(w.fresh)
+	return newPapers, s.maybeMerge()
 }
 
 // FailPage records a failed attempt at a page; a later run retries it.
@@ -425,21 +624,23 @@ func (s *Store) FailPage(ctx context.Context, k PageKey, runID string, cause err
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPages)
+		b.FillPercent = pagesFill
 		var st PageStatus
 		if prev := b.Get(pageKeyBytes(k)); prev != nil {
-			if err := s.decode(prev, &st); err != nil {
+			var err error
+			if st, _, err = s.decodePage(prev); err != nil {
 				return err
 			}
 		}
-		st.State, st.Attempts, st.RunID, st.UpdatedAt = PageFailed, st.Attempts+1, runID, at.UTC()
-		if cause != nil {
-			st.LastError = cause.Error()
-		}
-		v, err := json.Marshal(st)
+		run, err := runNumber(tx, runID, true)
 		if err != nil {
 			return err
 		}
-		return b.Put(pageKeyBytes(k), v)
+		st.State, st.Attempts, st.UpdatedAt = PageFailed, st.Attempts+1, at.UTC()
+		if cause != nil {
+			st.LastError = cause.Error()
+		}
+		return b.Put(pageKeyBytes(k), encodePage(st, run))
 	})
 }
 

@@ -77,7 +77,9 @@ const gcPercent = 200
 
 // limitMemory sets the crawl's soft memory limit (Go's GOMEMLIMIT) from its
 // concurrency, unless GOMEMLIMIT is set: 14 MiB plus 2 MiB a request in
-// flight (22 MiB at concurrency 4). The live heap is the pages in flight
+// flight, plus 6 MiB for the state's recent papers (4 MiB at most, see
+// state/recent.go, and their copy while they are merged): 28 MiB at
+// concurrency 4. The live heap is the pages in flight
 // and the commit queue, about 5 MB at concurrency 4; without a limit, the
 // heap's peaks ride on whatever was live at the last collection, so the
 // longer a crawl runs, the higher its highest peak (peak RSS 37 MB after
@@ -86,7 +88,7 @@ const gcPercent = 200
 // collector then runs more often, never with more than half the CPU.
 func limitMemory(concurrency int) {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit((14 + 2*int64(concurrency)) << 20)
+		debug.SetMemoryLimit((14 + 6 + 2*int64(concurrency)) << 20)
 	}
 }
 

@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// The crawl's soft memory limit grows with the requests in flight, and a
+// The crawl's soft memory limit grows with the requests in flight (plus
+// room for the state's recent papers), and a
 // GOMEMLIMIT in the environment is left to the Go runtime.
 func TestLimitMemory(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
@@ -15,7 +16,7 @@ func TestLimitMemory(t *testing.T) {
 	for _, tt := range []struct {
 		concurrency int
 		want        int64
-	}{{1, 16 << 20}, {4, 22 << 20}, {64, 142 << 20}} {
+	}{{1, 22 << 20}, {4, 28 << 20}, {64, 148 << 20}} {
 		limitMemory(tt.concurrency)
 		if got := debug.SetMemoryLimit(-1); got != tt.want {
 			t.Errorf("concurrency %d: limit %d MiB, want %d MiB", tt.concurrency, got>>20, tt.want>>20)

@@ -126,7 +126,12 @@ func checkInChild(cmd *cobra.Command, dir string) error {
 		return fmt.Errorf("state %s is damaged: %d problem(s) above. %s", file, len(res.Problems), rebuildHint)
 	}
 	c := res.Counts
-	fmt.Fprintf(w, "%s: sound: %d papers, %d DOIs, %d pages, %d runs, sink token %v\n", file, c.Papers, c.DOIs, c.Pages, c.Runs, c.SinkToken)
+	if c.Format == 1 {
+		fmt.Fprintf(w, "%s: sound, format 1 (the next crawl migrates it to format %d): %d papers, %d DOIs, %d pages, %d runs, sink token %v\n",
+			file, state.Format, c.Papers, c.DOIs, c.Pages, c.Runs, c.SinkToken)
+		return nil
+	}
+	fmt.Fprintf(w, "%s: sound, format %d: %d papers (%d ids and DOIs), %d pages, %d runs, sink token %v\n", file, c.Format, c.Papers, c.Keys, c.Pages, c.Runs, c.SinkToken)
 	return nil
 }
 

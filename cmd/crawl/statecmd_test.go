@@ -36,7 +36,7 @@ func TestDamagedStateCheckAndRebuild(t *testing.T) {
 	if code, msg := backfill(stateDir, "1-25"); code != exitOK {
 		t.Fatalf("backfill: exit %d: %s", code, msg)
 	}
-	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitOK || !strings.Contains(msg, "sound: 500 papers") {
+	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitOK || !strings.Contains(msg, "sound, format 2: 500 papers (1000 ids and DOIs)") {
 		t.Fatalf("check of a sound state: exit %d: %s", code, msg)
 	}
 	// Damage every page but the two meta pages and the root pages: each

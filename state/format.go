@@ -1,0 +1,368 @@
+package state
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/litcrawl/litcrawl/ledger"
+)
+
+// Format is the version of the state file this binary writes. Format 1
+// kept each paper id and DOI as a bbolt key with the first run's id as a
+// string (about 250 bytes a paper); format 2 keeps packed 64-bit hashes
+// with run numbers (see known.go), binary page statuses, and this number
+// in the meta bucket. Opening a format-1 file migrates it (see migrate);
+// a file of a later format is refused.
+const Format = 2
+
+// FormatError means the state file is in a format this binary does not
+// know: written by a newer version. Nothing is delivered from it.
+type FormatError struct {
+	Path  string
+	Found int
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("state %s is in format %d, written by a newer version of crawl; this one reads formats 1 to %d. "+
+		"Run the newer version (this one would not know which papers were delivered, and would deliver them again); the file is left as it is",
+		e.Path, e.Found, Format)
+}
+
+// format reads the file's format: 0 for a new, empty file.
+func (s *Store) format() (int, error) {
+	n := 0
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		n, err = formatTx(tx, s.path)
+		return err
+	})
+	return n, err
+}
+
+func formatTx(tx *bolt.Tx, path string) (int, error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta != nil {
+		if v := meta.Get(keyFormat); v != nil {
+			n, err := strconv.Atoi(string(v))
+			switch {
+			case err != nil || n < 2:
+				return 0, &DamagedError{Path: path, Cause: fmt.Sprintf("the format version %q is not one any version wrote", v)}
+			case n > Format:
+				return 0, &FormatError{Path: path, Found: n}
+			}
+			return n, nil
+		}
+	}
+	// Format 1 wrote no version; its files have its buckets.
+	for _, b := range [][]byte{bucketMeta, bucketPapers, bucketDOIs, bucketPages, bucketRuns} {
+		if tx.Bucket(b) != nil {
+			return 1, nil
+		}
+	}
+	return 0, nil
+}
+
+// initFormat2 makes the buckets of a new format-2 file.
+func initFormat2(tx *bolt.Tx) error {
+	for _, b := range [][]byte{bucketPages, bucketMeta, bucketRuns, bucketRunIDs, bucketRunNums, bucketWalks, bucketRecent} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	if err := initKnown(tx); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keyFormat, []byte(strconv.Itoa(Format)))
+}
+
+// damage turns an error of a known-set read (a value not as written) into
+// a *DamagedError; other errors are returned as they are.
+func (s *Store) damage(err error) error {
+	var d *DamagedError
+	if err == nil || errors.As(err, &d) {
+		return err
+	}
+	if errors.Is(err, errSlot) || err.Error() == "a run number is not what was written" {
+		return &DamagedError{Path: s.path, Cause: err.Error()}
+	}
+	return err
+}
+
+// A page status is stored as
+//
+//	state (1: done, 2: failed) | attempts | papers | new papers | run number (uvarints) |
+//	updated at (varint, Unix nanoseconds) | last error (the rest)
+func encodePage(st PageStatus, run uint32) []byte {
+	b := make([]byte, 0, 24+len(st.LastError))
+	state := byte(1)
+	if st.State == PageFailed {
+		state = 2
+	}
+	b = append(b, state)
+	b = binary.AppendUvarint(b, uint64(max(st.Attempts, 0)))
+	b = binary.AppendUvarint(b, uint64(max(st.Papers, 0)))
+	b = binary.AppendUvarint(b, uint64(max(st.NewPapers, 0)))
+	b = binary.AppendUvarint(b, uint64(run))
+	b = binary.AppendVarint(b, st.UpdatedAt.UnixNano())
+	return append(b, st.LastError...)
+}
+
+func (s *Store) decodePage(v []byte) (st PageStatus, run uint32, err error) {
+	bad := &DamagedError{Path: s.path, Cause: "a page status is not what was written"}
+	if len(v) < 1 || v[0] < 1 || v[0] > 2 {
+		return st, 0, bad
+	}
+	st.State = PageDone
+	if v[0] == 2 {
+		st.State = PageFailed
+	}
+	v = v[1:]
+	var u [4]uint64
+	for i := range u {
+		n, k := binary.Uvarint(v)
+		if k <= 0 || n > 1<<40 {
+			return st, 0, bad
+		}
+		u[i], v = n, v[k:]
+	}
+	at, k := binary.Varint(v)
+	if k <= 0 {
+		return st, 0, bad
+	}
+	st.Attempts, st.Papers, st.NewPapers, run = int(u[0]), int(u[1]), int(u[2]), uint32(u[3])
+	st.UpdatedAt = time.Unix(0, at).UTC()
+	st.LastError = string(v[k:])
+	return st, run, nil
+}
+
+// MigrateSuffix names the file a migration builds beside the state file
+// before it replaces it.
+const MigrateSuffix = ".migrate"
+
+// migrateBatch is how many format-1 keys a migration copies per
+// transaction of the new file.
+var migrateBatch = 50_000
+
+// migrateHook, when set (tests), is called at each step of a migration:
+// "batch" after each transaction of the new file, "written" when it is
+// complete and synced, "renamed" when it has replaced the old one.
+var migrateHook func(step string)
+
+func hook(step string) {
+	if migrateHook != nil {
+		migrateHook(step)
+	}
+}
+
+// format1Page is a page status as format 1 stored it.
+type format1Page struct {
+	State     string    `json:"state"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	Papers    int       `json:"papers"`
+	NewPapers int       `json:"new_papers"`
+	RunID     string    `json:"run_id"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// migrate rewrites the format-1 file s (open, and held exclusively) in
+// format 2: a new file is built beside it (MigrateSuffix), synced, and
+// renamed over it. A crash before the rename leaves the old file as it
+// was (the next open migrates again); after it, the new one. It needs
+// free disk for the new file, about 64 bytes a known paper.
+//
+// Everything is kept: each paper by its id and its DOI with the run that
+// first delivered it (runs are numbered in the order of their ids, which
+// is their start order), the pages, the sinks' token, the writer id, the
+// run history and the walk marks.
+func (s *Store) migrate() error {
+	tmp := s.path + MigrateSuffix
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("state %s: migrating to format %d: %w", s.path, Format, err)
+	}
+	err := s.view(func(src *bolt.Tx) error {
+		// Syncing each transaction of a file not yet in use buys nothing:
+		// it is synced once, complete, before it replaces the old one.
+		dst, err := bolt.Open(tmp, 0o644, &bolt.Options{FreelistType: bolt.FreelistMapType, NoSync: true, Timeout: lockWait})
+		if err != nil {
+			return err
+		}
+		dst.AllocSize = allocStep
+		err = copyFormat1(src, dst)
+		if err == nil {
+			err = dst.Sync()
+		}
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
+		os.Remove(tmp)
+		var d *DamagedError
+		if errors.As(err, &d) {
+			return d
+		}
+		return fmt.Errorf("state %s: migrating to format %d (the file is left as it was): %w", s.path, Format, err)
+	}
+	hook("written")
+	if err := os.Rename(tmp, s.path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("state %s: migrating to format %d (the file is left as it was): %w", s.path, Format, err)
+	}
+	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	hook("renamed")
+	return nil
+}
+
+// copyFormat1 copies a format-1 file's content into dst, a new file, in
+// format 2.
+func copyFormat1(src *bolt.Tx, dst *bolt.DB) error {
+	papers, dois := src.Bucket(bucketPapers), src.Bucket(bucketDOIs)
+	err := dst.Update(func(tx *bolt.Tx) error {
+		if err := initFormat2(tx); err != nil {
+			return err
+		}
+		// Written last, by the final transaction: a file cut short has
+		// no version, and is never renamed.
+		if err := tx.Bucket(bucketMeta).Delete(keyFormat); err != nil {
+			return err
+		}
+		if m := src.Bucket(bucketMeta); m != nil {
+			for _, k := range [][]byte{keySinkToken, keyWriter, keyFreelist} {
+				if v := m.Get(k); v != nil {
+					if err := tx.Bucket(bucketMeta).Put(k, v); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for _, name := range [][]byte{bucketRuns, bucketWalks} {
+			if b := src.Bucket(name); b != nil {
+				if err := b.ForEach(func(k, v []byte) error { return tx.Bucket(name).Put(k, v) }); err != nil {
+					return err
+				}
+			}
+		}
+		// Runs are numbered in id order, which is start order.
+		if b := src.Bucket(bucketRuns); b != nil {
+			if err := b.ForEach(func(k, _ []byte) error {
+				_, err := runNumber(tx, string(k), true)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		if b := src.Bucket(bucketPages); b != nil {
+			pages := tx.Bucket(bucketPages)
+			pages.FillPercent = pagesFill
+			if err := b.ForEach(func(k, v []byte) error {
+				var old format1Page
+				if err := json.Unmarshal(v, &old); err != nil {
+					return fmt.Errorf("page %x: %w", k, err)
+				}
+				run, err := runNumber(tx, old.RunID, true)
+				if err != nil {
+					return err
+				}
+				st := PageStatus{State: old.State, Attempts: old.Attempts, LastError: old.LastError, Papers: old.Papers, NewPapers: old.NewPapers, UpdatedAt: old.UpdatedAt}
+				return pages.Put(k, encodePage(st, run))
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var added uint64
+	// copyKeys copies a format-1 bucket's keys, migrateBatch a transaction.
+	copyKeys := func(b *bolt.Bucket, add func(w *paperWriter, k, v []byte) error) error {
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		k, v := c.First()
+		for k != nil {
+			err := dst.Update(func(tx *bolt.Tx) error {
+				w := newWriter(tx)
+				for i := 0; k != nil && i < migrateBatch; i++ {
+					if err := add(w, k, v); err != nil {
+						return err
+					}
+					k, v = c.Next()
+				}
+				added += w.added
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			hook("batch")
+		}
+		return nil
+	}
+	// DOIs first, with the run of the paper each names; then the ids
+	// (a paper known by a DOI is not counted again).
+	err = copyKeys(dois, func(w *paperWriter, doi, id []byte) error {
+		runID := ""
+		if papers != nil {
+			runID = string(papers.Get(id))
+		}
+		run, err := w.run(runID)
+		if err != nil {
+			return err
+		}
+		p := paperOf(string(id), string(doi))
+		_, err = w.add(p, run)
+		return err
+	})
+	if err == nil {
+		// An id copied here that the DOIs did not name is a paper known
+		// by its id alone (or, rarely, a second id of a paper known by
+		// its DOI: the count of papers is then one too high).
+		err = copyKeys(papers, func(w *paperWriter, id, runID []byte) error {
+			run, err := w.run(string(runID))
+			if err != nil {
+				return err
+			}
+			hs, n := paperHashes(paperOf(string(id), ""))
+			for _, h := range hs[:n] {
+				added, err := w.known.add(h, run)
+				if err != nil {
+					return err
+				}
+				if added {
+					w.added++
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	return dst.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if err := meta.Put(keyPaperCount, binary.BigEndian.AppendUint64(nil, added)); err != nil {
+			return err
+		}
+		return meta.Put(keyFormat, []byte(strconv.Itoa(Format)))
+	})
+}
+
+// paperOf is the paper a format-1 key names: an id, with the DOI that
+// names it ("" when not known); an id "doi:…" is its DOI's.
+func paperOf(id, doi string) ledger.Paper { return ledger.Paper{ID: id, DOI: doi} }

@@ -1,0 +1,219 @@
+package state
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Papers recorded since the last merge are not written into the slots at
+// once: hashes are random, so a commit of a few hundred keys into a set of
+// millions would dirty (and write, and fsync) a page of slots per key,
+// about 4 KB a key. Instead each commit appends its new entries to the
+// recent log, one value under the next sequence number (a page or two per
+// commit, whatever the set's size), and the store keeps them in memory too
+// (mem), where look-ups find them. When the log holds mergeAt entries they
+// are merged into the slots in hash order, a range at a time: each page
+// of slots is then written once for the many entries it takes. The log is
+// emptied by the merge's last transaction.
+//
+// A crash at any point leaves the log and the slots consistent: the log is
+// read back into memory when the store is opened, and an entry both in the
+// log and in the slots (a merge cut short) is the same entry twice.
+var (
+	// mergeAt is how many entries the log holds before they are merged
+	// (4 MB of memory at most).
+	mergeAt = 1 << 18
+	// mergeChunk is how many entries one merge transaction writes into
+	// the slots: at most that many pages of slots dirty at once.
+	mergeChunk = 4096
+)
+
+var bucketRecent = []byte("recent") // sequence (8) → the entries a commit added (11 bytes each)
+
+type entry struct {
+	h   uint64
+	run uint32
+}
+
+func byHash(a, b entry) int { return cmp.Compare(a.h, b.h) }
+
+// recentIndex holds the log's entries in memory as sorted runs, each at
+// least twice as long as the next (so at most log₂ n of them), newest
+// last: 16 bytes an entry, found by a binary search of each run.
+type recentIndex struct {
+	runs [][]entry
+	n    int
+}
+
+func (r *recentIndex) get(h uint64) (uint32, bool) {
+	for i := len(r.runs) - 1; i >= 0; i-- {
+		run := r.runs[i]
+		if j, ok := slices.BinarySearchFunc(run, h, func(e entry, h uint64) int { return cmp.Compare(e.h, h) }); ok {
+			return run[j].run, true
+		}
+	}
+	return 0, false
+}
+
+// add adds entries not in the index (a commit's, or a log record's).
+func (r *recentIndex) add(ents []entry) {
+	if len(ents) == 0 {
+		return
+	}
+	run := slices.Clone(ents)
+	slices.SortFunc(run, byHash)
+	run = slices.CompactFunc(run, func(a, b entry) bool { return a.h == b.h })
+	r.runs = append(r.runs, run)
+	r.n += len(run)
+	for k := len(r.runs); k >= 2 && len(r.runs[k-2]) <= 2*len(r.runs[k-1]); k = len(r.runs) {
+		a, b := r.runs[k-2], r.runs[k-1]
+		m := make([]entry, 0, len(a)+len(b))
+		i, j := 0, 0
+		for i < len(a) && j < len(b) {
+			switch {
+			case a[i].h < b[j].h:
+				m = append(m, a[i])
+				i++
+			case a[i].h > b[j].h:
+				m = append(m, b[j])
+				j++
+			default: // the older entry is the first
+				m = append(m, a[i])
+				i, j = i+1, j+1
+				r.n--
+			}
+		}
+		m = append(append(m, a[i:]...), b[j:]...)
+		r.runs = append(r.runs[:k-2], m)
+	}
+}
+
+// sorted is every entry, in hash order.
+func (r *recentIndex) sorted() []entry {
+	out := make([]entry, 0, r.n)
+	for _, run := range r.runs {
+		out = append(out, run...)
+	}
+	slices.SortStableFunc(out, byHash)
+	return slices.CompactFunc(out, func(a, b entry) bool { return a.h == b.h })
+}
+
+func appendEntry(b []byte, e entry) []byte {
+	b = binary.BigEndian.AppendUint64(b, e.h)
+	return append(b, byte(e.run>>16), byte(e.run>>8), byte(e.run))
+}
+
+// loadRecent reads the log into memory (Open).
+func (s *Store) loadRecent() error {
+	s.mem = recentIndex{}
+	return s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRecent)
+		if b == nil {
+			return nil
+		}
+		var ents []entry
+		return b.ForEach(func(k, v []byte) error {
+			if len(k) != 8 || len(v)%entrySize != 0 {
+				return &DamagedError{Path: s.path, Cause: "a record of the recent papers is not what was written"}
+			}
+			ents = ents[:0]
+			for i := 0; i < len(v)/entrySize; i++ {
+				ents = append(ents, entry{binary.BigEndian.Uint64(v[i*entrySize:]), entryRun(v, i)})
+			}
+			s.mem.add(ents)
+			return nil
+		})
+	})
+}
+
+// appendRecent writes a commit's new entries to the log (in its
+// transaction).
+func appendRecent(tx *bolt.Tx, fresh []entry) error {
+	if len(fresh) == 0 {
+		return nil
+	}
+	b := tx.Bucket(bucketRecent)
+	b.FillPercent = 1 // appended in key order: pages filled full
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	v := make([]byte, 0, len(fresh)*entrySize)
+	for _, e := range fresh {
+		v = appendEntry(v, e)
+	}
+	return b.Put(binary.BigEndian.AppendUint64(nil, seq), v)
+}
+
+// absorb adds a committed transaction's new entries to memory. The caller
+// holds s.logMu.
+func (s *Store) absorb(fresh []entry) {
+	if len(fresh) == 0 {
+		return
+	}
+	s.memMu.Lock()
+	s.mem.add(fresh)
+	s.memMu.Unlock()
+}
+
+// maybeMerge merges the log into the slots when it holds mergeAt entries.
+// The caller holds s.logMu, so no commit adds to the log meanwhile.
+func (s *Store) maybeMerge() error {
+	if s.mem.n < mergeAt {
+		return nil
+	}
+	return s.merge()
+}
+
+// merge writes every entry of the log into the slots, in hash order,
+// mergeChunk entries a transaction, then empties the log and memory.
+// Look-ups go on meanwhile: an entry is in memory until the log is gone.
+func (s *Store) merge() error {
+	ents := s.mem.sorted()
+	for len(ents) > 0 {
+		chunk := ents[:min(mergeChunk, len(ents))]
+		ents = ents[len(chunk):]
+		err := s.update(func(tx *bolt.Tx) error {
+			// An entry already there (a merge cut short) keeps its run.
+			return s.damage(newKnownSet(tx.Bucket(bucketKnown)).merge(chunk))
+		})
+		if err != nil {
+			return err
+		}
+		// A merge reads every page of slots: released after each chunk,
+		// they do not all stay mapped at once.
+		releaseMap(s.db)
+		hook("merge")
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketRecent); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket(bucketRecent)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.memMu.Lock()
+	s.mem = recentIndex{}
+	s.memMu.Unlock()
+	return nil
+}
+
+// recentCount is how many entries the log holds (Check).
+func recentCount(tx *bolt.Tx) int {
+	b := tx.Bucket(bucketRecent)
+	if b == nil {
+		return 0
+	}
+	n := 0
+	b.ForEach(func(_, v []byte) error {
+		n += len(v) / entrySize
+		return nil
+	})
+	return n
+}
