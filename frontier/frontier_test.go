@@ -101,6 +101,28 @@ func TestLedgerConformance(t *testing.T) {
 	})
 }
 
+// The fleet's ledger, whose look-ups and commits send every key of a page
+// at once, passes the conformance suite on the oldest server it supports
+// (Debian's nats-server 2.9.10: direct gets, no batched ones).
+func TestLedgerConformanceOnOldestServer(t *testing.T) {
+	b := natstest.StartBinary(t)
+	t.Logf("nats-server %s", b.Version)
+	var buckets sync.Mutex
+	ledgertest.Run(t, func(t *testing.T) (ledger.Ledger, func() ledger.Ledger) {
+		buckets.Lock()
+		t.Cleanup(buckets.Unlock)
+		nc, _ := nats.Connect(b.URL)
+		js, _ := jetstream.New(nc)
+		js.DeleteKeyValue(ctx, frontier.PapersBucket)
+		nc.Close()
+		f := connect(t, b.URL, frontier.Options{})
+		return f.Ledger(), func() ledger.Ledger {
+			f.Close()
+			return connect(t, b.URL, frontier.Options{}).Ledger()
+		}
+	})
+}
+
 // Three workers and one that dies mid-job share a backfill of a flaky
 // site: the frontier drains, every paper reaches the records stream
 // exactly once, and a page that cannot be fetched is dead-lettered with

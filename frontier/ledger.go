@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/litcrawl/litcrawl/ledger"
 )
@@ -17,6 +19,14 @@ import (
 // of the litcrawl_papers key-value bucket (one per paper id and one per
 // DOI, each holding the run that first delivered the paper). It implements
 // the engine's ledger port.
+//
+// A page costs one round trip to look up and one to commit, however many
+// papers it holds: every key's request is sent at once (at most
+// MaxInFlight at a time) and the answers are awaited together. The server
+// answers each key on its own (a direct get, or a create): nats-server
+// 2.9 has no request that reads several keys, and a value holding many
+// papers (a digest per journal or per page) would be rewritten by every
+// commit and fought over by the workers. See docs/distributed.md.
 //
 // It is not atomic: JetStream key-value has no transaction across keys, so
 // Commit records the group's papers one key at a time, each with "create if
@@ -29,6 +39,9 @@ import (
 type Ledger struct {
 	kv jetstream.KeyValue
 }
+
+// MaxInFlight bounds the requests one look-up or commit has in flight.
+const MaxInFlight = 128
 
 var _ ledger.Ledger = (*Ledger)(nil)
 
@@ -49,54 +62,99 @@ func keysOf(p ledger.Paper) []string {
 	return keys
 }
 
-// Lookup asks the bucket for each paper's id, then its DOI.
+// each runs do for every key of every paper, at most MaxInFlight at once,
+// and waits for all: one round trip for the lot.
+func each(ctx context.Context, papers []ledger.Paper, do func(ctx context.Context, paper int, key string) error) error {
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(MaxInFlight)
+	for i, pp := range papers {
+		for _, k := range keysOf(pp) {
+			p.Go(func(ctx context.Context) error { return do(ctx, i, k) })
+		}
+	}
+	return p.Wait()
+}
+
+// Lookup asks the bucket for every paper's id and DOI at once; a paper is
+// known by its id's entry, else by its DOI's.
 func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string) ([]ledger.Seen, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// byID and byDOI hold each paper's answers: 0 not found, else 1 +
+	// whether the entry is this run's.
+	byID, byDOI := make([]uint8, len(papers)), make([]uint8, len(papers))
+	err := each(ctx, papers, func(ctx context.Context, i int, k string) error {
+		e, err := l.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("papers bucket: %w", err)
+		}
+		v := uint8(1)
+		if string(e.Value()) == runID {
+			v = 2
+		}
+		if k[0] == 'i' {
+			byID[i] = v
+		} else {
+			byDOI[i] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ledger.Seen, len(papers))
-	for i, p := range papers {
-		for _, k := range keysOf(p) {
-			e, err := l.kv.Get(ctx, k)
-			if errors.Is(err, jetstream.ErrKeyNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("papers bucket: %w", err)
-			}
-			if string(e.Value()) == runID {
-				out[i] = ledger.SeenThisRun
-			} else {
-				out[i] = ledger.SeenBefore
-			}
-			break
+	for i := range papers {
+		v := byID[i]
+		if v == 0 {
+			v = byDOI[i]
+		}
+		switch v {
+		case 1:
+			out[i] = ledger.SeenBefore
+		case 2:
+			out[i] = ledger.SeenThisRun
 		}
 	}
 	return out, nil
 }
 
-// Commit records each page's papers, key by key, create-if-absent. A
-// paper is new when neither its id nor its DOI was recorded before.
+// Commit records the group's papers, every key of every page at once,
+// create-if-absent. A paper is new when neither its id nor its DOI was
+// recorded before.
 func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]int, len(g.Pages))
+	var all []ledger.Paper
+	page := make([]int, 0, len(all)) // the page of each paper of all
 	for i, pg := range g.Pages {
-		for _, p := range pg.Papers {
-			fresh := true
-			for _, k := range keysOf(p) {
-				_, err := l.kv.Create(ctx, k, []byte(pg.RunID))
-				switch {
-				case errors.Is(err, jetstream.ErrKeyExists):
-					fresh = false
-				case err != nil:
-					return nil, fmt.Errorf("papers bucket: %w", err)
-				}
-			}
-			if fresh {
-				out[i]++
-			}
+		all = append(all, pg.Papers...)
+		for range pg.Papers {
+			page = append(page, i)
+		}
+	}
+	existed := make([]atomic.Bool, len(all))
+	run := func(j int) []byte { return []byte(g.Pages[page[j]].RunID) }
+	err := each(ctx, all, func(ctx context.Context, j int, k string) error {
+		_, err := l.kv.Create(ctx, k, run(j))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyExists):
+			existed[j].Store(true)
+		case err != nil:
+			return fmt.Errorf("papers bucket: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(g.Pages))
+	for j := range all {
+		if !existed[j].Load() {
+			out[page[j]]++
 		}
 	}
 	return out, nil

@@ -7,6 +7,7 @@ package ledgertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -25,6 +26,43 @@ func Run(t *testing.T, fresh func(t *testing.T) (l ledger.Ledger, reopen func() 
 	t.Run("TokenStore", func(t *testing.T) { tokens(t, fresh) })
 	t.Run("WalkMarks", func(t *testing.T) { walkMarks(t, fresh) })
 	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh) })
+	t.Run("LargeGroup", func(t *testing.T) { largeGroup(t, fresh) })
+}
+
+// largeGroup commits pages with more keys than a ledger may have in flight
+// at once, half of them known, and looks them all up.
+func largeGroup(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, _ := fresh(t)
+	page := func(from, n int) []ledger.Paper {
+		var ps []ledger.Paper
+		for i := from; i < from+n; i++ {
+			ps = append(ps, ledger.Paper{ID: fmt.Sprintf("big-%d", i), DOI: fmt.Sprintf("10.7/big.%d", i)})
+		}
+		return ps
+	}
+	if n := commit(t, l, "r1", page(0, 150)); n[0] != 150 {
+		t.Fatalf("first group: %v new", n)
+	}
+	// Two pages of 150: the first half known, then 150 new.
+	if n := commit(t, l, "r2", page(75, 150), page(225, 150)); n[0] != 75 || n[1] != 150 {
+		t.Fatalf("second group: %v new, want [75 150]", n)
+	}
+	got := lookup(t, l, append(page(0, 400), ledger.Paper{ID: "other", DOI: "10.7/BIG.5"}), "r2")
+	for i, s := range got {
+		want := ledger.Unknown
+		switch {
+		case i < 75 || i == 400:
+			want = ledger.SeenBefore
+		case i < 375:
+			want = ledger.SeenThisRun
+			if i < 150 {
+				want = ledger.SeenBefore
+			}
+		}
+		if s != want {
+			t.Fatalf("paper %d: %v, want %v", i, s, want)
+		}
+	}
 }
 
 var ctx = context.Background()
