@@ -5,10 +5,17 @@
 // papers/s, and the ratios.
 //
 //	go run ./bench [-pages 2000] [-concurrency 4] [-rounds 1]
+//	go run ./bench -scale [-scale-pages 1000,10000,100000] [-journals 1000]
 //
 // With -rounds N the two run N times each, interleaved and alternating
 // which goes first, and the ratios printed are the medians of the rounds'
 // ratios: on a noisy machine one pair of runs can be off by 20 %.
+//
+// With -scale it prints instead how the crawl's costs grow: a backfill of
+// each size on a fresh state (CPU per page, peak RSS, the state
+// directory's bytes per paper as du -sb counts them, papers/s), then a
+// nightly over -journals journals with nothing new (listing requests per
+// journal, CPU).
 package main
 
 import (
@@ -146,14 +153,42 @@ func main() {
 	pages := flag.Int("pages", 2000, "pages of 20 papers on the synthetic site")
 	conc := flag.Int("concurrency", 4, "requests at once, for both")
 	rounds := flag.Int("rounds", 1, "runs of each, interleaved (crawl first, then baseline first, …); the ratios printed are the medians")
+	scaleMode := flag.Bool("scale", false, "print the cost-growth table instead (backfills of -scale-pages pages, then a nightly over -journals journals)")
+	scalePages := flag.String("scale-pages", "1000,10000,100000", "with -scale: the backfill sizes, in pages of 20 papers")
+	journals := flag.Int("journals", 1000, "with -scale: journals in the nightly with nothing new")
+	fleetMode := flag.Bool("fleet", false, "measure the fleet's ledger instead: a papers bucket on a real nats-server (memory and disk a paper, round trips a page)")
+	fleetPapers := flag.Int("fleet-papers", 1_000_000, "with -fleet: papers to commit")
+	natsServer := flag.String("nats-server", "", "with -fleet: this nats-server binary (default: build the Go module's)")
+	delay := flag.Duration("delay", 5*time.Millisecond, "with -fleet: one-way delay added between the look-up and the server")
+	crawlPath := flag.String("crawl", "", "measure this crawl binary instead of building ./cmd/crawl (an older version, say)")
 	flag.Parse()
-	if *pages < 1 || *conc < 1 || *rounds < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -pages, -concurrency and -rounds must be at least 1")
+	if *pages < 1 || *conc < 1 || *rounds < 1 || *journals < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -pages, -concurrency, -rounds and -journals must be at least 1")
+		os.Exit(2)
+	}
+	sizes, err := parseSizes(*scalePages)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
 	dir, _ := os.MkdirTemp("", "litcrawl-bench")
 	defer os.RemoveAll(dir)
-	crawlBin := build(dir, "./cmd/crawl", "crawl")
+	if *fleetMode {
+		if *fleetPapers < 20 || *delay < 0 {
+			fmt.Fprintln(os.Stderr, "bench: -fleet-papers must be at least 20 and -delay not negative")
+			os.Exit(2)
+		}
+		fleet(dir, *natsServer, *fleetPapers, *delay)
+		return
+	}
+	crawlBin := *crawlPath
+	if crawlBin == "" {
+		crawlBin = build(dir, "./cmd/crawl", "crawl")
+	}
+	if *scaleMode {
+		scale(crawlBin, dir, sizes, *journals, *conc)
+		return
+	}
 	baseBin := build(dir, "./bench/baseline", "baseline")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
