@@ -93,9 +93,15 @@ func OpenReadOnly(dir string) (*Store, error) {
 	}
 	// A format-1 file reads as it is (its runs are kept the same way); a
 	// later format is refused.
-	if _, err := s.format(); err != nil {
+	if s.fileFormat, err = s.format(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.fileFormat == Format {
+		if err := s.loadRecent(); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }

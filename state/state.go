@@ -73,10 +73,11 @@ type Store struct {
 	// recent.go); memMu guards mem, the log's entries in memory: hash →
 	// run number. The holder of logMu reads mem without memMu (no one
 	// else changes it).
-	logMu    sync.Mutex
-	mergeErr error // a merge's failure, for the next commit (under logMu)
-	memMu    sync.RWMutex
-	mem      recentIndex
+	fileFormat int // as opened (read-only: 1 or 2)
+	logMu      sync.Mutex
+	mergeErr   error // a merge's failure, for the next commit (under logMu)
+	memMu      sync.RWMutex
+	mem        recentIndex
 }
 
 // lockWait is how long Open waits for another process to let go.
@@ -366,6 +367,9 @@ func (s *Store) lookupTx(known knownSet, p ledger.Paper) (run uint32, ok bool, e
 func (s *Store) FirstRun(ctx context.Context, p ledger.Paper) (runID string, known bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return "", false, err
+	}
+	if s.fileFormat == 1 {
+		return "", false, fmt.Errorf("state %s is in format 1: the next crawl migrates it to format %d (or crawl state find after it)", s.path, Format)
 	}
 	s.memMu.RLock()
 	defer s.memMu.RUnlock()

@@ -11,22 +11,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/state"
 )
 
 func newStateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Check or rebuild the crawl state",
-		Long: `state checks the crawl state file (crawl state check) or builds a new
-one from delivered JSONL (crawl state rebuild), for a state file that was
-damaged (a disk fault, a copy cut short).`,
+		Short: "Check, rebuild or search the crawl state",
+		Long: `state checks the crawl state file (crawl state check), builds a new
+one from delivered JSONL (crawl state rebuild) for a state file that was
+damaged (a disk fault, a copy cut short), or tells whether a paper was
+delivered and by which run (crawl state find).`,
 		Args: noArgs("state"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("state: give a subcommand: check or rebuild")}
+			return usageError{errors.New("state: give a subcommand: check, rebuild or find")}
 		},
 	}
-	cmd.AddCommand(newStateCheckCmd(), newStateRebuildCmd())
+	cmd.AddCommand(newStateCheckCmd(), newStateRebuildCmd(), newStateFindCmd())
 	return cmd
 }
 
@@ -169,5 +171,56 @@ Exit codes: 0 built, 1 an input could not be read, 2 usage.`,
 	}
 	cmd.Flags().StringVar(&dir, "state-dir", "", "the new state directory (must not hold a state)")
 	cmd.Flags().StringArrayVar(&from, "from", nil, "a JSONL file of delivered records, as jsonl:FILE (repeatable)")
+	return cmd
+}
+
+func newStateFindCmd() *cobra.Command {
+	var dir, id, doi string
+	cmd := &cobra.Command{
+		Use:   "find [--state-dir DIR] --id ID | --doi DOI",
+		Short: "Tell whether a paper was delivered, and by which run",
+		Long: `find looks a paper up in the crawl state, by its record id, its DOI, or
+both (as a crawl does: the id, then the DOI), read-only, and prints
+whether it is known and the run that first delivered it. The state keeps
+hashes of ids and DOIs, not the strings: see docs/state.md.
+
+Exit codes: 0 known, 1 not known (or the state could not be read), 2 usage.`,
+		Example: `  crawl state find --id 142263551
+  crawl state find --doi 10.1016/j.jdcs.2024.103290 --state-dir crawl-state`,
+		Args: noArgs("state find"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" && doi == "" {
+				return usageError{errors.New("state find: give --id ID, --doi DOI or both")}
+			}
+			if dir == "" {
+				cfg, err := loadConfig(cmd)
+				if err != nil {
+					return err
+				}
+				dir = cfg.StateDir
+			}
+			st, err := state.OpenReadOnly(dir)
+			if err != nil {
+				return fmt.Errorf("state find: %w", err)
+			}
+			defer st.Close()
+			run, known, err := st.FirstRun(cmd.Context(), ledger.Paper{ID: id, DOI: doi})
+			if err != nil {
+				return fmt.Errorf("state find: %w", err)
+			}
+			w := cmd.OutOrStdout()
+			if !known {
+				return exitCodeError{code: 1, err: fmt.Errorf("state find: not known: never delivered with the state in %s", dir)}
+			}
+			if run == "" {
+				run = "(a run this state did not keep)"
+			}
+			fmt.Fprintf(w, "known: first delivered by run %s\n", run)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	cmd.Flags().StringVar(&id, "id", "", "the paper's record id (\"doi:…\" for one seen without its JSON)")
+	cmd.Flags().StringVar(&doi, "doi", "", "the paper's DOI (any case)")
 	return cmd
 }

@@ -39,6 +39,20 @@ func TestDamagedStateCheckAndRebuild(t *testing.T) {
 	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitOK || !strings.Contains(msg, "sound, format 2: 500 papers (1000 ids and DOIs)") {
 		t.Fatalf("check of a sound state: exit %d: %s", code, msg)
 	}
+	// A delivered paper is found by its id and by its DOI, with its run;
+	// another is not known.
+	for _, args := range [][]string{{"--id", testsite.SynthID(1001, 3, 4)}, {"--doi", "10.9999/SYNTH." + testsite.SynthID(1001, 25, 19)}} {
+		code, msg := crawlBin(append([]string{"state", "find", "--state-dir", stateDir}, args...)...)
+		if code != exitOK || !strings.HasPrefix(msg, "known: first delivered by run 2") {
+			t.Errorf("state find %v: exit %d: %s", args, code, msg)
+		}
+	}
+	if code, msg := crawlBin("state", "find", "--state-dir", stateDir, "--id", testsite.SynthID(1001, 26, 0)); code != 1 || !strings.Contains(msg, "not known") {
+		t.Errorf("state find of a paper never delivered: exit %d: %s", code, msg)
+	}
+	if code, msg := crawlBin("state", "find", "--state-dir", stateDir); code != exitUsage || !strings.Contains(msg, "--id ID, --doi DOI or both") {
+		t.Errorf("state find without a paper: exit %d: %s", code, msg)
+	}
 	// Damage every page but the two meta pages and the root pages: each
 	// 64th byte flipped.
 	db := filepath.Join(stateDir, state.FileName)
