@@ -305,7 +305,8 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB) error {
 					k, v = c.Next()
 				}
 				added += w.added
-				return nil
+				w.added = 0 // counted here, not in meta
+				return w.flush()
 			})
 			if err != nil {
 				return err
@@ -340,7 +341,7 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB) error {
 			}
 			hs, n := paperHashes(paperOf(string(id), ""))
 			for _, h := range hs[:n] {
-				added, err := w.known.add(h, run)
+				added, err := w.addHash(h, run)
 				if err != nil {
 					return err
 				}

@@ -24,9 +24,10 @@ import (
 // A slot is one bbolt value holding up to slotMax entries sorted by hash,
 // under the 8-byte big-endian hash where its range begins: the slot for a
 // hash h is the one with the greatest key ≤ h (a cursor Seek, and a Prev
-// when it lands past h). The first slot begins at 0. A slot that grows past
-// slotMax entries splits in two at its middle entry, so slots stay between
-// half full and full whatever the crawl's length. An entry is
+// when it lands past h). The first slot begins at 0. Entries are added by
+// merges (see recent.go), in hash order: a slot that would grow past
+// slotMax entries is split evenly into as many slots as it needs, so slots
+// stay between half full and full whatever the crawl's length. An entry is
 //
 //	hash (8 bytes, big-endian) | run number (3 bytes, big-endian)
 //
@@ -139,38 +140,6 @@ func (k knownSet) get(h uint64) (run uint32, ok bool, err error) {
 		return 0, false, nil
 	}
 	return entryRun(val, i), true, nil
-}
-
-// add records h as first recorded by run unless it is there already;
-// added says it was not.
-func (k knownSet) add(h uint64, run uint32) (added bool, err error) {
-	key, val, err := k.slot(h)
-	if err != nil {
-		return false, err
-	}
-	i, found := search(val, h)
-	if found {
-		return false, nil
-	}
-	n := len(val) / entrySize
-	// A new value: bbolt keeps the slice given to Put until the commit.
-	nv := make([]byte, len(val)+entrySize)
-	copy(nv, val[:i*entrySize])
-	e := nv[i*entrySize:]
-	binary.BigEndian.PutUint64(e, h)
-	e[8], e[9], e[10] = byte(run>>16), byte(run>>8), byte(run)
-	copy(nv[(i+1)*entrySize:], val[i*entrySize:])
-	key = bytes.Clone(key)
-	if n+1 <= slotMax {
-		return true, k.b.Put(key, nv)
-	}
-	// Split at the middle entry: the upper half is a slot of its own,
-	// beginning at its first hash.
-	mid := (n + 1) / 2 * entrySize
-	if err := k.b.Put(key, nv[:mid:mid]); err != nil {
-		return false, err
-	}
-	return true, k.b.Put(bytes.Clone(nv[mid:mid+hashSize]), nv[mid:])
 }
 
 // merge adds entries sorted by hash (a merge of the recent log), each

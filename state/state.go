@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -466,13 +467,14 @@ type paperWriter struct {
 // s.logMu.
 func (s *Store) newWriter(tx *bolt.Tx) *paperWriter {
 	w := newWriter(tx)
-	w.s, w.pending = s, map[uint64]struct{}{}
+	w.s = s
 	return w
 }
 
-// newWriter makes a writer that adds straight into the slots.
+// newWriter makes a writer that adds straight into the slots (merged in
+// hash order when it is flushed).
 func newWriter(tx *bolt.Tx) *paperWriter {
-	return &paperWriter{tx: tx, known: newKnownSet(tx.Bucket(bucketKnown)), runs: map[string]uint32{}}
+	return &paperWriter{tx: tx, known: newKnownSet(tx.Bucket(bucketKnown)), runs: map[string]uint32{}, pending: map[uint64]struct{}{}}
 }
 
 func (w *paperWriter) run(id string) (uint32, error) {
@@ -489,11 +491,10 @@ func (w *paperWriter) run(id string) (uint32, error) {
 // addHash records h as first recorded by run unless it is known; added
 // says it was not.
 func (w *paperWriter) addHash(h uint64, run uint32) (added bool, err error) {
-	if w.s == nil {
-		return w.known.add(h, run)
-	}
-	if _, ok := w.s.mem.get(h); ok {
-		return false, nil
+	if w.s != nil {
+		if _, ok := w.s.mem.get(h); ok {
+			return false, nil
+		}
 	}
 	if _, ok := w.pending[h]; ok {
 		return false, nil
@@ -529,9 +530,14 @@ func (w *paperWriter) add(p ledger.Paper, run uint32) (isNew bool, err error) {
 }
 
 // flush adds the papers added to the file's count, and the new entries to
-// the recent log.
+// the recent log (or into the slots).
 func (w *paperWriter) flush() error {
-	if err := appendRecent(w.tx, w.fresh); err != nil {
+	if w.s == nil {
+		slices.SortFunc(w.fresh, byHash)
+		if err := w.known.merge(w.fresh); err != nil {
+			return err
+		}
+	} else if err := appendRecent(w.tx, w.fresh); err != nil {
 		return err
 	}
 	if w.added == 0 {
