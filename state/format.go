@@ -111,7 +111,11 @@ func encodePage(st PageStatus, run uint32) []byte {
 	b = binary.AppendUvarint(b, uint64(max(st.Papers, 0)))
 	b = binary.AppendUvarint(b, uint64(max(st.NewPapers, 0)))
 	b = binary.AppendUvarint(b, uint64(run))
-	b = binary.AppendVarint(b, st.UpdatedAt.UnixNano())
+	var at int64 // the zero time: 0
+	if !st.UpdatedAt.IsZero() {
+		at = st.UpdatedAt.UnixNano()
+	}
+	b = binary.AppendVarint(b, at)
 	return append(b, st.LastError...)
 }
 
@@ -138,7 +142,9 @@ func (s *Store) decodePage(v []byte) (st PageStatus, run uint32, err error) {
 		return st, 0, bad
 	}
 	st.Attempts, st.Papers, st.NewPapers, run = int(u[0]), int(u[1]), int(u[2]), uint32(u[3])
-	st.UpdatedAt = time.Unix(0, at).UTC()
+	if at != 0 {
+		st.UpdatedAt = time.Unix(0, at).UTC()
+	}
 	st.LastError = string(v[k:])
 	return st, run, nil
 }
