@@ -73,6 +73,10 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, err
 	}
 	defer st.Close()
+	if m := st.Migrated(); m.From != 0 {
+		e.log().Info("state migrated", "dir", c.StateDir, "from_format", m.From, "to_format", state.Format,
+			"seconds", m.Took.Seconds(), "bytes_before", m.BytesBefore, "bytes_after", m.BytesAfter)
+	}
 	// The run is in the history from the moment it holds the state, and
 	// runs.json says so to crawl runs and crawl report until it ends.
 	host, _ := os.Hostname()

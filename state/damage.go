@@ -192,6 +192,18 @@ func Check(dir string) (Counts, []error, error) {
 			if len(problems) > 0 {
 				return nil
 			}
+			if _, err := formatTx(tx, path); err != nil {
+				var fe *FormatError
+				if errors.As(err, &fe) {
+					return err // not damage: a newer version's file
+				}
+				var d *DamagedError
+				if errors.As(err, &d) {
+					err = errors.New(d.Cause)
+				}
+				problems = append(problems, err)
+				return nil
+			}
 			c = countTx(tx)
 			return nil
 		})

@@ -373,3 +373,28 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB) error {
 // paperOf is the paper a format-1 key names: an id, with the DOI that
 // names it ("" when not known); an id "doi:…" is its DOI's.
 func paperOf(id, doi string) ledger.Paper { return ledger.Paper{ID: id, DOI: doi} }
+
+// firstRunFormat1 looks a paper up in a format-1 file (read-only: a file
+// not migrated yet) as format 1 did: its id, its DOI, then "doi:<DOI>".
+func firstRunFormat1(tx *bolt.Tx, p ledger.Paper) (runID string, known bool) {
+	papers, dois := tx.Bucket(bucketPapers), tx.Bucket(bucketDOIs)
+	if papers == nil {
+		return "", false
+	}
+	if p.ID != "" {
+		if v := papers.Get([]byte(p.ID)); v != nil {
+			return string(v), true
+		}
+	}
+	if doi := p.DOIKey(); doi != "" {
+		if dois != nil {
+			if id := dois.Get([]byte(doi)); id != nil {
+				return string(papers.Get(id)), true
+			}
+		}
+		if v := papers.Get([]byte("doi:" + doi)); v != nil {
+			return string(v), true
+		}
+	}
+	return "", false
+}

@@ -142,11 +142,30 @@ func TestMigrateFormat1(t *testing.T) {
 	if runs, err := ro.Runs(); err != nil || len(runs) != 4 {
 		t.Errorf("format-1 history read-only: %d runs, %v", len(runs), err)
 	}
+	// Read-only, its papers are found as format 1 found them.
+	for _, p := range format1Papers(t) {
+		for _, w := range []ledger.Paper{{ID: p.id}, {ID: "x", DOI: strings.ToUpper(p.doi)}} {
+			if w.ID == "x" && p.doi == "" {
+				continue
+			}
+			if run, known, err := ro.FirstRun(ctx, w); err != nil || !known || run != p.run {
+				t.Fatalf("format 1, read-only, %+v: %v %q %v", w, known, run, err)
+			}
+		}
+	}
+	if _, known, err := ro.FirstRun(ctx, ledger.Paper{ID: "nope", DOI: "10.1/nope"}); known || err != nil {
+		t.Errorf("format 1, read-only, a paper never delivered: %v %v", known, err)
+	}
 	ro.Close()
 	c, problems, err := state.Check(dir)
 	if err != nil || len(problems) > 0 || c.Format != 1 || c.Papers != 255 || c.DOIs != 241 {
 		t.Errorf("check of the format-1 file: %+v %v %v", c, problems, err)
 	}
+	s := open(t, dir)
+	if m := s.Migrated(); m.From != 1 || m.BytesBefore != 131072 || m.BytesAfter <= 0 || m.BytesAfter >= m.BytesBefore {
+		t.Errorf("what Open migrated: %+v", m)
+	}
+	s.Close()
 	checkMigrated(t, dir)
 	c, problems, err = state.Check(dir)
 	if err != nil || len(problems) > 0 || c.Format != 2 || c.Pages != 13 || c.Runs != 4 || !c.SinkToken || c.Papers != 255 || c.Keys != 255+241-10 { // "doi:…" ids are known by their DOI alone
@@ -155,7 +174,10 @@ func TestMigrateFormat1(t *testing.T) {
 	// Reopened: format 2 already, nothing to do; still every paper.
 	checkMigrated(t, dir)
 	// A crawl goes on from it: a new paper is new, a known one is not.
-	s := open(t, dir)
+	s = open(t, dir)
+	if m := s.Migrated(); m.From != 0 {
+		t.Errorf("migrated twice: %+v", m)
+	}
 	n := commitPage(t, s, ledger.Page{Key: ledger.PageKey{Journal: 1001, Page: 7}, RunID: "20261205T020000Z-01020304", At: t0,
 		Papers: []ledger.Paper{{ID: "10010000700", DOI: "10.9999/x"}, {ID: "10010000100", DOI: "10.9999/Synth.10010000100"}}}, nil)
 	s.Close()
@@ -191,6 +213,9 @@ func TestNewerFormatRefused(t *testing.T) {
 			s.Close()
 		}
 	}
+	if _, _, err := state.Check(dir); !errors.As(err, new(*state.FormatError)) {
+		t.Errorf("check of a format-3 file: %v", err)
+	}
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
 		t.Error("the refused file was changed")
 	}
@@ -200,6 +225,9 @@ func TestNewerFormatRefused(t *testing.T) {
 	db.Close()
 	if _, err := state.Open(dir); !errors.Is(err, state.ErrDamaged) {
 		t.Errorf("format %q: %v", "two", err)
+	}
+	if _, problems, err := state.Check(dir); err != nil || len(problems) != 1 || !strings.Contains(problems[0].Error(), `format version "two"`) {
+		t.Errorf("check of format %q: %v %v", "two", problems, err)
 	}
 }
 

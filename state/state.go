@@ -75,6 +75,7 @@ type Store struct {
 	// run number. The holder of logMu reads mem without memMu (no one
 	// else changes it).
 	fileFormat int // as opened (read-only: 1 or 2)
+	migrated   Migration
 	logMu      sync.Mutex
 	mergeErr   error // a merge's failure, for the next commit (under logMu)
 	memMu      sync.RWMutex
@@ -175,12 +176,21 @@ func openFormat2(path string) (*Store, int, error) {
 	format, err := s.format()
 	if err == nil && format == 1 {
 		// Migrated in place: a new file beside it, renamed over it.
+		start := time.Now()
+		before, _ := os.Stat(path)
 		err = s.migrate()
 		s.db.Close()
 		if err != nil {
 			return nil, 0, err
 		}
-		return openFormat2(path)
+		s2, format, err := openFormat2(path)
+		if err == nil {
+			s2.migrated = Migration{From: 1, Took: time.Since(start)}
+			if after, serr := os.Stat(path); serr == nil && before != nil {
+				s2.migrated.BytesBefore, s2.migrated.BytesAfter = before.Size(), after.Size()
+			}
+		}
+		return s2, format, err
 	}
 	if err != nil {
 		s.db.Close()
@@ -188,6 +198,17 @@ func openFormat2(path string) (*Store, int, error) {
 	}
 	return s, format, nil
 }
+
+// Migration says what Open migrated: nothing (From 0), or a file of
+// format From, how long it took and the file's size before and after.
+type Migration struct {
+	From                    int
+	Took                    time.Duration
+	BytesBefore, BytesAfter int64
+}
+
+// Migrated is what Open migrated.
+func (s *Store) Migrated() Migration { return s.migrated }
 
 // allocStep is how much the file grows by at a time once it is past
 // allocStep (below that, bbolt's memory map doubles and the file with it):
@@ -370,7 +391,11 @@ func (s *Store) FirstRun(ctx context.Context, p ledger.Paper) (runID string, kno
 		return "", false, err
 	}
 	if s.fileFormat == 1 {
-		return "", false, fmt.Errorf("state %s is in format 1: the next crawl migrates it to format %d (or crawl state find after it)", s.path, Format)
+		err = s.view(func(tx *bolt.Tx) error {
+			runID, known = firstRunFormat1(tx, p)
+			return nil
+		})
+		return runID, known, err
 	}
 	s.memMu.RLock()
 	defer s.memMu.RUnlock()

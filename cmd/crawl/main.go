@@ -51,6 +51,12 @@ type exitCodeError struct {
 func (e exitCodeError) Error() string { return e.err.Error() }
 func (e exitCodeError) Unwrap() error { return e.err }
 
+// quietExit ends the command with an exit code and nothing on stderr: the
+// command printed its answer (crawl state find: not known).
+type quietExit struct{ code int }
+
+func (e quietExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
 // signalled is the cause of a run stopped by a signal.
 type signalled struct{ sig os.Signal }
 
@@ -176,6 +182,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ue usageError
 	var ce exitCodeError
+	var qe quietExit
+	if errors.As(err, &qe) {
+		return qe.code
+	}
 	switch {
 	case errors.As(err, &ue):
 		code = exitUsage

@@ -184,7 +184,10 @@ both (as a crawl does: the id, then the DOI), read-only, and prints
 whether it is known and the run that first delivered it. The state keeps
 hashes of ids and DOIs, not the strings: see docs/state.md.
 
-Exit codes: 0 known, 1 not known (or the state could not be read), 2 usage.`,
+It reads a state not yet migrated (format 1) as it is. A crawl holding
+the state makes find wait 2 s, then say so.
+
+Exit codes: 0 known, 3 not known, 1 the state could not be read, 2 usage.`,
 		Example: `  crawl state find --id 142263551
   crawl state find --doi 10.1016/j.jdcs.2024.103290 --state-dir crawl-state`,
 		Args: noArgs("state find"),
@@ -210,7 +213,8 @@ Exit codes: 0 known, 1 not known (or the state could not be read), 2 usage.`,
 			}
 			w := cmd.OutOrStdout()
 			if !known {
-				return exitCodeError{code: 1, err: fmt.Errorf("state find: not known: never delivered with the state in %s", dir)}
+				fmt.Fprintf(w, "not known: never delivered with the state in %s\n", dir)
+				return quietExit{code: 3}
 			}
 			if run == "" {
 				run = "(a run this state did not keep)"

@@ -47,7 +47,7 @@ func TestDamagedStateCheckAndRebuild(t *testing.T) {
 			t.Errorf("state find %v: exit %d: %s", args, code, msg)
 		}
 	}
-	if code, msg := crawlBin("state", "find", "--state-dir", stateDir, "--id", testsite.SynthID(1001, 26, 0)); code != 1 || !strings.Contains(msg, "not known") {
+	if code, msg := crawlBin("state", "find", "--state-dir", stateDir, "--id", testsite.SynthID(1001, 26, 0)); code != 3 || !strings.HasPrefix(msg, "not known: never delivered") {
 		t.Errorf("state find of a paper never delivered: exit %d: %s", code, msg)
 	}
 	if code, msg := crawlBin("state", "find", "--state-dir", stateDir); code != exitUsage || !strings.Contains(msg, "--id ID, --doi DOI or both") {
