@@ -62,14 +62,29 @@ func keysOf(p ledger.Paper) []string {
 	return keys
 }
 
-// each runs do for every key of every paper, at most MaxInFlight at once,
-// and waits for all: one round trip for the lot.
-func each(ctx context.Context, papers []ledger.Paper, do func(ctx context.Context, paper int, key string) error) error {
-	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(MaxInFlight)
-	for i, pp := range papers {
-		for _, k := range keysOf(pp) {
-			p.Go(func(ctx context.Context) error { return do(ctx, i, k) })
+// keyOf is one key of the paper at index paper.
+type keyOf struct {
+	paper int
+	key   string
+}
+
+// allKeys lists every key of every paper.
+func allKeys(papers []ledger.Paper) []keyOf {
+	var out []keyOf
+	for i, p := range papers {
+		for _, k := range keysOf(p) {
+			out = append(out, keyOf{i, k})
 		}
+	}
+	return out
+}
+
+// each runs do for every key, at most MaxInFlight at once, and waits for
+// all: one round trip for the lot.
+func each(ctx context.Context, keys []keyOf, do func(ctx context.Context, paper int, key string) error) error {
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(MaxInFlight)
+	for _, k := range keys {
+		p.Go(func(ctx context.Context) error { return do(ctx, k.paper, k.key) })
 	}
 	return p.Wait()
 }
@@ -83,7 +98,7 @@ func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string
 	// byID and byDOI hold each paper's answers: 0 not found, else 1 +
 	// whether the entry is this run's.
 	byID, byDOI := make([]uint8, len(papers)), make([]uint8, len(papers))
-	err := each(ctx, papers, func(ctx context.Context, i int, k string) error {
+	err := each(ctx, allKeys(papers), func(ctx context.Context, i int, k string) error {
 		e, err := l.kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil
@@ -123,23 +138,35 @@ func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string
 
 // Commit records the group's papers, every key of every page at once,
 // create-if-absent. A paper is new when neither its id nor its DOI was
-// recorded before.
+// recorded before. A key two papers of the group share (one paper on two
+// pages, two ids with one DOI) is created once, for the first of them: the
+// others are not new, as if the group were committed in order.
 func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var all []ledger.Paper
-	page := make([]int, 0, len(all)) // the page of each paper of all
+	var page []int    // the page of each paper, in group order
+	var shared []bool // whether a paper shares a key with an earlier one
+	var runs [][]byte // the run of each paper
+	var keys []keyOf  // each key once, with the first paper that has it
+	owner := map[string]int{}
 	for i, pg := range g.Pages {
-		all = append(all, pg.Papers...)
-		for range pg.Papers {
-			page = append(page, i)
+		for _, p := range pg.Papers {
+			j := len(page)
+			page, shared, runs = append(page, i), append(shared, false), append(runs, []byte(pg.RunID))
+			for _, k := range keysOf(p) {
+				if _, ok := owner[k]; ok {
+					shared[j] = true
+					continue
+				}
+				owner[k] = j
+				keys = append(keys, keyOf{j, k})
+			}
 		}
 	}
-	existed := make([]atomic.Bool, len(all))
-	run := func(j int) []byte { return []byte(g.Pages[page[j]].RunID) }
-	err := each(ctx, all, func(ctx context.Context, j int, k string) error {
-		_, err := l.kv.Create(ctx, k, run(j))
+	existed := make([]atomic.Bool, len(page))
+	err := each(ctx, keys, func(ctx context.Context, j int, k string) error {
+		_, err := l.kv.Create(ctx, k, runs[j])
 		switch {
 		case errors.Is(err, jetstream.ErrKeyExists):
 			existed[j].Store(true)
@@ -152,8 +179,8 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 		return nil, err
 	}
 	out := make([]int, len(g.Pages))
-	for j := range all {
-		if !existed[j].Load() {
+	for j := range page {
+		if !shared[j] && !existed[j].Load() {
 			out[page[j]]++
 		}
 	}

@@ -204,11 +204,67 @@ func Check(dir string) (Counts, []error, error) {
 				problems = append(problems, err)
 				return nil
 			}
+			problems = append(problems, checkKnown(tx)...)
 			c = countTx(tx)
 			return nil
 		})
 	}()
 	return c, problems, err
+}
+
+// checkKnown checks what bbolt cannot: that every slot holds whole entries
+// in increasing order within its range, and that the recent log holds
+// whole entries under its sequence numbers.
+func checkKnown(tx *bolt.Tx) []error {
+	var out []error
+	if b := tx.Bucket(bucketKnown); b != nil {
+		c := b.Cursor()
+		var prevEnd uint64
+		first := true
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != hashSize || len(v)%entrySize != 0 {
+				out = append(out, fmt.Errorf("known papers: the slot %x holds %d bytes, not whole entries", k, len(v)))
+				continue
+			}
+			start := binary.BigEndian.Uint64(k)
+			if first && start != 0 {
+				out = append(out, fmt.Errorf("known papers: the first slot begins at %x, not 0", k))
+			}
+			if !first && start < prevEnd {
+				out = append(out, fmt.Errorf("known papers: the slot %x overlaps the one before it", k))
+			}
+			first = false
+			last := start
+			for i := 0; i < len(v)/entrySize; i++ {
+				h := binary.BigEndian.Uint64(v[i*entrySize:])
+				if h < last || (i > 0 && h == last) {
+					out = append(out, fmt.Errorf("known papers: the slot %x is out of order at entry %d", k, i))
+					break
+				}
+				last = h
+			}
+			prevEnd = last
+			if n, _ := c.Next(); n != nil {
+				if len(n) == hashSize && len(v) > 0 && binary.BigEndian.Uint64(n) <= last {
+					out = append(out, fmt.Errorf("known papers: the slot %x holds entries of the next slot's range", k))
+				}
+				c.Prev()
+			}
+			if len(out) >= 100 {
+				return append(out, errors.New("known papers: more problems not listed"))
+			}
+		}
+	}
+	if b := tx.Bucket(bucketRecent); b != nil {
+		seq := b.Sequence()
+		b.ForEach(func(k, v []byte) error {
+			if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%entrySize != 0 {
+				out = append(out, fmt.Errorf("recent papers: the record %x is not what was written", k))
+			}
+			return nil
+		})
+	}
+	return out
 }
 
 // Counts is what a state file holds.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,6 +37,15 @@ func (e *FormatError) Error() string {
 		e.Path, e.Found, Format)
 }
 
+// errReplaced means the open file is a format-1 file that another process
+// migrated (and replaced) while this one waited for its lock: open the
+// name again.
+var errReplaced = errors.New("the state file was migrated by another process")
+
+// keyMigrated is written into a format-1 file once its format-2 file has
+// replaced it, for a process that opened it before and waits for its lock.
+var keyMigrated = []byte("migrated_to")
+
 // format reads the file's format: 0 for a new, empty file.
 func (s *Store) format() (int, error) {
 	n := 0
@@ -61,7 +71,18 @@ func formatTx(tx *bolt.Tx, path string) (int, error) {
 			return n, nil
 		}
 	}
-	// Format 1 wrote no version; its files have its buckets.
+	// Format 1 wrote no version. A file with format 2's buckets and no
+	// version lost it: damage, never a format-1 file to migrate (which
+	// would forget its papers).
+	for _, b := range [][]byte{bucketKnown, bucketRunIDs, bucketRunNums, bucketRecent} {
+		if tx.Bucket(b) != nil {
+			return 0, &DamagedError{Path: path, Cause: "the format version is missing from a format-2 file"}
+		}
+	}
+	if meta != nil && meta.Get(keyMigrated) != nil {
+		return 0, errReplaced
+	}
+	// Format 1's files have its buckets.
 	for _, b := range [][]byte{bucketMeta, bucketPapers, bucketDOIs, bucketPages, bucketRuns} {
 		if tx.Bucket(b) != nil {
 			return 1, nil
@@ -190,19 +211,36 @@ type format1Page struct {
 // is their start order), the pages, the sinks' token, the writer id, the
 // run history and the walk marks.
 func (s *Store) migrate() error {
-	tmp := s.path + MigrateSuffix
+	// A link to the file: the file it names is migrated, beside it.
+	target, err := filepath.EvalSymlinks(s.path)
+	if err != nil {
+		return fmt.Errorf("state %s: migrating to format %d: %w", s.path, Format, err)
+	}
+	info, err := os.Stat(target)
+	if err != nil {
+		return fmt.Errorf("state %s: migrating to format %d: %w", s.path, Format, err)
+	}
+	tmp := target + MigrateSuffix
+	if fi, err := os.Lstat(tmp); err == nil && fi.IsDir() {
+		return fmt.Errorf("state %s: migrating to format %d: %s is a directory, where the migration builds its file: move it away", s.path, Format, tmp)
+	}
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("state %s: migrating to format %d: %w", s.path, Format, err)
 	}
-	err := s.view(func(src *bolt.Tx) error {
+	err = s.view(func(src *bolt.Tx) error {
 		// Syncing each transaction of a file not yet in use buys nothing:
 		// it is synced once, complete, before it replaces the old one.
-		dst, err := bolt.Open(tmp, 0o644, &bolt.Options{FreelistType: bolt.FreelistMapType, NoSync: true, Timeout: lockWait})
+		dst, err := bolt.Open(tmp, info.Mode().Perm(), &bolt.Options{FreelistType: bolt.FreelistMapType, NoSync: true, Timeout: lockWait})
 		if err != nil {
 			return err
 		}
+		// The new file keeps the old one's owner and mode.
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			os.Chown(tmp, int(st.Uid), int(st.Gid))
+		}
+		os.Chmod(tmp, info.Mode().Perm())
 		dst.AllocSize = allocStep
-		err = copyFormat1(src, dst)
+		err = copyFormat1(src, dst, s.path)
 		if err == nil {
 			err = dst.Sync()
 		}
@@ -220,21 +258,29 @@ func (s *Store) migrate() error {
 		return fmt.Errorf("state %s: migrating to format %d (the file is left as it was): %w", s.path, Format, err)
 	}
 	hook("written")
-	if err := os.Rename(tmp, s.path); err != nil {
+	if err := os.Rename(tmp, target); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("state %s: migrating to format %d (the file is left as it was): %w", s.path, Format, err)
 	}
-	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
+	if d, err := os.Open(filepath.Dir(target)); err == nil {
 		d.Sync()
 		d.Close()
 	}
 	hook("renamed")
-	return nil
+	// Marked in the old file, which no name reaches any more: a process
+	// that opened it and waits for its lock opens the name again.
+	return s.update(func(tx *bolt.Tx) error {
+		m, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		return m.Put(keyMigrated, []byte(strconv.Itoa(Format)))
+	})
 }
 
 // copyFormat1 copies a format-1 file's content into dst, a new file, in
 // format 2.
-func copyFormat1(src *bolt.Tx, dst *bolt.DB) error {
+func copyFormat1(src *bolt.Tx, dst *bolt.DB, srcPath string) error {
 	papers, dois := src.Bucket(bucketPapers), src.Bucket(bucketDOIs)
 	err := dst.Update(func(tx *bolt.Tx) error {
 		if err := initFormat2(tx); err != nil {
@@ -276,7 +322,7 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB) error {
 			if err := b.ForEach(func(k, v []byte) error {
 				var old format1Page
 				if err := json.Unmarshal(v, &old); err != nil {
-					return fmt.Errorf("page %x: %w", k, err)
+					return &DamagedError{Path: srcPath, Cause: fmt.Sprintf("the status of page %x is not what was written: %v", k, err)}
 				}
 				run, err := runNumber(tx, old.RunID, true)
 				if err != nil {
@@ -331,6 +377,14 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB) error {
 		run, err := w.run(runID)
 		if err != nil {
 			return err
+		}
+		// Seen first without its JSON ("doi:<doi>"), by an earlier run.
+		if papers != nil && !isDOIID(string(id)) {
+			if v := papers.Get(append([]byte("doi:"), doi...)); v != nil {
+				if r, err := w.run(string(v)); err == nil && r < run {
+					run = r
+				}
+			}
 		}
 		p := paperOf(string(id), string(doi))
 		_, err = w.add(p, run)

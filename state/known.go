@@ -64,11 +64,18 @@ func keyHash(kind byte, key string) uint64 {
 // paperHashes are the hashes a paper is known by: its id's (unless the id
 // is only its DOI, "doi:…") and its DOI's.
 func paperHashes(p ledger.Paper) (hs [2]uint64, n int) {
-	if p.ID != "" && !isDOIID(p.ID) {
+	if isDOIID(p.ID) {
+		// Known by the DOI its id names (and by its DOI, should the
+		// record give another).
+		if d := ledger.DOIKey(p.ID[4:]); d != "" {
+			hs[n] = keyHash('d', d)
+			n++
+		}
+	} else if p.ID != "" {
 		hs[n] = keyHash('i', p.ID)
 		n++
 	}
-	if doi := p.DOIKey(); doi != "" {
+	if doi := ledger.DOIKey(p.DOI); doi != "" && (n == 0 || keyHash('d', doi) != hs[0]) {
 		hs[n] = keyHash('d', doi)
 		n++
 	}
@@ -218,7 +225,7 @@ func initKnown(tx *bolt.Tx) error {
 // create is false; with create, a run without one gets the next.
 func runNumber(tx *bolt.Tx, runID string, create bool) (uint32, error) {
 	ids := tx.Bucket(bucketRunIDs)
-	if v := ids.Get([]byte(runID)); len(v) == 4 {
+	if v := ids.Get(runKey(runID)); len(v) == 4 {
 		return binary.BigEndian.Uint32(v), nil
 	} else if v != nil {
 		return 0, errors.New("a run number is not what was written")
@@ -235,10 +242,19 @@ func runNumber(tx *bolt.Tx, runID string, create bool) (uint32, error) {
 		return 0, fmt.Errorf("this state file has numbered %d runs, the most it can", MaxRuns)
 	}
 	n := binary.BigEndian.AppendUint32(nil, uint32(seq))
-	if err := ids.Put([]byte(runID), n); err != nil {
+	if err := ids.Put(runKey(runID), n); err != nil {
 		return 0, err
 	}
 	return uint32(seq), nums.Put(n, []byte(runID))
+}
+
+// runKey is a run id as a key: "" (a run format 1 recorded without an
+// id) is a zero byte, which no run id is.
+func runKey(runID string) []byte {
+	if runID == "" {
+		return []byte{0}
+	}
+	return []byte(runID)
 }
 
 // runID is the id of run number n ("" for none).

@@ -115,8 +115,9 @@ func (s *Store) loadRecent() error {
 			return nil
 		}
 		var ents []entry
+		seq := b.Sequence()
 		return b.ForEach(func(k, v []byte) error {
-			if len(k) != 8 || len(v)%entrySize != 0 {
+			if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%entrySize != 0 {
 				return &DamagedError{Path: s.path, Cause: "a record of the recent papers is not what was written"}
 			}
 			ents = ents[:0]

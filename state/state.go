@@ -169,11 +169,21 @@ func Open(dir string) (*Store, error) {
 // new file, else 2. A format-1 file is migrated first; a later one is
 // refused (*FormatError).
 func openFormat2(path string) (*Store, int, error) {
+	return openFormat2Try(path, 0)
+}
+
+func openFormat2Try(path string, try int) (*Store, int, error) {
 	s, err := openWritable(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	format, err := s.format()
+	if errors.Is(err, errReplaced) && try < 3 {
+		// Another process migrated the file while this one waited for
+		// it: the name is the new file's now.
+		s.db.Close()
+		return openFormat2Try(path, try+1)
+	}
 	if err == nil && format == 1 {
 		// Migrated in place: a new file beside it, renamed over it.
 		start := time.Now()
@@ -183,7 +193,7 @@ func openFormat2(path string) (*Store, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		s2, format, err := openFormat2(path)
+		s2, format, err := openFormat2Try(path, try+1)
 		if err == nil {
 			s2.migrated = Migration{From: 1, Took: time.Since(start)}
 			if after, serr := os.Stat(path); serr == nil && before != nil {
@@ -367,20 +377,25 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 	return out, err
 }
 
-// lookupTx finds a paper by its id, then by its DOI, among the recent
+// lookupTx finds a paper by its id and by its DOI, among the recent
 // entries and in the slots: the run number that first recorded it. The
 // caller holds s.memMu (or s.logMu).
 func (s *Store) lookupTx(known knownSet, p ledger.Paper) (run uint32, ok bool, err error) {
 	hs, n := paperHashes(p)
 	for _, h := range hs[:n] {
-		if run, ok := s.mem.get(h); ok {
-			return run, true, nil
+		r, found := s.mem.get(h)
+		if !found {
+			if r, found, err = known.get(h); err != nil {
+				return 0, false, err
+			}
 		}
-		if run, ok, err = known.get(h); ok || err != nil {
-			return run, ok, err
+		// Known by both (a paper seen first without its JSON, then with
+		// it): the earlier run first delivered it.
+		if found && (!ok || r < run) {
+			run, ok = r, true
 		}
 	}
-	return 0, false, nil
+	return run, ok, nil
 }
 
 // FirstRun tells whether a paper is known, by its id or its DOI, and which

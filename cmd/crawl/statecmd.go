@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -192,6 +193,7 @@ Exit codes: 0 known, 3 not known, 1 the state could not be read, 2 usage.`,
   crawl state find --doi 10.1016/j.jdcs.2024.103290 --state-dir crawl-state`,
 		Args: noArgs("state find"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			id, doi = strings.TrimSpace(id), strings.TrimSpace(doi)
 			if id == "" && doi == "" {
 				return usageError{errors.New("state find: give --id ID, --doi DOI or both")}
 			}

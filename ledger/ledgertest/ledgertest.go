@@ -27,6 +27,27 @@ func Run(t *testing.T, fresh func(t *testing.T) (l ledger.Ledger, reopen func() 
 	t.Run("WalkMarks", func(t *testing.T) { walkMarks(t, fresh) })
 	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh) })
 	t.Run("LargeGroup", func(t *testing.T) { largeGroup(t, fresh) })
+	t.Run("SharedKeysInAGroup", func(t *testing.T) { sharedKeys(t, fresh) })
+}
+
+// sharedKeys commits, in one group, a paper on two pages and two ids with
+// one DOI: each paper is new once, on its first page, and every id is
+// recorded.
+func sharedKeys(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, _ := fresh(t)
+	for i := range 20 { // the keys are sent at once: any order must give this
+		a := ledger.Paper{ID: fmt.Sprintf("sk-a%d", i), DOI: fmt.Sprintf("10.8/a%d", i)}
+		b := ledger.Paper{ID: fmt.Sprintf("sk-b%d", i), DOI: fmt.Sprintf("10.8/A%d", i)} // a's DOI under another id
+		c := ledger.Paper{ID: fmt.Sprintf("sk-c%d", i), DOI: fmt.Sprintf("10.8/c%d", i)}
+		if n := commit(t, l, "r1", []ledger.Paper{a, c}, []ledger.Paper{c, b}); n[0] != 2 || n[1] != 0 {
+			t.Fatalf("new papers: %v, want [2 0]", n)
+		}
+		for _, p := range []ledger.Paper{{ID: b.ID}, {ID: c.ID}, {ID: "x", DOI: c.DOI}} {
+			if got := lookup(t, l, []ledger.Paper{p}, "r2"); got[0] != ledger.SeenBefore {
+				t.Fatalf("%+v: %v", p, got[0])
+			}
+		}
+	}
 }
 
 // largeGroup commits pages with more keys than a ledger may have in flight
