@@ -181,7 +181,8 @@ func newStateFindCmd() *cobra.Command {
 		Use:   "find [--state-dir DIR] --id ID | --doi DOI",
 		Short: "Tell whether a paper was delivered, and by which run",
 		Long: `find looks a paper up in the crawl state, by its record id, its DOI, or
-both (as a crawl does: the id, then the DOI), read-only, and prints
+both (as a crawl does: by either, the earlier run when both are known),
+read-only, and prints
 whether it is known and the run that first delivered it. The state keeps
 hashes of ids and DOIs, not the strings: see docs/state.md.
 
