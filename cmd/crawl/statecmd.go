@@ -180,11 +180,11 @@ func newStateFindCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "find [--state-dir DIR] --id ID | --doi DOI",
 		Short: "Tell whether a paper was delivered, and by which run",
-		Long: `find looks a paper up in the crawl state, by its record id, its DOI, or
-both (as a crawl does: by either, the earlier run when both are known),
-read-only, and prints
-whether it is known and the run that first delivered it. The state keeps
-hashes of ids and DOIs, not the strings: see docs/state.md.
+		Long: `find looks a paper up in the crawl state, read-only, by its record id,
+its DOI, or both (as a crawl does: by either, the earlier run when both
+are known), and prints whether it is known and the run that first
+delivered it. The state keeps hashes of ids and DOIs, not the strings:
+see docs/state.md.
 
 It reads a state not yet migrated (format 1) as it is. A crawl holding
 the state makes find wait 2 s, then say so.
