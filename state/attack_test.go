@@ -115,3 +115,30 @@ func TestMigrationOfADamagedPage(t *testing.T) {
 		t.Error("the file was changed")
 	}
 }
+
+// state check finds entries of the known papers that name a run the file
+// never numbered.
+func TestCheckFindsBadRunNumbers(t *testing.T) {
+	defer state.SetMerge(20, 5)()
+	dir := t.TempDir()
+	s := open(t, dir)
+	for p := range 5 {
+		commitPage(t, s, ledger.Page{Key: ledger.PageKey{Journal: 1, Page: p + 1}, Papers: synthPage(p), RunID: "r1", At: t0}, nil)
+	}
+	s.Close()
+	if _, problems, err := state.Check(dir); err != nil || len(problems) != 0 {
+		t.Fatalf("sound file: %v %v", problems, err)
+	}
+	db, _ := bolt.Open(filepath.Join(dir, state.FileName), 0o644, nil)
+	db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("known"))
+		k, v := b.Cursor().First()
+		v = append([]byte(nil), v...)
+		v[8], v[9], v[10] = 0x7f, 0x7f, 0x7f
+		return b.Put(append([]byte(nil), k...), v)
+	})
+	db.Close()
+	if _, problems, err := state.Check(dir); err != nil || len(problems) != 1 || !strings.Contains(problems[0].Error(), "which this file never gave") {
+		t.Errorf("an entry naming run 0x7f7f7f: %v %v", problems, err)
+	}
+}

@@ -217,6 +217,11 @@ func Check(dir string) (Counts, []error, error) {
 // whole entries under its sequence numbers.
 func checkKnown(tx *bolt.Tx) []error {
 	var out []error
+	var runs uint64 // run numbers given
+	if b := tx.Bucket(bucketRunNums); b != nil {
+		runs = b.Sequence()
+	}
+	badRun := func(v []byte, i int) bool { r := entryRun(v, i); return r == 0 || uint64(r) > runs }
 	if b := tx.Bucket(bucketKnown); b != nil {
 		c := b.Cursor()
 		var prevEnd uint64
@@ -224,6 +229,7 @@ func checkKnown(tx *bolt.Tx) []error {
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(k) != hashSize || len(v)%entrySize != 0 {
 				out = append(out, fmt.Errorf("known papers: the slot %x holds %d bytes, not whole entries", k, len(v)))
+				first = false
 				continue
 			}
 			start := binary.BigEndian.Uint64(k)
@@ -239,6 +245,10 @@ func checkKnown(tx *bolt.Tx) []error {
 				h := binary.BigEndian.Uint64(v[i*entrySize:])
 				if h < last || (i > 0 && h == last) {
 					out = append(out, fmt.Errorf("known papers: the slot %x is out of order at entry %d", k, i))
+					break
+				}
+				if badRun(v, i) {
+					out = append(out, fmt.Errorf("known papers: entry %d of the slot %x names run number %d, which this file never gave", i, k, entryRun(v, i)))
 					break
 				}
 				last = h
@@ -260,6 +270,13 @@ func checkKnown(tx *bolt.Tx) []error {
 		b.ForEach(func(k, v []byte) error {
 			if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%entrySize != 0 {
 				out = append(out, fmt.Errorf("recent papers: the record %x is not what was written", k))
+				return nil
+			}
+			for i := 0; i < len(v)/entrySize; i++ {
+				if badRun(v, i) {
+					out = append(out, fmt.Errorf("recent papers: entry %d of the record %x names run number %d, which this file never gave", i, k, entryRun(v, i)))
+					break
+				}
 			}
 			return nil
 		})
