@@ -111,7 +111,7 @@ func (s *Store) damage(err error) error {
 	if err == nil || errors.As(err, &d) {
 		return err
 	}
-	if errors.Is(err, errSlot) || err.Error() == "a run number is not what was written" {
+	if errors.Is(err, errSlot) || errors.Is(err, errRunNumber) {
 		return &DamagedError{Path: s.path, Cause: err.Error()}
 	}
 	return err
@@ -386,7 +386,7 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB, srcPath string) error {
 				}
 			}
 		}
-		p := paperOf(string(id), string(doi))
+		p := ledger.Paper{ID: string(id), DOI: string(doi)}
 		_, err = w.add(p, run)
 		return err
 	})
@@ -399,7 +399,7 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB, srcPath string) error {
 			if err != nil {
 				return err
 			}
-			hs, n := paperHashes(paperOf(string(id), ""))
+			hs, n := paperHashes(ledger.Paper{ID: string(id)})
 			for _, h := range hs[:n] {
 				added, err := w.addHash(h, run)
 				if err != nil {
@@ -423,10 +423,6 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB, srcPath string) error {
 		return meta.Put(keyFormat, []byte(strconv.Itoa(Format)))
 	})
 }
-
-// paperOf is the paper a format-1 key names: an id, with the DOI that
-// names it ("" when not known); an id "doi:…" is its DOI's.
-func paperOf(id, doi string) ledger.Paper { return ledger.Paper{ID: id, DOI: doi} }
 
 // firstRunFormat1 looks a paper up in a format-1 file (read-only: a file
 // not migrated yet) as format 1 did: its id, its DOI, then "doi:<DOI>".

@@ -114,7 +114,10 @@ func (k knownSet) slot(h uint64) (key, val []byte, err error) {
 	return key, val, nil
 }
 
-var errSlot = errors.New("a slot of the known papers is not what was written")
+var (
+	errSlot      = errors.New("a slot of the known papers is not what was written")
+	errRunNumber = errors.New("a run number is not what was written")
+)
 
 // search finds h in a slot's entries: its index, and whether it is there.
 func search(val []byte, h uint64) (int, bool) {
@@ -128,6 +131,11 @@ func search(val []byte, h uint64) (int, bool) {
 		}
 	}
 	return lo, lo < len(val)/entrySize && binary.BigEndian.Uint64(val[lo*entrySize:]) == h
+}
+
+func appendEntry(b []byte, e entry) []byte {
+	b = binary.BigEndian.AppendUint64(b, e.h)
+	return append(b, byte(e.run>>16), byte(e.run>>8), byte(e.run))
 }
 
 func entryRun(val []byte, i int) uint32 {
@@ -228,7 +236,7 @@ func runNumber(tx *bolt.Tx, runID string, create bool) (uint32, error) {
 	if v := ids.Get(runKey(runID)); len(v) == 4 {
 		return binary.BigEndian.Uint32(v), nil
 	} else if v != nil {
-		return 0, errors.New("a run number is not what was written")
+		return 0, errRunNumber
 	}
 	if !create {
 		return 0, nil

@@ -101,11 +101,6 @@ func (r *recentIndex) sorted() []entry {
 	return slices.CompactFunc(out, func(a, b entry) bool { return a.h == b.h })
 }
 
-func appendEntry(b []byte, e entry) []byte {
-	b = binary.BigEndian.AppendUint64(b, e.h)
-	return append(b, byte(e.run>>16), byte(e.run>>8), byte(e.run))
-}
-
 // loadRecent reads the log into memory (Open).
 func (s *Store) loadRecent() error {
 	s.mem = recentIndex{}

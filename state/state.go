@@ -70,16 +70,16 @@ type Store struct {
 	released atomic.Int64                 // page bytes written at the last releaseMap
 	damaged  atomic.Pointer[DamagedError] // set once a read tripped over damage
 
+	fileFormat int       // as opened (read-only: 1 or 2)
+	migrated   Migration // what Open migrated
+
 	// logMu is held by whoever adds to the recent log or merges it (see
-	// recent.go); memMu guards mem, the log's entries in memory: hash →
-	// run number. The holder of logMu reads mem without memMu (no one
-	// else changes it).
-	fileFormat int // as opened (read-only: 1 or 2)
-	migrated   Migration
-	logMu      sync.Mutex
-	mergeErr   error // a merge's failure, for the next commit (under logMu)
-	memMu      sync.RWMutex
-	mem        recentIndex
+	// recent.go); memMu guards mem, the log's entries in memory. The
+	// holder of logMu reads mem without memMu (no one else changes it).
+	logMu    sync.Mutex
+	mergeErr error // a merge's failure, for the next commit (under logMu)
+	memMu    sync.RWMutex
+	mem      recentIndex
 }
 
 // lockWait is how long Open waits for another process to let go.

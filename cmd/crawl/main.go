@@ -258,7 +258,8 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 
 Exit codes: 0 success, 1 fatal error (configuration, state, sink),
 2 usage error, 3 finished but some pages failed (crawls) or some inputs
-yielded nothing (parse --strict), 4 quality alarm (the parsed papers lack
+yielded nothing (parse --strict) or the paper is not known (state find),
+4 quality alarm (the parsed papers lack
 fields: the site's layout has probably changed), 130 interrupted
 (SIGINT), 143 terminated (SIGTERM).`,
 		SilenceUsage:  true,
