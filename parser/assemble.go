@@ -388,12 +388,14 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 		r.Journal = &j
 	}
 
-	setDOILinks(&r)
+	setIdentifiers(&r)
 	switch {
 	case id != "":
 		r.ID = id
 	case r.DOI != "":
 		r.ID = record.DOIID(r.DOI)
+	case r.SiteDOI != "":
+		r.ID = record.DOIID(r.SiteDOI)
 	case r.Title != "":
 		r.ID = record.TitleID(r.Title, r.Published)
 	default:
@@ -438,30 +440,27 @@ func issueLike(s string) bool {
 	return allDigits(a) && (!ok || allDigits(b))
 }
 
-// setDOILinks derives doi_url for 10.* DOIs and arxiv_id/url for the site's
-// arxiv-YYMM.NNNNN DOIs.
-func setDOILinks(r *record.Record) {
-	d := r.DOI
-	switch {
-	case strings.HasPrefix(d, "10."):
-		r.DOIURL = "https://doi.org/" + d
-	case len(d) > 6 && strings.EqualFold(d[:6], "arxiv-"):
-		r.ArxivID = d[6:]
+// setIdentifiers puts what the record was given as its DOI in its place
+// (record.ParseDOI): a DOI in doi, with its doi_url; an arXiv paper's DOI
+// with its arxiv_id and url; anything else in site_doi, never in doi.
+func setIdentifiers(r *record.Record) {
+	id := record.ParseDOI(r.DOI)
+	r.DOI, r.SiteDOI, r.ArxivID = id.DOI, id.Other, id.ArxivID
+	r.DOIURL = record.DOIURL(r.DOI)
+	if r.ArxivID != "" {
 		r.URL = "https://arxiv.org/abs/" + r.ArxivID
 	}
 }
 
 // doiFromURL reads the DOI out of a DOIUrl value: "https://doi.org/<doi>" or
-// the bare DOI.
+// the bare DOI ("" when it names none).
 func doiFromURL(u string) string {
-	u = strings.TrimSpace(u)
-	for _, p := range []string{"https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/"} {
-		if len(u) > len(p) && strings.EqualFold(u[:len(p)], p) {
-			return u[len(p):]
-		}
+	id := record.ParseDOI(u)
+	if id.DOI != "" {
+		return id.DOI
 	}
-	if strings.HasPrefix(u, "10.") || strings.HasPrefix(strings.ToLower(u), "arxiv-") {
-		return u
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), "arxiv-") {
+		return strings.TrimSpace(u)
 	}
 	return ""
 }

@@ -533,7 +533,7 @@ func sameTitleOrNone(a, b string) bool {
 // another paper of the page has, with warning doi-conflict; a record known
 // by its DOI alone is then known by its title.
 func dropDOI(r record.Record) record.Record {
-	r.DOI, r.DOIURL, r.ArxivID, r.URL = "", "", "", ""
+	r.DOI, r.DOIURL, r.SiteDOI, r.ArxivID, r.URL = "", "", "", "", ""
 	if strings.HasPrefix(r.ID, "doi:") {
 		r.ID = record.TitleID(r.Title, r.Published)
 	}
@@ -578,6 +578,7 @@ func mergeRecords(a, b record.Record, bBetter bool) record.Record {
 	}
 	fill(&base.DOI, other.DOI)
 	fill(&base.DOIURL, other.DOIURL)
+	fill(&base.SiteDOI, other.SiteDOI)
 	fill(&base.ArxivID, other.ArxivID)
 	fill(&base.URL, other.URL)
 	fill(&base.Title, other.Title)

@@ -147,7 +147,7 @@ func uniquePapers(recs []record.Record) error {
 			}
 			ids[r.ID] = i
 		}
-		if k := record.DOIKey(r.DOI); k != "" {
+		if k := record.DOIKey(doiOf(r)); k != "" {
 			if j, ok := dois[k]; ok {
 				return fmt.Errorf("records %d and %d have the same DOI %q", j+1, i+1, r.DOI)
 			}
@@ -183,8 +183,8 @@ func sameIdentity(want, got []record.Record, jsonAuthors map[string]bool) error 
 		switch {
 		case r.Title != o.Title:
 			return fmt.Errorf("id %s: title %q, want %q", id, r.Title, o.Title)
-		case r.DOI != o.DOI:
-			return fmt.Errorf("id %s: doi %q, want %q", id, r.DOI, o.DOI)
+		case r.DOI != o.DOI || r.SiteDOI != o.SiteDOI:
+			return fmt.Errorf("id %s: doi %q %q, want %q %q", id, r.DOI, r.SiteDOI, o.DOI, o.SiteDOI)
 		case jsonAuthors[id] && !slices.Equal(r.Authors, o.Authors):
 			return fmt.Errorf("id %s: authors %q, want %q", id, r.Authors, o.Authors)
 		case r.Published != o.Published:
@@ -260,7 +260,7 @@ func shownFields(pp parsedPage) []shown {
 			zone: v.head.zone, subject: v.head.subject, jcrQuartile: v.head.jcrQuartile, jcrCategory: v.head.jcrCategory}
 		sh.title = v.titleShown
 		// (a DOI two blocks show names neither, without their JSON)
-		sh.doi = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(r.DOI) && shownDOIs[record.DOIKey(v.head.doi)] == 1
+		sh.doi = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(doiOf(r)) && shownDOIs[record.DOIKey(v.head.doi)] == 1
 		sh.published = v.head.published != "" && v.head.published == r.Published
 		sh.authors = v.authors != nil && slices.Equal(v.authors, r.Authors)
 		sh.abstract = v.abstract != "" && foldKey(v.abstract) == foldKey(r.Abstract)
@@ -323,7 +323,7 @@ func keptWithoutJSON(with []shown, without []record.Record) error {
 			if used[i] {
 				continue
 			}
-			if sh.doi && record.DOIKey(r.DOI) == record.DOIKey(o.DOI) ||
+			if sh.doi && record.DOIKey(doiOf(r)) == record.DOIKey(doiOf(o)) ||
 				!sh.doi && sh.title && sameTitle(r.Title, o.Title) {
 				at = i
 				break
@@ -337,7 +337,7 @@ func keptWithoutJSON(with []shown, without []record.Record) error {
 		switch {
 		case sh.title && !sameTitle(r.Title, o.Title) && !splitElsewhere(r, o.Title, sh.titleCN):
 			return fmt.Errorf("paper %s: title %q without JSON, %q with", o.ID, r.Title, o.Title)
-		case sh.doi && record.DOIKey(r.DOI) != record.DOIKey(o.DOI):
+		case sh.doi && record.DOIKey(doiOf(r)) != record.DOIKey(doiOf(o)):
 			return fmt.Errorf("paper %s: doi %q without JSON, %q with", o.ID, r.DOI, o.DOI)
 		case sh.published && r.Published != o.Published:
 			return fmt.Errorf("paper %s: published %q without JSON, %q with", o.ID, r.Published, o.Published)
@@ -445,4 +445,13 @@ func TestProperties(t *testing.T) {
 		perms += checkPage(t, rel+" (random)", raw, base, opts, rand.New(rand.NewPCG(seed, 3)), propRandom)
 	}
 	t.Logf("%d pages, %d blocks with JSON, %d permutations tried", pages, blocks, perms)
+}
+
+// doiOf is what the record was given as its DOI: its DOI, or the value
+// that is none (site_doi).
+func doiOf(r record.Record) string {
+	if r.DOI != "" {
+		return r.DOI
+	}
+	return r.SiteDOI
 }

@@ -45,8 +45,8 @@ func TestSeed000MobilePage7(t *testing.T) {
 	}
 
 	first := page.Records[0]
-	if first.ID != "142210977" || first.DOI != "arxiv-2409.01075" || first.ArxivID != "2409.01075" ||
-		first.URL != "https://arxiv.org/abs/2409.01075" || first.DOIURL != "" || first.Published != "2024-09-02" {
+	if first.ID != "142210977" || first.DOI != "10.48550/arXiv.2409.01075" || first.ArxivID != "2409.01075" ||
+		first.URL != "https://arxiv.org/abs/2409.01075" || first.DOIURL != "https://doi.org/10.48550/arXiv.2409.01075" || first.Published != "2024-09-02" {
 		t.Errorf("first record ids/dates: %+v", first)
 	}
 	if first.TitleCN != "涡旋：通过硬件感知的策略空间分层实现高效的无采样动态张量程序优化" {

@@ -18,15 +18,19 @@ import (
 // writes. It changes when a field is added, changes meaning or is removed,
 // or a warning code is added: the JSON Schema forbids what it does not list.
 // Version 2 added journal.issue and the text-truncated and doi-conflict
-// warnings.
-const SchemaVersion = 2
+// warnings. Version 3: doi holds only a DOI (arXiv papers get arXiv's
+// 10.48550/arXiv.… DOI), site_doi what the site gave that is none.
+const SchemaVersion = 3
 
 // Record is one paper as seen on one listing page.
 type Record struct {
-	SchemaVersion int      `json:"schema_version"`
-	ID            string   `json:"id"`
-	DOI           string   `json:"doi,omitempty"`
-	DOIURL        string   `json:"doi_url,omitempty"`
+	SchemaVersion int    `json:"schema_version"`
+	ID            string `json:"id"`
+	DOI           string `json:"doi,omitempty"`
+	DOIURL        string `json:"doi_url,omitempty"`
+	// SiteDOI is what the site gave as the paper's DOI when it is no DOI
+	// (kept as given); doi and doi_url are then empty.
+	SiteDOI       string   `json:"site_doi,omitempty"`
 	ArxivID       string   `json:"arxiv_id,omitempty"`
 	URL           string   `json:"url,omitempty"`
 	Title         string   `json:"title,omitempty"`
@@ -111,11 +115,6 @@ func (r *Record) AddWarning(code string) {
 		}
 	}
 	r.Warnings = append(r.Warnings, code)
-}
-
-// DOIKey is the form of a DOI used for identity: trimmed and lower-cased.
-func DOIKey(doi string) string {
-	return strings.ToLower(strings.TrimSpace(doi))
 }
 
 // DOIID is the record id of a paper known only by its DOI.

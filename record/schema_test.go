@@ -87,12 +87,12 @@ func TestSchemaVersion1Kept(t *testing.T) {
 		}
 		return m
 	}
-	v1, v2 := load("../schema/record.v1.schema.json"), load("../schema/record.schema.json")
+	v1, v2 := load("../schema/record.v1.schema.json"), load("../schema/record.v2.schema.json")
 	props := func(m map[string]any) map[string]any { return m["properties"].(map[string]any) }
 	if c := props(v1)["schema_version"].(map[string]any)["const"]; c != 1.0 {
 		t.Errorf("v1 schema_version const %v", c)
 	}
-	if c := props(v2)["schema_version"].(map[string]any)["const"]; c != float64(record.SchemaVersion) {
+	if c := props(load("../schema/record.schema.json"))["schema_version"].(map[string]any)["const"]; c != float64(record.SchemaVersion) {
 		t.Errorf("current schema_version const %v, the Go type writes %d", c, record.SchemaVersion)
 	}
 	if _, ok := props(props(v1)["journal"].(map[string]any))["issue"]; ok {
@@ -107,4 +107,55 @@ func TestSchemaVersion1Kept(t *testing.T) {
 	if len(props(v1)) != len(props(v2)) {
 		t.Errorf("v1 has %d top-level properties, v2 %d", len(props(v1)), len(props(v2)))
 	}
+}
+
+// The schema of version 2 stays shipped to validate records written
+// before version 3: version 3 adds site_doi, holds doi to a DOI's form
+// and arxiv_id to arXiv's, and changes nothing else.
+func TestSchemaVersion2Kept(t *testing.T) {
+	load := func(path string) map[string]any {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m["properties"].(map[string]any)
+	}
+	v2, v3 := load("../schema/record.v2.schema.json"), load("../schema/record.schema.json")
+	if c := v2["schema_version"].(map[string]any)["const"]; c != 2.0 {
+		t.Errorf("v2 schema_version const %v", c)
+	}
+	if _, ok := v2["site_doi"]; ok {
+		t.Error("the v2 schema has site_doi")
+	}
+	if _, ok := v3["site_doi"]; !ok || len(v3) != len(v2)+1 {
+		t.Errorf("v3 has %d properties, v2 %d: want exactly site_doi more", len(v3), len(v2))
+	}
+	for k, p := range v2 {
+		switch k {
+		case "schema_version", "id", "doi", "doi_url", "arxiv_id":
+			continue
+		}
+		a, _ := json.Marshal(p)
+		b, _ := json.Marshal(v3[k])
+		if string(a) != string(b) {
+			t.Errorf("property %s differs between v2 and v3:\n%s\n%s", k, a, b)
+		}
+	}
+}
+
+func ExampleParseDOI() {
+	for _, s := range []string{"arxiv-2409.07232", "https://doi.org/10.1109/TPDS.2010.123", "doi:10.1016/j.x.2024.1", "CNKI:SUN:JSJX.0.2024-01-001", " 10.48550/arXiv.2409.07232 "} {
+		id := record.ParseDOI(s)
+		fmt.Printf("%q %q %q key=%s\n", id.DOI, id.ArxivID, id.Other, record.DOIKey(s))
+	}
+	// Output:
+	// "10.48550/arXiv.2409.07232" "2409.07232" "" key=arxiv-2409.07232
+	// "10.1109/TPDS.2010.123" "" "" key=10.1109/tpds.2010.123
+	// "10.1016/j.x.2024.1" "" "" key=10.1016/j.x.2024.1
+	// "" "" "CNKI:SUN:JSJX.0.2024-01-001" key=cnki:sun:jsjx.0.2024-01-001
+	// "10.48550/arXiv.2409.07232" "2409.07232" "" key=arxiv-2409.07232
 }

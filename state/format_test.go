@@ -16,6 +16,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/state"
 )
 
@@ -284,5 +286,62 @@ func TestMigrateKilled(t *testing.T) {
 			}
 			checkMigrated(t, dir)
 		})
+	}
+}
+
+// A state written by the last build of record schema 2 knows the papers
+// of every fixture page as this build parses them: arXiv papers now
+// carry arXiv's DOI (10.48550/arXiv.…) where that build gave the site's
+// arxiv-…, and papers known by their DOI alone keep their "doi:" id, so a
+// nightly after the upgrade delivers none of them again.
+func TestSchema2StateKnowsSchema3Papers(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, filepath.Join("../fixtures/state/schema2", state.FileName), filepath.Join(dir, state.FileName))
+	tsv, err := os.ReadFile("../fixtures/state/schema2/papers.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]bool{}
+	arxiv := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(tsv)), "\n")[1:] {
+		f := strings.Split(l, "\t")
+		files[f[0]] = true
+		if strings.HasPrefix(f[2], "arxiv-") {
+			arxiv++
+		}
+	}
+	if len(files) < 30 || arxiv < 40 {
+		t.Fatalf("papers.tsv: %d files, %d arXiv papers", len(files), arxiv)
+	}
+	s := open(t, dir)
+	defer s.Close()
+	checked, moved := 0, 0
+	for f := range files {
+		b, err := os.ReadFile(filepath.Join("../fixtures", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := parser.Parse(b, parser.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Records {
+			if strings.HasPrefix(r.DOI, "10.48550/") {
+				moved++
+			}
+			if got := seen(t, s, r.ID, r.DOI, "20261204T020000Z-00000000"); got != ledger.SeenBefore {
+				t.Errorf("%s: paper %s (doi %q) is %v to the schema-2 state", f, r.ID, r.DOI, got)
+			}
+			// By its DOI alone, as a block without JSON gives it.
+			if r.DOI != "" {
+				if got := seen(t, s, record.DOIID(r.DOI), r.DOI, "20261204T020000Z-00000000"); got != ledger.SeenBefore {
+					t.Errorf("%s: paper doi %q by DOI alone is %v", f, r.DOI, got)
+				}
+			}
+			checked++
+		}
+	}
+	if moved < 40 {
+		t.Errorf("only %d of %d records carry arXiv's DOI", moved, checked)
 	}
 }

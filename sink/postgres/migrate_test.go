@@ -202,7 +202,7 @@ func TestMigrationAddsIssue(t *testing.T) {
 	url := srv.URL(db, "table=papers")
 	saved, savedCols := migrations, columns
 	migrations = migrations[:1]
-	columns = slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "issue" })
+	columns = slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "issue" || c.name == "site_doi" })
 	s, err := openInternal(t, url, nil)
 	if err == nil {
 		err = s.Write(context.Background(), []record.Record{
@@ -226,7 +226,7 @@ func TestMigrationAddsIssue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "schema_versions_applied=[2]") {
+	if !strings.Contains(logs.String(), "schema_versions_applied=\"[2 3]\"") && !strings.Contains(logs.String(), "schema_versions_applied=[2 3]") {
 		t.Errorf("migration 2 is not logged: %s", logs.String())
 	}
 	conn, err := srv.Connect(context.Background(), db)
@@ -262,6 +262,84 @@ func TestMigrationAddsIssue(t *testing.T) {
 		if deref(vol) != want[0] || deref(iss) != want[1] {
 			t.Errorf("row %s after the docs' SQL: volume %v issue %v, want %q %q", id, deref(vol), deref(iss), want[0], want[1])
 		}
+	}
+}
+
+// A table filled by a build of record schema 2 (migrations 1 and 2) is
+// taken to version 3 in place, and recognises its papers: an arXiv paper
+// known by its DOI alone ("doi:arxiv-…") and one known by its site id
+// are the same rows when this build delivers them again with arXiv's
+// DOI, and a value that is no DOI fills site_doi, not doi.
+func TestMigrationAddsSiteDOI(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	saved, savedCols := migrations, columns
+	migrations = migrations[:2]
+	columns = slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "site_doi" })
+	s, err := openInternal(t, url, nil)
+	if err == nil {
+		err = s.Write(context.Background(), []record.Record{
+			{SchemaVersion: 2, ID: "doi:arxiv-2409.07232", DOI: "arxiv-2409.07232", ArxivID: "2409.07232", Title: "old, DOI only"},
+			{SchemaVersion: 2, ID: "142263551", DOI: "arxiv-2409.08308", ArxivID: "2409.08308", Title: "old, site id"},
+			{SchemaVersion: 2, ID: "142200001", DOI: "arXiv-2409.00001", ArxivID: "2409.00001", Title: "old, not delivered again"},
+		})
+		s.Close()
+	}
+	migrations, columns = saved, savedCols
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = openInternal(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same papers as this build's parser gives them.
+	again := []record.Record{
+		{SchemaVersion: 3, DOI: "10.48550/arXiv.2409.07232", Title: "new, DOI only"},
+		{SchemaVersion: 3, ID: "142263551", DOI: "10.48550/arXiv.2409.08308", Title: "new, site id"},
+		{SchemaVersion: 3, SiteDOI: "CNKI:SUN:X.0.2024-01-001", Title: "not a DOI"},
+	}
+	again[0].ID = record.DOIID(again[0].DOI)
+	again[2].ID = record.DOIID(again[2].SiteDOI)
+	err = s.Write(context.Background(), again)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := srv.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	var doi, title string
+	var siteDOI, noDOI *string
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM papers), (SELECT doi FROM papers WHERE id = 'doi:arxiv-2409.07232'),
+		(SELECT title FROM papers WHERE id = 'doi:arxiv-2409.07232'), (SELECT site_doi FROM papers WHERE id = 'doi:cnki:sun:x.0.2024-01-001'),
+		(SELECT doi FROM papers WHERE id = 'doi:cnki:sun:x.0.2024-01-001')`).Scan(&n, &doi, &title, &siteDOI, &noDOI); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || doi != "10.48550/arXiv.2409.07232" || title != "new, DOI only" || deref(siteDOI) != "CNKI:SUN:X.0.2024-01-001" || noDOI != nil {
+		t.Fatalf("after migration 3: %d rows (want 4), doi %q title %q site_doi %v doi %v", n, doi, title, deref(siteDOI), noDOI)
+	}
+
+	// The docs' SQL gives rows not delivered again arXiv's DOI.
+	doc, err := os.ReadFile("../../docs/postgres.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "Rows written before migration 3"):]
+	start := strings.Index(section, "```sql\n") + len("```sql\n")
+	if _, err := conn.Exec(context.Background(), section[start:start+strings.Index(section[start:], "```")]); err != nil {
+		t.Fatalf("the docs' SQL: %v", err)
+	}
+	var oldDOI, oldURL string
+	if err := conn.QueryRow(context.Background(), "SELECT doi, doi_url FROM papers WHERE id = '142200001'").Scan(&oldDOI, &oldURL); err != nil {
+		t.Fatal(err)
+	}
+	if oldDOI != "10.48550/arXiv.2409.00001" || oldURL != "https://doi.org/10.48550/arXiv.2409.00001" {
+		t.Errorf("after the docs' SQL: doi %q doi_url %q", oldDOI, oldURL)
 	}
 }
 

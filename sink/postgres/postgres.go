@@ -410,6 +410,7 @@ type row struct {
 	Run             string          `json:"run,omitempty"`
 	FetchedAt       string          `json:"fetched_at,omitempty"` // RFC 3339, or absent
 	Record          json.RawMessage `json:"record"`
+	SiteDOI         string          `json:"site_doi,omitempty"`
 }
 
 // maxChunk bounds the JSON of one INSERT statement: a batch of larger
@@ -487,7 +488,7 @@ func rowKey(id string) string {
 }
 
 func toRow(key string, r *record.Record, data []byte) row {
-	w := row{ID: key, DOI: r.DOI, DOIURL: r.DOIURL, ArxivID: r.ArxivID, URL: r.URL, Title: r.Title, TitleCN: r.TitleCN,
+	w := row{ID: key, DOI: r.DOI, DOIURL: r.DOIURL, SiteDOI: r.SiteDOI, ArxivID: r.ArxivID, URL: r.URL, Title: r.Title, TitleCN: r.TitleCN,
 		Authors: r.Authors, Abstract: r.Abstract, AbstractCN: r.AbstractCN, ImpactFactor: r.ImpactFactor, Zone: r.Zone,
 		Subject: r.Subject, JCRQuartile: r.JCRQuartile, JCRCategory: r.JCRCategory, Citations: r.Citations,
 		OpenAccessPDF: r.OpenAccessPDF, PublicationType: r.PublicationType, Warnings: r.Warnings,

@@ -72,6 +72,9 @@ CREATE INDEX {n}_search_idx ON {t} USING gin (search);
 	{2, "issue column: records of schema version 2 split the issue off the volume (journal.issue)", `
 ALTER TABLE {t} ADD COLUMN issue text;
 `},
+	{3, "site_doi column: records of schema version 3 keep a DOI value that is no DOI apart from doi", `
+ALTER TABLE {t} ADD COLUMN site_doi text;
+`},
 }
 
 // companions are the sink's own tables beside the papers tables of a
@@ -147,6 +150,7 @@ var columns = []column{
 	{"updated_at", "timestamp with time zone", false},
 	{"record", "jsonb", true},
 	{"search", "tsvector", false},
+	{"site_doi", "text", true},
 }
 
 // schemaLock is the advisory lock every litcrawl migration of a database
