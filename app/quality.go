@@ -2,6 +2,9 @@ package app
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
@@ -32,5 +35,25 @@ func qualityAlarm(t config.Quality, q engine.Quality) error {
 				100*share, q.Records, f.name, f.key, f.min)}
 		}
 	}
+	if q.Records > 0 && float64(q.Implausible)/float64(q.Records) > t.MaxImplausibleShare {
+		return &QualityError{fmt.Sprintf("quality alarm: %d of %d papers have a field that does not look like one (quality.max_implausible_share %.2f): %s: the site's layout has probably changed",
+			q.Implausible, q.Records, t.MaxImplausibleShare, describeFindings(q))}
+	}
 	return nil
+}
+
+// describeFindings names each field found implausible, how many records,
+// and the first offending value with where it was seen.
+func describeFindings(q engine.Quality) string {
+	fields := slices.Sorted(maps.Keys(q.Fields))
+	parts := make([]string, 0, len(fields))
+	for _, f := range fields {
+		e := q.Examples[f]
+		where := ""
+		if e.Capture != "" {
+			where = fmt.Sprintf(" (%s, paper %d)", e.Capture, e.Position)
+		}
+		parts = append(parts, fmt.Sprintf("%s in %d: %q %s%s", f, q.Fields[f], e.Value, e.Why, where))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -175,6 +175,11 @@ type Quality struct {
 	MinDOIShare       float64 `yaml:"min_doi_share" json:"min_doi_share"`
 	MinAuthorsShare   float64 `yaml:"min_authors_share" json:"min_authors_share"`
 	MinPublishedShare float64 `yaml:"min_published_share" json:"min_published_share"`
+	// MaxImplausibleShare is the share of records with a field that does
+	// not look like that field (a title that reads as names, an abstract
+	// that is a title line, page furniture in any field) above which the
+	// run exits 4. 0, the default: any such record alarms.
+	MaxImplausibleShare float64 `yaml:"max_implausible_share" json:"max_implausible_share"`
 }
 
 // Duration is a time.Duration written as Go writes it: "1.5s", "2m".
@@ -321,7 +326,8 @@ func (c *Config) Validate() error {
 		return bad("parse.max_input_bytes", c.Parse.MaxInputBytes, fmt.Sprintf("1024 to %d bytes", MaxInputBytes))
 	}
 	for key, v := range map[string]float64{"quality.min_title_share": c.Quality.MinTitleShare, "quality.min_doi_share": c.Quality.MinDOIShare,
-		"quality.min_authors_share": c.Quality.MinAuthorsShare, "quality.min_published_share": c.Quality.MinPublishedShare} {
+		"quality.min_authors_share": c.Quality.MinAuthorsShare, "quality.min_published_share": c.Quality.MinPublishedShare,
+		"quality.max_implausible_share": c.Quality.MaxImplausibleShare} {
 		if !(v >= 0 && v <= 1) { // NaN too
 			return bad(key, v, "a share from 0 to 1")
 		}

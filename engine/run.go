@@ -195,7 +195,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 		then(Outcome{Result: Failed, Err: err}, nil)
 		return nil
 	}
-	r.sum.addQuality(res.Page.Records)
+	r.sum.addQuality(res.Page)
 	if fetched != nil {
 		fetched(res.Page)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/ledger"
-	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/parser"
 )
 
 // Summary counts what a run did. It is safe for concurrent use while the
@@ -96,6 +96,46 @@ type Quality struct {
 	WithDOI    int `json:"with_doi"`
 	WithAuthor int `json:"with_authors"`
 	WithDate   int `json:"with_published"`
+	// Implausible counts the records with a field that does not look like
+	// that field (parser.Page.Findings); Fields counts them by field, and
+	// Examples keeps the first offending value of each field.
+	Implausible int                       `json:"implausible,omitempty"`
+	Fields      map[string]int            `json:"implausible_fields,omitempty"`
+	Examples    map[string]parser.Finding `json:"implausible_examples,omitempty"`
+}
+
+// Add counts one parsed page: its records and their findings.
+func (q *Quality) Add(page *parser.Page, now time.Time) {
+	q.Pages++
+	q.Records += len(page.Records)
+	for _, r := range page.Records {
+		if r.Title != "" {
+			q.WithTitle++
+		}
+		if r.DOI != "" {
+			q.WithDOI++
+		}
+		if len(r.Authors) > 0 {
+			q.WithAuthor++
+		}
+		if r.Published != "" {
+			q.WithDate++
+		}
+	}
+	last := 0
+	for _, f := range page.Findings(now) {
+		if f.Position != last {
+			q.Implausible++
+			last = f.Position
+		}
+		if q.Fields == nil {
+			q.Fields, q.Examples = map[string]int{}, map[string]parser.Finding{}
+		}
+		if _, ok := q.Examples[f.Field]; !ok {
+			q.Examples[f.Field] = f
+		}
+		q.Fields[f.Field]++
+	}
 }
 
 // LogPagesTo makes the summary write each finished page's PageReport to w
@@ -131,26 +171,11 @@ func (s *Summary) addPage(r PageReport) {
 	s.logErr = s.pageLog.Encode(r)
 }
 
-func (s *Summary) addQuality(records []record.Record) {
+func (s *Summary) addQuality(page *parser.Page) {
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := &s.quality
-	q.Pages++
-	q.Records += len(records)
-	for _, r := range records {
-		if r.Title != "" {
-			q.WithTitle++
-		}
-		if r.DOI != "" {
-			q.WithDOI++
-		}
-		if len(r.Authors) > 0 {
-			q.WithAuthor++
-		}
-		if r.Published != "" {
-			q.WithDate++
-		}
-	}
+	s.quality.Add(page, now)
 }
 
 // PageFailure is a page that failed permanently in this run.

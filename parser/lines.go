@@ -81,13 +81,9 @@ func classify(text string) line {
 		l.kind = kindNoise
 	case strings.Contains(text, "最新文献") && reHeading.MatchString(text):
 		l.kind = kindHeading
-	case strings.HasPrefix(text, "引用次数"):
-		if n, ok := labelledNumber(text, "引用次数", true); ok {
-			if c, err := strconv.Atoi(n); err == nil {
-				l.kind = kindCitation
-				l.citations = c
-			}
-		}
+	case citationCount(text) >= 0:
+		l.kind = kindCitation
+		l.citations = citationCount(text)
 	case strings.HasPrefix(text, "IF"):
 		if h, ok := parseImpact(text); ok {
 			l.kind = kindImpact
@@ -100,6 +96,33 @@ func classify(text string) line {
 		}
 	}
 	return l
+}
+
+// citationLabels introduce a citation count: "引用次数: N", "被引次数：N",
+// "Citations: N"; "Cited by N" has no colon.
+var citationLabels = []struct {
+	label string
+	colon bool
+}{{"引用次数", true}, {"被引次数", true}, {"Citations", true}, {"Cited by", false}, {"Cited By", false}}
+
+// citationCount reads a citation line, the whole line being the label and
+// its count, or returns -1.
+func citationCount(text string) int {
+	if len(text) > 40 {
+		return -1
+	}
+	for _, c := range citationLabels {
+		n, ok := labelledNumber(text, c.label, c.colon)
+		if !ok || strings.Contains(n, ".") {
+			continue
+		}
+		if rest := strings.TrimLeft(text[len(c.label):], " :："); strings.TrimSpace(rest[len(n):]) == "" {
+			if v, err := strconv.Atoi(n); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }
 
 func isNoise(text string) bool {

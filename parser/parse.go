@@ -90,10 +90,12 @@ type Page struct {
 	// sight but were not taken as papers (PageWarnJSONNotPaper).
 	JSONRejected int
 
-	pager     []string // the pager lines seen
-	cut       bool     // the bytes end before the page does (PageWarnTextTruncated)
-	footerRaw int32    // the raw line of the last footer line seen, or -1
-	evidence  []int    // per record, how much visible lines vouch for its JSON
+	pager     []string  // the pager lines seen
+	cut       bool      // the bytes end before the page does (PageWarnTextTruncated)
+	footerRaw int32     // the raw line of the last footer line seen, or -1
+	evidence  []int     // per record, how much visible lines vouch for its JSON
+	doubts    []Finding // fields read by content that could not be settled (Findings)
+	capture   string    // Options.Capture, else Options.URL
 }
 
 // Page-level warning codes.
@@ -191,6 +193,10 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 		raw = splitTextLines(string(text))
 	}
 
+	page.capture = opts.Capture
+	if page.capture == "" {
+		page.capture = opts.URL
+	}
 	if opts.Journal > 0 {
 		page.JournalID = opts.Journal
 	}

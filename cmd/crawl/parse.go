@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sourcegraph/conc/stream"
 	"github.com/spf13/cobra"
@@ -54,9 +55,12 @@ An input larger than parse.max_input_bytes (64 MiB by default,
 --max-input-bytes) fails with an error; a pipe or FIFO is read the same
 way, and the first SIGINT/SIGTERM stops a read that waits.
 
-A page that yields no record is reported on stderr. With --strict the
-exit code is 3 when any input yielded no record, any record carries
-warnings, or the paths held no page file at all.`,
+A page that yields no record is reported on stderr, and so is every field
+that does not look like what it is (a title that reads as an author list,
+an abstract that is a title line, page furniture in a field: the layout
+was probably misread). With --strict the exit code is 4 when any such
+field was found, else 3 when any input yielded no record, any record
+carries warnings, or the paths held no page file at all.`,
 		Example: `  crawl parse fixtures/
   crawl parse --summary saved/literature_d501422_7.htm
   crawl parse --format text --charset gbk capture.txt
@@ -88,7 +92,7 @@ warnings, or the paths held no page file at all.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink `URL` (repeat to fan out): jsonl:PATH, - (stdout), postgres://USER@HOST:PORT/DB?table=papers, nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC; replaces the config's sinks (default: standard output)")
 	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
-	fl.BoolVar(&f.strict, "strict", false, "exit 3 when any input yields no record, any record has warnings, or the paths hold no page file")
+	fl.BoolVar(&f.strict, "strict", false, "exit 4 when a field does not look like what it is; else 3 when any input yields no record, any record has warnings, or the paths hold no page file")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
 	fl.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "files parsed at once (output order is kept)")
@@ -102,6 +106,8 @@ warnings, or the paths held no page file at all.`,
 // parseStats is what runParse saw, for the exit code.
 type parseStats struct {
 	files, empty, warned, records, failed int
+	implausible                           int            // findings (parser.Page.Findings)
+	firstFinding                          parser.Finding // the first of them, for the message
 }
 
 func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths []string) error {
@@ -190,6 +196,10 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))}
 	case st.files == 0:
 		sayf(stderr, slog.LevelWarn, "crawl parse: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))
+	case f.strict && st.implausible > 0:
+		ff := st.firstFinding
+		return exitCodeError{exitQuality, fmt.Errorf("strict: %d fields do not look like what they are (the layout was misread?); the first: %s, paper %d: %s %q %s",
+			st.implausible, ff.Capture, ff.Position, ff.Field, ff.Value, ff.Why)}
 	case f.strict && (st.empty > 0 || st.warned > 0):
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
 	}
@@ -267,6 +277,14 @@ func report(w io.Writer, path string, page *parser.Page, summary bool, st *parse
 	}
 	st.records += len(page.Records)
 	st.warned += warned
+	for _, fd := range page.Findings(time.Now()) {
+		if st.implausible == 0 {
+			st.firstFinding = fd
+		}
+		st.implausible++
+		say(w, slog.LevelWarn, fmt.Sprintf("crawl parse: %s: paper %d: %s %q %s", path, fd.Position, fd.Field, fd.Value, fd.Why),
+			"file", path, "position", fd.Position, "field", fd.Field, "value", fd.Value, "why", fd.Why)
+	}
 	if len(page.Records) == 0 {
 		st.empty++
 		say(w, slog.LevelWarn, fmt.Sprintf("crawl parse: %s: no records (%s)", path, describePage(page)), "file", path, "records", 0)

@@ -1,0 +1,276 @@
+package parser
+
+import (
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// Plausibility: whether each field of a record looks like that field. The
+// parser reads a layout it was never shown by what its lines look like;
+// these checks are the other half of that promise: a record whose field
+// looks like another field (a title that is a names line, authors that are
+// prose, an abstract that is a title line) or like page furniture makes
+// the run's quality gate alarm (exit 4) instead of delivering quietly.
+// The rules live here only: the quality gate, crawl parse --strict and the
+// drift test all call Implausible and Page.Findings.
+
+// Finding is one field of one record whose value does not look like that
+// field, or that the parser could not settle between two lines.
+type Finding struct {
+	// Position is the record's 1-based position on its page.
+	Position int `json:"position"`
+	// Field is the record field, by its JSON name ("title", "authors").
+	Field string `json:"field"`
+	// Value is the offending value (cut to 160 characters).
+	Value string `json:"value"`
+	// Why says what it looks like instead.
+	Why string `json:"why"`
+	// Capture is the page's file or URL (Options.Capture, else URL).
+	Capture string `json:"capture,omitempty"`
+}
+
+// maxFindingValue bounds Finding.Value.
+const maxFindingValue = 160
+
+// Findings are the page's findings, in record order: each record's
+// implausible fields (Implausible), and the lines the parser read by
+// content but could not settle (two abstracts for one paper, a line it
+// could not place), which it records as it reads.
+func (p *Page) Findings(now time.Time) []Finding {
+	var out []Finding
+	for i, r := range p.Records {
+		for _, f := range Implausible(r, now) {
+			f.Position = i + 1
+			out = append(out, f)
+		}
+		for _, d := range p.doubts {
+			if d.Position == i+1 {
+				out = append(out, d)
+			}
+		}
+	}
+	for i := range out {
+		out[i].Capture = p.capture
+	}
+	return out
+}
+
+// doubt notes that record pos's field could not be settled by content.
+func (p *Page) doubt(pos int, field, value, why string) {
+	p.doubts = append(p.doubts, Finding{Position: pos, Field: field, Value: cutValue(value), Why: why})
+}
+
+// Implausible lists the fields of r whose value does not look like that
+// field; now bounds the publication date (at most a year ahead).
+func Implausible(r record.Record, now time.Time) []Finding {
+	var out []Finding
+	add := func(field, value, why string) {
+		out = append(out, Finding{Position: r.Source.Position, Field: field, Value: cutValue(value), Why: why})
+	}
+	cut := hasWarning(r, record.WarnTextTruncated) || hasWarning(r, record.WarnJSONTruncated)
+	// A record made with the block's JSON has its title, authors and
+	// abstract from the site's own data when the JSON gives them: only
+	// their form is checked (furniture, a date/DOI line). Read from
+	// visible lines alone, they must also not look like another field.
+	byContent := hasWarning(r, record.WarnNoJSON)
+	if t := r.Title; t != "" {
+		if why := notTitle(t, byContent); why != "" {
+			add("title", t, why)
+		}
+	}
+	if t := r.TitleCN; t != "" {
+		switch {
+		case !hasCJK(t):
+			add("title_cn", t, "holds no Chinese")
+		case isFurniture(t):
+			add("title_cn", t, "is page furniture")
+		case looksLikeMeta(t):
+			add("title_cn", t, "looks like a date/DOI line")
+		}
+	}
+	if len(r.Authors) > 0 {
+		if why := notAuthors(r.Authors); why != "" {
+			add("authors", strings.Join(r.Authors, ", "), why)
+		}
+	}
+	if d := r.Published; d != "" {
+		t, err := time.Parse(time.DateOnly, d)
+		switch {
+		case err != nil:
+			add("published", d, "is no calendar date")
+		case t.Year() < 1900:
+			add("published", d, "is before 1900")
+		case t.After(now.AddDate(1, 0, 0)):
+			add("published", d, "is more than a year ahead")
+		}
+	}
+	if r.DOI != "" && !record.IsDOI(r.DOI) {
+		add("doi", r.DOI, "is not a DOI (10.NNNN/…)")
+	}
+	if a := r.Abstract; a != "" {
+		switch {
+		case byContent && !cut && r.Title != "" && len(a) < len(r.Title):
+			add("abstract", a, "is shorter than its title")
+		case byContent && looksLikeNameList(a):
+			add("abstract", a, "looks like an author list")
+		case isTitleLine(a) && len(a) < 400:
+			add("abstract", a, "looks like a title line (English and Chinese title)")
+		case looksLikeMeta(a):
+			add("abstract", a, "looks like a date/DOI line")
+		case isFurniture(a):
+			add("abstract", a, "is page furniture")
+		}
+	}
+	if a := r.AbstractCN; a != "" {
+		switch {
+		case !cjkDominant(a):
+			add("abstract_cn", a, "is not Chinese prose")
+		case isFurniture(a) || !cut && !isCJKParagraph(a):
+			add("abstract_cn", a, "is no paragraph (page furniture, a name or a title?)")
+		case looksLikeCJKNames(a) && utf8.RuneCountInString(a) < 40:
+			add("abstract_cn", a, "looks like names")
+		}
+	}
+	if r.Citations != nil && (*r.Citations < 0 || *r.Citations > 10_000_000) {
+		add("citations", "", "is out of range")
+	}
+	return out
+}
+
+// notTitle says what a title looks like instead, or "".
+func notTitle(t string, byContent bool) string {
+	switch {
+	case isFurniture(t):
+		return "is page furniture"
+	case looksLikeMeta(t):
+		return "looks like a date/DOI line"
+	case byContent && looksLikeNameList(t):
+		return "looks like an author list"
+	case looksLikeProse(t) || len(t) > 1000:
+		return "looks like a paragraph"
+	case strings.HasPrefix(t, "引用次数") || citationCount(t) >= 0:
+		return "looks like a citation line"
+	}
+	return ""
+}
+
+// notAuthors says what an author list looks like instead, or "".
+func notAuthors(names []string) string {
+	for _, n := range names {
+		switch {
+		case isFurniture(n):
+			return "is page furniture"
+		case looksLikeMeta(n):
+			return "holds a date/DOI line"
+		case utf8.RuneCountInString(n) > 120 || len(strings.Fields(n)) > 8 || strings.Count(n, ". ") >= 2:
+			return "holds prose, not names"
+		case hasCJK(n) && !cjkDominant(n) && len(strings.Fields(n)) > 2:
+			return "holds a title line"
+		}
+	}
+	if len(names) == 1 && !nameLike(names[0]) {
+		return "is one phrase, not a name"
+	}
+	return ""
+}
+
+// looksLikeNameList: two or more parts, each of which reads as a personal
+// name (nameLike); a title with commas has a part that does not ("and
+// Cheap Consensus").
+func looksLikeNameList(s string) bool {
+	parts := splitAuthors(s)
+	if len(parts) < 2 {
+		return false
+	}
+	for _, p := range parts {
+		if !nameLike(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// nameParticles are the lower-case words a personal name may hold.
+var nameParticles = map[string]bool{
+	"van": true, "von": true, "der": true, "den": true, "de": true, "del": true, "della": true, "da": true, "di": true,
+	"du": true, "dos": true, "das": true, "le": true, "la": true, "bin": true, "binti": true, "al": true, "el": true,
+	"ter": true, "ten": true, "y": true, "e": true, "zu": true, "et": true, "al.": true,
+}
+
+// nameLike: one personal name: one to six words, each capitalised, an
+// initial or a particle, no digits; or a short run of CJK characters.
+func nameLike(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" || utf8.RuneCountInString(s) > 80 {
+		return false
+	}
+	if cjkDominant(s) {
+		return utf8.RuneCountInString(s) <= 8 && !strings.ContainsAny(s, "。，：:")
+	}
+	words := strings.Fields(s)
+	if len(words) > 6 {
+		return false
+	}
+	for _, w := range words {
+		r, _ := utf8.DecodeRuneInString(w)
+		switch {
+		case strings.ContainsAny(w, "0123456789"):
+			return false
+		case unicode.IsUpper(r):
+		case nameParticles[strings.ToLower(w)]:
+		case hasCJK(w):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// looksLikeMeta: a line that carries a publication date label or a DOI
+// label, or an impact line: never a title, name or abstract.
+func looksLikeMeta(s string) bool {
+	if len(s) > 400 {
+		return false
+	}
+	if h, ok := parseMeta(s); ok && (h.published != "" || h.doi != "") {
+		return true
+	}
+	if strings.HasPrefix(s, "IF") {
+		if _, ok := parseImpact(s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// isFurniture: a line of page chrome (header, navigation, breadcrumb,
+// language switch, pager, footer) or the listing heading.
+func isFurniture(s string) bool {
+	return isNoise(s) || strings.Contains(s, "最新文献") && reHeading.MatchString(s)
+}
+
+// isCJKParagraph: Chinese prose, as an abstract is: mostly CJK, and
+// either sentence punctuation or long; a run of link words (搜索 登录) or
+// a name is neither.
+func isCJKParagraph(s string) bool {
+	if !cjkDominant(s) {
+		return false
+	}
+	n := utf8.RuneCountInString(s)
+	return n >= 40 || n >= 12 && strings.ContainsAny(s, "，。；、：！？,;")
+}
+
+func cutValue(s string) string {
+	if len(s) <= maxFindingValue {
+		return s
+	}
+	k := maxFindingValue
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	return s[:k] + "…"
+}
