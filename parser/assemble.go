@@ -19,6 +19,8 @@ type visible struct {
 	citations            *int
 	positionalTitle      bool // the title was taken by position, not matched to the JSON
 	titleShown           bool // a line shows the JSON title whole
+	paperID              string
+	doubts               []Finding // lines read by content that could not be settled
 }
 
 // assemble turns segments into records, in page order.
@@ -43,10 +45,20 @@ func assemble(segs []*segment, page *Page, opts Options) {
 	for _, s := range segs {
 		s.rec = -1
 		if !s.anchored() {
+			if n := len(page.Records); n > 0 && s.hasAnyText() {
+				// Lines after a paper that no paper took: what the page
+				// says may be misread (a cut object's start is no line).
+				for _, l := range s.lines {
+					if l.kind == kindText && !strings.HasPrefix(l.text, `{"`) {
+						page.doubt(n, "page", l.text, "a line after this paper that no paper took")
+						break
+					}
+				}
+			}
 			continue
 		}
 		page.BlocksFound++
-		r, ok := buildRecord(s, page)
+		r, doubts, ok := buildRecord(s, page)
 		if !ok {
 			page.BlocksDropped++
 			continue
@@ -61,6 +73,9 @@ func assemble(segs []*segment, page *Page, opts Options) {
 		}
 		s.rec = len(page.Records)
 		page.Records = append(page.Records, r)
+		for _, d := range doubts {
+			page.doubt(len(page.Records), d.Field, d.Value, d.Why)
+		}
 		page.evidence = append(page.evidence, s.evidence)
 	}
 }
@@ -78,12 +93,80 @@ func readVisible(s *segment) visible {
 			v.citations = &n
 		}
 	}
-	if s.json != nil {
+	switch {
+	case s.json != nil:
 		readMatched(s, &v)
-	} else {
+	case s.strongTitle() == 0:
+		readByContent(s, &v)
+	default:
 		readPositional(s, &v)
 	}
 	return v
+}
+
+// readByContent reads a block without JSON that opens with a title by
+// content (a heading, a link to the paper's page, or a title line): every
+// other line is taken for what it looks like (textRole), wherever it
+// stands. A second line for a field, or a line that is no field, is a
+// doubt: the record is kept, and the run's quality gate alarms.
+func readByContent(s *segment, v *visible) {
+	t := s.lines[0]
+	v.title, v.titleCN = splitTitleLine(t.text)
+	if v.title == "" || t.mark == markTitle && v.titleCN == "" {
+		v.title, v.titleCN = t.text, ""
+	}
+	v.paperID = t.paperID
+	heads := 0
+	for i := 1; i < len(s.lines); i++ {
+		l := s.lines[i]
+		switch l.kind {
+		case kindMeta, kindImpact:
+			if h := l.head; h.published != "" && v.head.published != "" && h.published != v.head.published ||
+				h.doi != "" && v.head.doi != "" && record.DOIKey(h.doi) != record.DOIKey(v.head.doi) {
+				v.doubt("published", l.text, "a second date/DOI line in one block")
+			}
+			heads++
+			continue
+		case kindCitation:
+			if heads < 0 {
+				heads = 0
+			}
+			continue
+		case kindText:
+		default:
+			continue
+		}
+		switch roleIn(s.lines[:i], &l) {
+		case roleTitleCN:
+			if i == 1 && v.titleCN == "" {
+				v.titleCN = l.text
+			} else {
+				v.doubt("title_cn", l.text, "a Chinese line that is no title of this block nor a paragraph")
+			}
+		case roleAbstractCN:
+			if v.abstractCN != "" {
+				v.doubt("abstract_cn", l.text, "a second Chinese paragraph in one block")
+			} else {
+				v.abstractCN = l.text
+			}
+		case roleNames:
+			if v.authors != nil {
+				v.doubt("authors", l.text, "a second names line in one block")
+			} else {
+				v.authors = splitAuthors(l.text)
+			}
+		default:
+			if v.abstract != "" {
+				v.doubt("abstract", l.text, "a second English paragraph in one block")
+			} else {
+				v.abstract = l.text
+			}
+		}
+	}
+}
+
+func (v *visible) doubt(field, value, why string) {
+	v.doubts = append(v.doubts, Finding{Field: field, Value: cutValue(value), Why: why})
 }
 
 func mergeHead(dst *headInfo, h headInfo) {
@@ -197,13 +280,20 @@ func readPositional(s *segment, v *visible) {
 	start := 0
 	if ok {
 		t := s.lines[ti].text
+		first := ti
 		if en, _ := splitTitleLine(t); en == "" && ti > 0 && s.lines[ti-1].kind == kindText && !cjkDominant(s.lines[ti-1].text) {
 			// English and Chinese titles on lines of their own.
 			v.title, v.titleCN = s.lines[ti-1].text, t
+			first = ti - 1
 		} else {
 			v.title, v.titleCN = splitTitleLine(t)
 		}
 		start = ti + 1
+		for _, l := range s.lines[:first] {
+			if l.kind == kindText {
+				v.doubt("page", l.text, "a line before this paper's title that no field took")
+			}
+		}
 	}
 	for i := start; i < len(s.lines); i++ {
 		l := s.lines[i]
@@ -233,7 +323,7 @@ func looksLikeProse(s string) bool {
 // buildRecord merges the JSON and the visible lines of one block. JSON wins
 // for the fields it has; the visible lines give title_cn, citations, zone,
 // subject, JCR and abstract_cn, and fill what the JSON lacks.
-func buildRecord(s *segment, page *Page) (record.Record, bool) {
+func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	v := readVisible(s)
 	r := record.Record{SchemaVersion: record.SchemaVersion}
 	var j record.Journal
@@ -389,6 +479,9 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 	}
 
 	setIdentifiers(&r)
+	if id == "" {
+		id = v.paperID // a link to the paper's page names it
+	}
 	switch {
 	case id != "":
 		r.ID = id
@@ -399,12 +492,12 @@ func buildRecord(s *segment, page *Page) (record.Record, bool) {
 	case r.Title != "":
 		r.ID = record.TitleID(r.Title, r.Published)
 	default:
-		return r, false
+		return r, nil, false
 	}
 	if r.Title == "" {
 		r.AddWarning(record.WarnNoTitle)
 	}
-	return r, true
+	return r, v.doubts, true
 }
 
 // splitVolume splits the site's volume value, which runs the issue into

@@ -3,6 +3,8 @@ package parser
 import (
 	"strings"
 
+	"github.com/litcrawl/litcrawl/record"
+
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -14,7 +16,21 @@ import (
 type rawLine struct {
 	text string
 	json bool
+	// What the markup says of a visible line (HTML only):
+	mark    lineMark
+	paperID string // the site id of a link to /literature/{id}.htm that is the line
+	doi     string // the DOI of a doi.org link on the line
 }
+
+// lineMark is what the markup says a visible line is.
+type lineMark uint8
+
+const (
+	markNone      lineMark = iota
+	markTitle              // a heading, or a link to the paper's page that is the whole line
+	markLinksOnly          // only short links (navigation, a pager, a language switch)
+	markTitleLine          // (set by appendText) a title line: English, then Chinese
+)
 
 // flattenHTML walks the DOM and flattens visible text into lines: block-level
 // elements and <br> end a line, inline elements keep their text together,
@@ -34,16 +50,96 @@ type flattener struct {
 	lines []rawLine
 	buf   []byte
 	title string
+	// The current line's markup: text inside links, headings.
+	linkBytes  int    // bytes of the line's text inside links
+	links      int    // links with text on the line
+	longLink   bool   // a link's text is longer than navigation's
+	heading    bool   // text inside h1..h6
+	paperID    string // a link to /literature/{id}.htm
+	paperBytes int    // that link's text bytes
+	doi        string // a doi.org link's DOI
 }
+
+// maxNavLink is the longest link text, in bytes, of a navigation line.
+const maxNavLink = 48
 
 func (f *flattener) flush() {
 	if len(f.buf) == 0 {
+		f.resetMarks()
 		return
 	}
 	if t := collapseBytes(f.buf); t != "" {
-		f.lines = append(f.lines, rawLine{text: t})
+		rl := rawLine{text: t, doi: f.doi}
+		text := len(strings.TrimSpace(string(f.buf)))
+		switch {
+		case f.heading:
+			rl.mark = markTitle
+		case f.paperID != "" && f.paperBytes*2 >= text:
+			rl.mark, rl.paperID = markTitle, f.paperID
+		case f.links >= 2 && !f.longLink && f.paperID == "" && f.doi == "" && f.linkBytes+2*f.links >= text:
+			rl.mark = markLinksOnly
+		}
+		f.lines = append(f.lines, rl)
 	}
 	f.buf = f.buf[:0]
+	f.resetMarks()
+}
+
+func (f *flattener) resetMarks() {
+	f.linkBytes, f.links, f.longLink, f.heading, f.paperID, f.paperBytes, f.doi = 0, 0, false, false, "", 0, ""
+}
+
+// link walks an <a> element, noting what its text and href say of the line.
+func (f *flattener) link(n *html.Node, st walkState) {
+	start := len(f.buf)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		f.walk(c, st)
+	}
+	if len(f.buf) < start {
+		start = 0 // a line ended inside the link
+	}
+	t := strings.TrimSpace(string(f.buf[start:]))
+	if t == "" {
+		return
+	}
+	f.links++
+	f.linkBytes += len(t)
+	if len(t) > maxNavLink {
+		f.longLink = true
+	}
+	for _, a := range n.Attr {
+		if a.Key != "href" {
+			continue
+		}
+		if id := literatureID(a.Val); id != "" && f.paperID == "" {
+			f.paperID, f.paperBytes = id, len(t)
+		} else if d := record.ParseDOI(a.Val).DOI; d != "" && strings.Contains(a.Val, "doi.org/") {
+			f.doi = d
+		}
+	}
+}
+
+// literatureID is the site id of a link to a paper's page,
+// "/literature/{id}.htm" (or "/literaturecn/…"), or "".
+func literatureID(href string) string {
+	i := strings.Index(href, "/literature")
+	if i < 0 {
+		return ""
+	}
+	rest := href[i+len("/literature"):]
+	rest = strings.TrimPrefix(rest, "cn")
+	if !strings.HasPrefix(rest, "/") {
+		return ""
+	}
+	rest = rest[1:]
+	j := 0
+	for j < len(rest) && isDigit(rest[j]) {
+		j++
+	}
+	if j == 0 || j > 20 || !strings.HasPrefix(rest[j:], ".htm") {
+		return ""
+	}
+	return rest[:j]
 }
 
 func (f *flattener) addJSON(s string) {
@@ -111,13 +207,29 @@ func (f *flattener) walk(n *html.Node, st walkState) {
 		}
 		return
 	}
+	if n.DataAtom == atom.A {
+		f.jsonAttrs(n)
+		f.link(n, st)
+		return
+	}
 	block := isBlock(n.DataAtom)
 	if block {
 		f.flush()
 	}
 	f.jsonAttrs(n)
+	heading := false
+	switch n.DataAtom {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		heading = true
+	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if heading && len(f.buf) > 0 {
+			f.heading = true
+		}
 		f.walk(c, st)
+	}
+	if heading && len(f.buf) > 0 {
+		f.heading = true
 	}
 	if block {
 		f.flush()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/litcrawl/litcrawl/record"
 )
 
 // lineKind is what a visible line is, judged by its own text.
@@ -25,8 +27,12 @@ const (
 // line is one line of visible text (or one JSON candidate) in page order.
 type line struct {
 	kind lineKind
-	raw  int32 // index of the raw line it came from
+	mark lineMark // what the markup says of it (a title)
+	raw  int32    // index of the raw line it came from
 	text string
+
+	// paperID is the site id a title link names (markTitle).
+	paperID string
 
 	// kindJSON
 	papers []*paperJSON
@@ -89,13 +95,21 @@ func classify(text string) line {
 			l.kind = kindImpact
 			l.head = &h
 		}
-	case strings.Contains(text, "Pub Date"):
+	case strings.Contains(text, "Pub Date") || len(text) <= maxMetaLine && maybeMeta(text):
 		if h, ok := parseMeta(text); ok {
 			l.kind = kindMeta
 			l.head = &h
 		}
 	}
 	return l
+}
+
+// maybeMeta: a short line that may be a date/DOI line of another label
+// than the site's (a cheap test before parseMeta).
+func maybeMeta(text string) bool {
+	return strings.Contains(text, "DOI") || strings.Contains(text, "doi") || strings.HasPrefix(text, "10.") ||
+		strings.Contains(text, "Publi") || strings.Contains(text, "出版") || strings.Contains(text, "发布") ||
+		strings.Contains(text, "发表") || strings.Contains(text, "Pub. Date")
 }
 
 // citationLabels introduce a citation count: "引用次数: N", "被引次数：N",
@@ -138,6 +152,34 @@ func isNoise(text string) bool {
 		return true
 	}
 	return isPagerLine(text)
+}
+
+// navWords are the words of a site's navigation, account and search
+// links.
+var navWords = map[string]bool{
+	"搜索": true, "登录": true, "注册": true, "退出": true, "首页": true, "帮助": true, "我的": true, "个人中心": true,
+	"关于我们": true, "联系我们": true, "意见反馈": true, "会员": true, "下载APP": true, "APP": true, "期刊": true,
+	"文献": true, "最新文献": true, "英文": true, "中文": true, "English": true, "Login": true, "Sign": true, "in": true,
+	"Search": true, "Home": true, "Register": true, "Help": true, "About": true, "Contact": true, "Menu": true, "|": true,
+}
+
+// isNavLine: a short line most of whose words are navigation words, the
+// others at most one word each (a site's name): "Book学术 搜索 登录".
+func isNavLine(text string) bool {
+	if len(text) > 120 {
+		return false
+	}
+	fields := strings.Fields(text)
+	if len(fields) < 2 || len(fields) > 10 {
+		return false
+	}
+	nav := 0
+	for _, f := range fields {
+		if navWords[f] {
+			nav++
+		}
+	}
+	return nav*2 >= len(fields) && nav >= 2
 }
 
 // hasLetterOrDigit reports whether s holds a letter or a digit of any
@@ -213,29 +255,94 @@ func headingInfo(text string) (journal string, page int) {
 	return strings.TrimSpace(m[1]), page
 }
 
-// parseMeta reads a meta line: "<journal> Pub Date : 2024-09-02 DOI: arxiv-…",
-// "Pub Date : 2010-11-01DOI: 10.1109/…", or the desktop form that starts with
-// the impact part ("IF 1.2 4区 计算机科学 Q3 … Pub Date : …").
+// dateLabels introduce a publication date on a meta line. "Pub Date" is
+// the site's; the others are read when a colon follows them.
+var dateLabels = []struct {
+	label string
+	colon bool
+}{{"Pub Date", false}, {"出版日期", false}, {"发布时间", false}, {"发表时间", false}, {"出版时间", false}, {"发布日期", false},
+	{"Publication date", true}, {"Publication Date", true}, {"Published online", true}, {"Published", true}, {"Pub. Date", true}}
+
+// maxMetaLine bounds the lines read for the labels other than the site's
+// "Pub Date": a date/DOI line is short.
+const maxMetaLine = 300
+
+// findDateLabel returns where the first date label of s starts and ends
+// (past its colon), or -1.
+func findDateLabel(s string) (start, end int) {
+	start = -1
+	for _, d := range dateLabels {
+		if d.label != "Pub Date" && len(s) > maxMetaLine {
+			continue
+		}
+		i := strings.Index(s, d.label)
+		if i < 0 || start >= 0 && i >= start {
+			continue
+		}
+		rest := strings.TrimLeft(s[i+len(d.label):], " ")
+		hasColon := strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, "：")
+		if d.colon && !hasColon {
+			continue
+		}
+		start = i
+		end = len(s) - len(strings.TrimLeft(rest, ":： "))
+	}
+	return start, end
+}
+
+// findDOILabel returns where a "DOI" label starts and where its value
+// starts, or -1: "DOI" in capitals, or "doi" with a colon after it.
+func findDOILabel(s string) (start, value int) {
+	for from := 0; from < len(s); {
+		i := strings.Index(s[from:], "DOI")
+		if j := strings.Index(s[from:], "doi"); j >= 0 && (i < 0 || j < i) {
+			if rest := strings.TrimLeft(s[from+j+3:], " "); strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, "：") {
+				i = j
+			} else if i < 0 {
+				from += j + 3
+				continue
+			}
+		}
+		if i < 0 {
+			return -1, 0
+		}
+		i += from
+		// A label, not the inside of a word ("PMDOI") or of a DOI link.
+		if i == 0 || !isASCIILetter(s[i-1]) && s[i-1] != '/' && s[i-1] != '.' {
+			return i, len(s) - len(strings.TrimLeft(s[i+3:], ":： "))
+		}
+		from = i + 3
+	}
+	return -1, 0
+}
+
+// parseMeta reads a date/DOI line: the site's "<journal> Pub Date :
+// 2024-09-02 DOI: arxiv-…" and "Pub Date : 2010-11-01DOI: 10.1109/…", the
+// desktop form that starts with the impact part ("IF 1.2 4区 … Pub Date :
+// …"), other labels ("Published: 11 Sep 2024", "出版日期：2024年9月11日"),
+// a date or a DOI alone on a line with its label, a bare DOI, or a
+// doi.org link.
 func parseMeta(text string) (headInfo, bool) {
 	var h headInfo
-	i := strings.Index(text, "Pub Date")
+	i, dateAt := findDateLabel(text)
 	if i < 0 {
-		return h, false
+		return doiOnly(text)
 	}
 	prefix := strings.TrimSpace(text[:i])
-	rest := strings.TrimSpace(text[i+len("Pub Date"):])
-	rest = strings.TrimSpace(strings.TrimLeft(rest, ":： "))
-	doiAt := strings.Index(rest, "DOI")
+	rest := text[dateAt:]
 	datePart := rest
-	if doiAt >= 0 {
-		datePart = rest[:doiAt]
-		d := strings.TrimSpace(rest[doiAt+3:])
-		d = strings.TrimSpace(strings.TrimLeft(d, ":："))
-		if f := strings.Fields(d); len(f) > 0 {
+	if d, v := findDOILabel(rest); d >= 0 {
+		datePart = rest[:d]
+		if f := strings.Fields(rest[v:]); len(f) > 0 {
 			h.doi = f[0]
 		}
+	} else if f := strings.Fields(rest); len(f) > 0 {
+		if id := record.ParseDOI(f[len(f)-1]); id.DOI != "" && len(f) > 1 {
+			h.doi = f[len(f)-1] // a date, then a bare DOI
+			datePart = rest[:strings.LastIndex(rest, f[len(f)-1])]
+		}
 	}
-	h.published = isoDate(datePart)
+	h.published = anyDate(datePart)
 	if prefix != "" {
 		if strings.HasPrefix(prefix, "IF") {
 			ih, ok := parseImpact(prefix)
@@ -243,11 +350,37 @@ func parseMeta(text string) (headInfo, bool) {
 				ih.published, ih.doi = h.published, h.doi
 				h = ih
 			}
-		} else {
+		} else if len(prefix) <= maxMetaLine {
 			h.journal = prefix
 		}
 	}
 	return h, h.published != "" || h.doi != ""
+}
+
+// doiOnly reads a line that is only a DOI: with its label ("DOI:
+// 10.1/x"), bare ("10.1/x"), or as a doi.org link.
+func doiOnly(text string) (headInfo, bool) {
+	var h headInfo
+	if len(text) > maxMetaLine {
+		return h, false
+	}
+	t := text
+	if d, v := findDOILabel(text); d == 0 {
+		t = text[v:]
+	}
+	t = strings.TrimSpace(t)
+	if strings.ContainsAny(t, " \t") {
+		return h, false
+	}
+	if id := record.ParseDOI(t); id.DOI != "" {
+		h.doi = t
+		return h, true
+	}
+	if t != text && t != "" {
+		h.doi = t // the site's own value after a DOI label (arxiv-…)
+		return h, record.ParseDOI(t).ArxivID != ""
+	}
+	return h, false
 }
 
 // parseImpact reads "IF 2 4区 计算机科学", "IF 0.6", or the desktop form
@@ -373,6 +506,38 @@ func isoDate(s string) string {
 			return out
 		}
 		i = j - 1
+	}
+	return ""
+}
+
+var (
+	reCJKDate   = regexp.MustCompile(`(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日`)
+	reDayMonth  = regexp.MustCompile(`(?i)\b(\d{1,2})\s+([a-z]{3,9})\.?,?\s+(\d{4})\b`)
+	reMonthDay  = regexp.MustCompile(`(?i)\b([a-z]{3,9})\.?\s+(\d{1,2}),?\s+(\d{4})\b`)
+	monthByName = map[string]string{"jan": "1", "feb": "2", "mar": "3", "apr": "4", "may": "5", "jun": "6", "jul": "7", "aug": "8",
+		"sep": "9", "sept": "9", "oct": "10", "nov": "11", "dec": "12", "january": "1", "february": "2", "march": "3", "april": "4",
+		"june": "6", "july": "7", "august": "8", "september": "9", "october": "10", "november": "11", "december": "12"}
+)
+
+// anyDate reads the first date of s in the forms a date/DOI line shows:
+// "2024-09-11", "2024/09/11", "11 Sep 2024", "Sep 11, 2024",
+// "2024年9月11日"; "" when there is none, or it is no calendar date.
+func anyDate(s string) string {
+	if d := isoDate(s); d != "" {
+		return d
+	}
+	if m := reCJKDate.FindStringSubmatch(s); m != nil {
+		return normDate(m[1], m[2], m[3])
+	}
+	if m := reDayMonth.FindStringSubmatch(s); m != nil {
+		if mo, ok := monthByName[strings.ToLower(m[2])]; ok {
+			return normDate(m[3], mo, m[1])
+		}
+	}
+	if m := reMonthDay.FindStringSubmatch(s); m != nil {
+		if mo, ok := monthByName[strings.ToLower(m[1])]; ok {
+			return normDate(m[3], mo, m[2])
+		}
 	}
 	return ""
 }

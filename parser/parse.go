@@ -96,6 +96,7 @@ type Page struct {
 	evidence  []int     // per record, how much visible lines vouch for its JSON
 	doubts    []Finding // fields read by content that could not be settled (Findings)
 	capture   string    // Options.Capture, else Options.URL
+	titles    int       // distinct titles the page shows by content (line.strong)
 }
 
 // Page-level warning codes.
@@ -211,6 +212,7 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	page.footerRaw = -1
 	lines := classifyLines(raw, page)
+	page.titles = countTitles(lines)
 	page.LastPage = lastPageFromPager(page.pager, page.PageNo)
 	segs := segmentLines(lines)
 	segs = reconcile(segs)
@@ -229,6 +231,17 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 		}
 	}
 	return segs
+}
+
+// countTitles counts the distinct titles the lines show by content.
+func countTitles(lines []line) int {
+	seen := map[string]bool{}
+	for i := range lines {
+		if lines[i].strong() {
+			seen[lines[i].text] = true
+		}
+	}
+	return len(seen)
 }
 
 // closed reports whether an HTML document has its closing </body> or
@@ -355,7 +368,7 @@ func classifyLines(raw []rawLine, page *Page) []line {
 				pos := 0
 				for _, h := range hits {
 					if !r.json {
-						out = appendText(out, r.text[pos:h.start], ri, page)
+						out = appendText(out, r.text[pos:h.start], r, ri, page)
 					}
 					papers := []*paperJSON{h.paper}
 					if n := len(out); n > 0 && out[n-1].kind == kindJSON && r.json && out[n-1].raw == int32(ri) {
@@ -367,7 +380,7 @@ func classifyLines(raw []rawLine, page *Page) []line {
 					pos = h.end
 				}
 				if !r.json {
-					out = appendText(out, r.text[pos:], ri, page)
+					out = appendText(out, r.text[pos:], r, ri, page)
 				}
 				if ri == len(raw)-1 && endsInObject(r.text) {
 					page.cut = true // the capture ends inside a JSON object
@@ -381,7 +394,7 @@ func classifyLines(raw []rawLine, page *Page) []line {
 				continue // a JSON script or attribute that holds no paper
 			}
 		}
-		out = appendText(out, r.text, ri, page)
+		out = appendText(out, r.text, r, ri, page)
 	}
 	return out
 }
@@ -433,17 +446,30 @@ func endsInObject(s string) bool {
 	return false
 }
 
-func appendText(out []line, text string, raw int, page *Page) []line {
+func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return out
 	}
 	l := classify(text)
-	l.raw = int32(raw)
+	l.raw = int32(ri)
+	if l.kind == kindText {
+		switch {
+		case r.mark == markLinksOnly || isNavLine(text):
+			l.kind = kindNoise // navigation, a language switch: furniture
+		case r.mark == markTitle:
+			l.mark, l.paperID = markTitle, r.paperID
+		case r.doi != "" && len(text) <= 40:
+			// A short link to doi.org ("全文", "View article"): the DOI.
+			l.kind, l.head = kindMeta, &headInfo{doi: r.doi}
+		case isTitleLine(text) || oneWordTitleLine(text):
+			l.mark = markTitleLine
+		}
+	}
 	switch l.kind {
 	case kindNoise:
 		if isFooter(text) {
-			page.FooterSeen, page.footerRaw = true, int32(raw)
+			page.FooterSeen, page.footerRaw = true, int32(ri)
 		} else if isPagerLine(text) {
 			page.pager = append(page.pager, text)
 		}
@@ -457,7 +483,14 @@ func appendText(out []line, text string, raw int, page *Page) []line {
 		if page.PageNo == 0 {
 			page.PageNo = n
 		}
-		return out
+		// What stood above the listing's heading, with no paper line
+		// among it (a site name, a search box), is page furniture.
+		for _, o := range out {
+			if o.kind != kindText {
+				return out
+			}
+		}
+		return out[:0]
 	}
 	return append(out, l)
 }

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -21,7 +22,8 @@ import (
 // Finding is one field of one record whose value does not look like that
 // field, or that the parser could not settle between two lines.
 type Finding struct {
-	// Position is the record's 1-based position on its page.
+	// Position is the record's 1-based position on its page; 0 for a
+	// finding on the page as a whole.
 	Position int `json:"position"`
 	// Field is the record field, by its JSON name ("title", "authors").
 	Field string `json:"field"`
@@ -42,6 +44,10 @@ const maxFindingValue = 160
 // could not place), which it records as it reads.
 func (p *Page) Findings(now time.Time) []Finding {
 	var out []Finding
+	if p.titles > len(p.Records) && (len(p.Records) > 0 || p.titles > 1) {
+		out = append(out, Finding{Field: "page", Value: fmt.Sprintf("%d titles, %d papers", p.titles, len(p.Records)),
+			Why: "shows more titles than it gave papers: a block was lost"})
+	}
 	for i, r := range p.Records {
 		for _, f := range Implausible(r, now) {
 			f.Position = i + 1
@@ -53,8 +59,52 @@ func (p *Page) Findings(now time.Time) []Finding {
 			}
 		}
 	}
+	out = append(out, p.missingFields()...)
 	for i := range out {
 		out[i].Capture = p.capture
+	}
+	return out
+}
+
+// missingFields finds, among the records read from visible lines alone,
+// those that lack a title, or lack authors, a DOI or a date where every
+// other record of the page has one: a block split in two, or a line the
+// parser did not know.
+func (p *Page) missingFields() []Finding {
+	var byContent []int
+	for i, r := range p.Records {
+		if hasWarning(r, record.WarnNoJSON) {
+			byContent = append(byContent, i)
+		}
+	}
+	var out []Finding
+	for _, i := range byContent {
+		if p.Records[i].Title == "" {
+			out = append(out, Finding{Position: i + 1, Field: "title", Why: "is missing: a block split in two?"})
+		}
+	}
+	if len(p.Records) < 3 {
+		return out
+	}
+	for _, f := range []struct {
+		name string
+		has  func(record.Record) bool
+	}{
+		{"authors", func(r record.Record) bool { return len(r.Authors) > 0 }},
+	} {
+		lacking := -1
+		for i, r := range p.Records {
+			if !f.has(r) {
+				if lacking >= 0 {
+					lacking = -2 // two or more lack it: the page's way
+					break
+				}
+				lacking = i
+			}
+		}
+		if lacking >= 0 && hasWarning(p.Records[lacking], record.WarnNoJSON) {
+			out = append(out, Finding{Position: lacking + 1, Field: f.name, Why: "is missing where every other paper of the page has it: a line not read?"})
+		}
 	}
 	return out
 }
@@ -261,7 +311,7 @@ func isCJKParagraph(s string) bool {
 		return false
 	}
 	n := utf8.RuneCountInString(s)
-	return n >= 40 || n >= 12 && strings.ContainsAny(s, "，。；、：！？,;")
+	return n >= 120 || n >= 12 && strings.ContainsAny(s, "，。；！？;")
 }
 
 func cutValue(s string) string {

@@ -21,9 +21,145 @@ type segment struct {
 	// afterJSONMatched: a visible line after the JSON matched it, so the
 	// block is laid out JSON-first.
 	afterJSONMatched bool
+	// roles are the roles of lines[:rolesN] (roleSet).
+	roles  role
+	rolesN int
+	piece  int8 // pieceOf's answer: 0 not asked yet, 1 yes, -1 no
+}
+
+// pieceOf reports whether the segment's title line shows the paper of
+// last, the block before it with JSON: it is then a piece of that block
+// whose lines came in another order, not a block of its own (reunite puts
+// it back).
+func (s *segment) pieceOf(last *segment) bool {
+	if s.piece == 0 {
+		s.piece = -1
+		if last != nil && last.json != nil && len(s.lines) > 0 {
+			if ok, _, _ := matchTitle(s.lines[0].text, last.json); ok {
+				s.piece = 1
+			}
+		}
+	}
+	return s.piece == 1
+}
+
+// role is what a line of a block is, told by its content: the parts a
+// block has one of each.
+type role uint16
+
+const (
+	roleDate role = 1 << iota
+	roleDOI
+	roleImpact
+	roleCitation
+	roleNames
+	roleAbstract
+	roleAbstractCN
+	roleTitleCN
+	roleTitle
+)
+
+// roleOf tells what a visible line is by its content alone.
+func roleOf(l *line) role {
+	switch l.kind {
+	case kindMeta, kindImpact:
+		var r role
+		if l.head.published != "" {
+			r |= roleDate
+		}
+		if l.head.doi != "" {
+			r |= roleDOI
+		}
+		if l.head.hasImpact {
+			r |= roleImpact
+		}
+		return r
+	case kindCitation:
+		return roleCitation
+	case kindText:
+		if l.strong() {
+			r := roleTitle
+			if _, cn := splitTitleLine(l.text); cn != "" {
+				r |= roleTitleCN
+			}
+			return r
+		}
+		return textRole(l.text)
+	}
+	return 0
+}
+
+// textRole tells a text line's role by what it looks like: a Chinese
+// paragraph is the Chinese abstract, other Chinese text the Chinese title
+// (or names, with separators), a names line the authors, other English
+// text the abstract.
+func textRole(t string) role {
+	switch {
+	case isCJKParagraph(t):
+		return roleAbstractCN
+	case cjkDominant(t):
+		if looksLikeCJKNames(t) && strings.ContainsAny(t, "，、,;") {
+			return roleNames
+		}
+		return roleTitleCN
+	case looksLikeNameList(t) || nameLike(t):
+		return roleNames
+	}
+	return roleAbstract
+}
+
+// roleIn is the role of line l coming after the lines before it in its
+// block: a Chinese line right after a title that has no Chinese title is
+// the Chinese title (even a long one, or one that ends with "。"); a short
+// Chinese line of names, once the title has its Chinese title, is names.
+func roleIn(before []line, l *line) role {
+	r := roleOf(l)
+	if l.kind != kindText || len(before) == 0 || r&(roleTitleCN|roleAbstractCN) == 0 {
+		return r
+	}
+	title := &before[0]
+	_, cn := splitTitleLine(title.text)
+	switch {
+	case len(before) == 1 && title.mark == markTitle && cn == "" && utf8.RuneCountInString(l.text) < 80 &&
+		strings.Count(l.text, "。") <= 1 && strings.Count(l.text, "，") <= 1 && !strings.Contains(l.text, "。 "):
+		return roleTitleCN
+	case r == roleTitleCN && (cn != "" || len(before) > 1) && looksLikeCJKNames(l.text):
+		return roleNames
+	}
+	return r
+}
+
+// titleish: an English line that may be a title shown without its
+// Chinese title: short, one sentence at most. After a block's citation
+// line (where the site's blocks end) it starts the next block.
+func titleish(t string) bool {
+	return len(t) <= 300 && !strings.Contains(t, ". ") && !hasCJK(t)
+}
+
+// roleSet is the roles of the segment's lines.
+func (s *segment) roleSet() role {
+	for ; s.rolesN < len(s.lines); s.rolesN++ {
+		s.roles |= roleIn(s.lines[:s.rolesN], &s.lines[s.rolesN])
+	}
+	return s.roles
 }
 
 func (s *segment) empty() bool { return len(s.lines) == 0 && s.json == nil }
+
+// strong reports whether a line is a title by what it is, not where it
+// stands: a heading or a link to the paper's page in the markup, or a
+// title line (English, then Chinese).
+func (l *line) strong() bool { return l.kind == kindText && l.mark >= markTitle && l.mark != markLinksOnly }
+
+// strongTitle is 0 when the segment opens with a title by content
+// (line.strong), else -1: such a block ends only at the next one, or at a
+// line of a role it has already, whatever order its other lines come in.
+func (s *segment) strongTitle() int {
+	if len(s.lines) > 0 && s.lines[0].strong() {
+		return 0
+	}
+	return -1
+}
 
 func (s *segment) hasHead() bool {
 	for _, l := range s.lines {
@@ -91,6 +227,20 @@ func isTitleLine(text string) bool {
 	}
 	en, cn := splitTitleLine(text)
 	return en != "" && cn != "" && strings.Count(en, ". ") <= 1 && len(strings.Fields(en)) >= 2
+}
+
+// oneWordTitleLine: a title line of one English word and its Chinese
+// title, "Editorial 社论", "Erratum 勘误" (not a names line "Wang 王磊, …").
+func oneWordTitleLine(text string) bool {
+	if len(text) > 200 {
+		return false
+	}
+	en, cn := splitTitleLine(text)
+	if en == "" || cn == "" || strings.ContainsRune(en, ' ') || len(en) < 4 || strings.ContainsAny(cn, ",，、;；") || !cjkDominant(cn) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(en)
+	return r >= 'A' && r <= 'Z'
 }
 
 // headDOI is the DOI named by the segment's head lines, if any.
@@ -208,6 +358,26 @@ func segmentLines(lines []line) []*segment {
 		if l.kind != kindJSON && len(cur.lines) >= maxBlockLines {
 			closeCur() // no block is this long: bound the work on one
 		}
+		if cur.json == nil && l.kind != kindJSON && cur.strongTitle() >= 0 && !cur.pieceOf(last) {
+			// A block without JSON that opens with a title by content
+			// holds the lines up to the next such title, in any order:
+			// its head, names, abstracts and citation line are told
+			// apart by what they are (roleOf, readByContent). A line of
+			// a role the block has already (a second date, names line or
+			// abstract) starts a piece of its own.
+			if l.strong() {
+				closeCur()
+				cur.lines = append(cur.lines, l)
+				continue
+			}
+			if r := roleIn(cur.lines, &l); r&cur.roleSet() == 0 && !(cur.roles&roleCitation != 0 && r == roleAbstract && titleish(l.text)) {
+				cur.roles |= r
+				cur.lines = append(cur.lines, l)
+				cur.rolesN = len(cur.lines)
+				continue
+			}
+			closeCur()
+		}
 		switch l.kind {
 		case kindJSON:
 			if len(l.papers) > 1 {
@@ -257,8 +427,10 @@ func segmentLines(lines []line) []*segment {
 		case kindText:
 			if cur.json != nil && !fitsAfterJSON(cur, l, next[i], nextText(lines, i)) {
 				closeCur()
-			} else if cur.json == nil && cur.done() && isTitleLine(l.text) {
-				closeCur() // the next block's title, after this one's authors
+			} else if cur.json == nil && (cur.done() && isTitleLine(l.text) || l.mark == markTitle && cur.hasAnyText()) {
+				// The next block's title, after this one's authors; a
+				// title the markup shows starts a block wherever it stands.
+				closeCur()
 			}
 			cur.lines = append(cur.lines, l)
 		}
