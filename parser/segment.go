@@ -149,7 +149,9 @@ func (s *segment) empty() bool { return len(s.lines) == 0 && s.json == nil }
 // strong reports whether a line is a title by what it is, not where it
 // stands: a heading or a link to the paper's page in the markup, or a
 // title line (English, then Chinese).
-func (l *line) strong() bool { return l.kind == kindText && l.mark >= markTitle && l.mark != markLinksOnly }
+func (l *line) strong() bool {
+	return l.kind == kindText && l.mark >= markTitle && l.mark != markLinksOnly
+}
 
 // strongTitle is 0 when the segment opens with a title by content
 // (line.strong), else -1: such a block ends only at the next one, or at a
