@@ -136,6 +136,25 @@ func titleish(t string) bool {
 	return len(t) <= 300 && !strings.Contains(t, ". ") && !hasCJK(t)
 }
 
+// restFits reports whether the lines up to the next title by content
+// (or JSON object) are of roles a block with roles has not: then they are
+// its lines, in another order, and not the next block's (whose title the
+// capture shows without its Chinese title).
+func restFits(rest []line, roles role) bool {
+	for k := range rest[:min(len(rest), maxBlockLines)] {
+		l := &rest[k]
+		if l.strong() || l.kind == kindJSON {
+			return true
+		}
+		r := roleOf(l)
+		if r&roles != 0 {
+			return false
+		}
+		roles |= r
+	}
+	return true
+}
+
 // roleSet is the roles of the segment's lines.
 func (s *segment) roleSet() role {
 	for ; s.rolesN < len(s.lines); s.rolesN++ {
@@ -372,7 +391,7 @@ func segmentLines(lines []line) []*segment {
 				cur.lines = append(cur.lines, l)
 				continue
 			}
-			if r := roleIn(cur.lines, &l); r&cur.roleSet() == 0 && !(cur.roles&roleCitation != 0 && r == roleAbstract && titleish(l.text)) {
+			if r := roleIn(cur.lines, &l); r&cur.roleSet() == 0 && !(cur.roles&roleCitation != 0 && r == roleAbstract && titleish(l.text) && !restFits(lines[i+1:], cur.roles|r)) {
 				cur.roles |= r
 				cur.lines = append(cur.lines, l)
 				cur.rolesN = len(cur.lines)
