@@ -14,6 +14,7 @@ import (
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/quality"
 )
 
 // Summary counts what a run did. It is safe for concurrent use while the
@@ -88,55 +89,9 @@ type PageReport struct {
 	Error   string  `json:"error,omitempty"`
 }
 
-// Quality counts what the parsed records hold, to catch layout drift.
-type Quality struct {
-	Pages      int `json:"pages"`   // pages parsed
-	Records    int `json:"records"` // records on them
-	WithTitle  int `json:"with_title"`
-	WithDOI    int `json:"with_doi"`
-	WithAuthor int `json:"with_authors"`
-	WithDate   int `json:"with_published"`
-	// Implausible counts the records with a field that does not look like
-	// that field (parser.Page.Findings); Fields counts them by field, and
-	// Examples keeps the first offending value of each field.
-	Implausible int                       `json:"implausible,omitempty"`
-	Fields      map[string]int            `json:"implausible_fields,omitempty"`
-	Examples    map[string]parser.Finding `json:"implausible_examples,omitempty"`
-}
-
-// Add counts one parsed page: its records and their findings.
-func (q *Quality) Add(page *parser.Page, now time.Time) {
-	q.Pages++
-	q.Records += len(page.Records)
-	for _, r := range page.Records {
-		if r.Title != "" {
-			q.WithTitle++
-		}
-		if r.DOI != "" {
-			q.WithDOI++
-		}
-		if len(r.Authors) > 0 {
-			q.WithAuthor++
-		}
-		if r.Published != "" {
-			q.WithDate++
-		}
-	}
-	last := 0
-	for _, f := range page.Findings(now) {
-		if f.Position != last {
-			q.Implausible++
-			last = f.Position
-		}
-		if q.Fields == nil {
-			q.Fields, q.Examples = map[string]int{}, map[string]parser.Finding{}
-		}
-		if _, ok := q.Examples[f.Field]; !ok {
-			q.Examples[f.Field] = f
-		}
-		q.Fields[f.Field]++
-	}
-}
+// Quality counts what the parsed records hold, to catch layout drift
+// (quality.Counts).
+type Quality = quality.Counts
 
 // LogPagesTo makes the summary write each finished page's PageReport to w
 // as a line of JSON, in the order pages finish. The lines go out as pages

@@ -45,15 +45,8 @@ func assemble(segs []*segment, page *Page, opts Options) {
 	for _, s := range segs {
 		s.rec = -1
 		if !s.anchored() {
-			if n := len(page.Records); n > 0 && s.hasAnyText() {
-				// Lines after a paper that no paper took: what the page
-				// says may be misread (a cut object's start is no line).
-				for _, l := range s.lines {
-					if l.kind == kindText && !strings.HasPrefix(l.text, `{"`) {
-						page.doubt(n, "page", l.text, "a line after this paper that no paper took")
-						break
-					}
-				}
+			if len(page.Records) > 0 {
+				untaken(s, page)
 			}
 			continue
 		}
@@ -61,6 +54,7 @@ func assemble(segs []*segment, page *Page, opts Options) {
 		r, doubts, ok := buildRecord(s, page)
 		if !ok {
 			page.BlocksDropped++
+			untaken(s, page)
 			continue
 		}
 		r.Source = record.Source{
@@ -77,6 +71,18 @@ func assemble(segs []*segment, page *Page, opts Options) {
 			page.doubt(len(page.Records), d.Field, d.Value, d.Why)
 		}
 		page.evidence = append(page.evidence, s.evidence)
+	}
+}
+
+// untaken notes the first text line of a segment that gives no record:
+// lines no paper took mean the page may be misread (a cut object's start
+// is no such line).
+func untaken(s *segment, page *Page) {
+	for _, l := range s.lines {
+		if l.kind == kindText && !strings.HasPrefix(l.text, `{"`) {
+			page.doubt(len(page.Records), "page", l.text, "a line that no paper took")
+			return
+		}
 	}
 }
 
@@ -111,9 +117,11 @@ func readVisible(s *segment) visible {
 // doubt: the record is kept, and the run's quality gate alarms.
 func readByContent(s *segment, v *visible) {
 	t := s.lines[0]
-	v.title, v.titleCN = splitTitleLine(t.text)
-	if v.title == "" || t.mark == markTitle && v.titleCN == "" {
-		v.title, v.titleCN = t.text, ""
+	if hasCJK(t.text) {
+		v.title, v.titleCN = splitTitleLine(t.text)
+	}
+	if v.title == "" || v.titleCN == "" {
+		v.title, v.titleCN = t.text, "" // a title alone on its line (a heading, a link)
 	}
 	v.paperID = t.paperID
 	heads := 0
@@ -140,6 +148,8 @@ func readByContent(s *segment, v *visible) {
 		case roleTitleCN:
 			if i == 1 && v.titleCN == "" {
 				v.titleCN = l.text
+			} else if roleOf(&l)&roleTitle != 0 {
+				v.doubt("title", l.text, "a second title line in one block")
 			} else {
 				v.doubt("title_cn", l.text, "a Chinese line that is no title of this block nor a paragraph")
 			}
@@ -306,11 +316,17 @@ func readPositional(s *segment, v *visible) {
 				v.authors = splitAuthors(l.text)
 			} else if v.abstractCN == "" {
 				v.abstractCN = l.text
+			} else {
+				v.doubt("abstract_cn", l.text, "a second Chinese line in one block")
 			}
 		case v.authors == nil && v.abstract == "" && !looksLikeProse(l.text):
 			v.authors = splitAuthors(l.text)
 		case v.abstract == "":
 			v.abstract = l.text
+		default:
+			// Read by place, a line with no place left: the block holds
+			// another paper's line, or the layout is not the site's.
+			v.doubt("page", l.text, "a line of this block that no field took")
 		}
 	}
 }

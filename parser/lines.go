@@ -160,6 +160,7 @@ var navWords = map[string]bool{
 	"搜索": true, "登录": true, "注册": true, "退出": true, "首页": true, "帮助": true, "我的": true, "个人中心": true,
 	"关于我们": true, "联系我们": true, "意见反馈": true, "会员": true, "下载APP": true, "APP": true, "期刊": true,
 	"文献": true, "最新文献": true, "英文": true, "中文": true, "English": true, "Login": true, "Sign": true, "in": true,
+	"收藏": true, "分享": true, "下载": true, "导出": true, "引用": true, "全文": true, "PDF": true, "Share": true, "Download": true, "Cite": true,
 	"Search": true, "Home": true, "Register": true, "Help": true, "About": true, "Contact": true, "Menu": true, "|": true,
 }
 

@@ -48,6 +48,11 @@ func (p *Page) Findings(now time.Time) []Finding {
 		out = append(out, Finding{Field: "page", Value: fmt.Sprintf("%d titles, %d papers", p.titles, len(p.Records)),
 			Why: "shows more titles than it gave papers: a block was lost"})
 	}
+	for _, d := range p.doubts {
+		if d.Position == 0 {
+			out = append(out, d) // before the first paper
+		}
+	}
 	for i, r := range p.Records {
 		for _, f := range Implausible(r, now) {
 			f.Position = i + 1
@@ -167,6 +172,8 @@ func Implausible(r record.Record, now time.Time) []Finding {
 			add("abstract", a, "is shorter than its title")
 		case byContent && looksLikeNameList(a):
 			add("abstract", a, "looks like an author list")
+		case byContent && len(a) < 250 && !strings.Contains(a, ". ") && titleCase(a):
+			add("abstract", a, "looks like a title (capitalised words, no sentence)")
 		case isTitleLine(a) && len(a) < 400:
 			add("abstract", a, "looks like a title line (English and Chinese title)")
 		case looksLikeMeta(a):
@@ -200,7 +207,7 @@ func notTitle(t string, byContent bool) string {
 		return "looks like a date/DOI line"
 	case byContent && looksLikeNameList(t):
 		return "looks like an author list"
-	case looksLikeProse(t) || len(t) > 1000:
+	case looksLikeProse(t) || len(t) > 1000 || byContent && (strings.Count(t, ". ") >= 2 || len(t) > 400 && strings.Contains(t, ". ")):
 		return "looks like a paragraph"
 	case strings.HasPrefix(t, "引用次数") || citationCount(t) >= 0:
 		return "looks like a citation line"
@@ -278,6 +285,22 @@ func nameLike(s string) bool {
 		}
 	}
 	return true
+}
+
+// titleCase: most longer words capitalised, as English titles are
+// written ("Adaptive Checkpoint Placement for Stragglers").
+func titleCase(s string) bool {
+	words, capital := 0, 0
+	for _, w := range strings.Fields(s) {
+		if len(w) < 4 {
+			continue
+		}
+		words++
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) {
+			capital++
+		}
+	}
+	return words >= 2 && capital*10 >= words*7
 }
 
 // looksLikeMeta: a line that carries a publication date label or a DOI

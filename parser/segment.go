@@ -79,7 +79,7 @@ func roleOf(l *line) role {
 	case kindText:
 		if l.strong() {
 			r := roleTitle
-			if _, cn := splitTitleLine(l.text); cn != "" {
+			if _, cn := splitTitleLine(l.text); cn != "" && hasCJK(l.text) {
 				r |= roleTitleCN
 			}
 			return r
@@ -113,16 +113,22 @@ func textRole(t string) role {
 // the Chinese title (even a long one, or one that ends with "。"); a short
 // Chinese line of names, once the title has its Chinese title, is names.
 func roleIn(before []line, l *line) role {
+	if len(before) == 1 && l.kind == kindText && before[0].mark == markTitle && hasCJK(l.text) && !hasCJK(before[0].text) &&
+		utf8.RuneCountInString(l.text) < 80 && strings.Count(l.text, "。") <= 1 && strings.Count(l.text, "，") <= 1 && !strings.Contains(l.text, "。 ") {
+		// Right after a title the markup shows alone: its Chinese title
+		// (which may begin with Latin words, "C/C++ 嵌入式…").
+		return roleTitleCN
+	}
 	r := roleOf(l)
 	if l.kind != kindText || len(before) == 0 || r&(roleTitleCN|roleAbstractCN) == 0 {
 		return r
 	}
 	title := &before[0]
-	_, cn := splitTitleLine(title.text)
+	cn := ""
+	if hasCJK(title.text) {
+		_, cn = splitTitleLine(title.text)
+	}
 	switch {
-	case len(before) == 1 && title.mark == markTitle && cn == "" && utf8.RuneCountInString(l.text) < 80 &&
-		strings.Count(l.text, "。") <= 1 && strings.Count(l.text, "，") <= 1 && !strings.Contains(l.text, "。 "):
-		return roleTitleCN
 	case r == roleTitleCN && (cn != "" || len(before) > 1) && looksLikeCJKNames(l.text):
 		return roleNames
 	}
@@ -260,8 +266,12 @@ func oneWordTitleLine(text string) bool {
 	if en == "" || cn == "" || strings.ContainsRune(en, ' ') || len(en) < 4 || strings.ContainsAny(cn, ",，、;；") || !cjkDominant(cn) {
 		return false
 	}
-	r, _ := utf8.DecodeRuneInString(en)
-	return r >= 'A' && r <= 'Z'
+	for i := 0; i < len(en); i++ {
+		if !isASCIILetter(en[i]) {
+			return false // "C/C++", "FedSense:": the Chinese title's own Latin lead
+		}
+	}
+	return en[0] >= 'A' && en[0] <= 'Z'
 }
 
 // headDOI is the DOI named by the segment's head lines, if any.
@@ -386,7 +396,7 @@ func segmentLines(lines []line) []*segment {
 			// apart by what they are (roleOf, readByContent). A line of
 			// a role the block has already (a second date, names line or
 			// abstract) starts a piece of its own.
-			if l.strong() {
+			if l.strong() && roleIn(cur.lines, &l) != roleTitleCN {
 				closeCur()
 				cur.lines = append(cur.lines, l)
 				continue
