@@ -123,7 +123,9 @@ func readByContent(s *segment, v *visible) {
 	if v.title == "" || v.titleCN == "" {
 		v.title, v.titleCN = t.text, "" // a title alone on its line (a heading, a link)
 	}
-	v.paperID = t.paperID
+	if t.head != nil {
+		v.paperID = t.head.paperID
+	}
 	heads := 0
 	for i := 1; i < len(s.lines); i++ {
 		l := s.lines[i]

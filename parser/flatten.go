@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/litcrawl/litcrawl/record"
@@ -17,7 +18,12 @@ type rawLine struct {
 	text string
 	json bool
 	// What the markup says of a visible line (HTML only):
-	mark    lineMark
+	mark lineMark
+	hint *lineHint // links the line holds, when it holds any that matter
+}
+
+// lineHint is what the links of a line say.
+type lineHint struct {
 	paperID string // the site id of a link to /literature/{id}.htm that is the line
 	doi     string // the DOI of a doi.org link on the line
 }
@@ -29,7 +35,8 @@ const (
 	markNone      lineMark = iota
 	markTitle              // a heading, or a link to the paper's page that is the whole line
 	markLinksOnly          // only short links (navigation, a pager, a language switch)
-	markTitleLine          // (set by appendText) a title line: English, then Chinese
+	markTitleLine          // (line.strong) a title line: English, then Chinese
+	markPlain              // (line.strong) a text line that is no title by content
 )
 
 // flattenHTML walks the DOM and flattens visible text into lines: block-level
@@ -69,13 +76,16 @@ func (f *flattener) flush() {
 		return
 	}
 	if t := collapseBytes(f.buf); t != "" {
-		rl := rawLine{text: t, doi: f.doi}
-		text := len(strings.TrimSpace(string(f.buf)))
+		rl := rawLine{text: t}
+		if f.doi != "" {
+			rl.hint = &lineHint{doi: f.doi}
+		}
+		text := len(bytes.TrimSpace(f.buf))
 		switch {
 		case f.heading:
 			rl.mark = markTitle
 		case f.paperID != "" && f.paperBytes*2 >= text:
-			rl.mark, rl.paperID = markTitle, f.paperID
+			rl.mark, rl.hint = markTitle, &lineHint{paperID: f.paperID, doi: f.doi}
 		case f.links >= 2 && !f.longLink && f.paperID == "" && f.doi == "" && f.linkBytes+2*f.links >= text:
 			rl.mark = markLinksOnly
 		}
@@ -98,8 +108,8 @@ func (f *flattener) link(n *html.Node, st walkState) {
 	if len(f.buf) < start {
 		start = 0 // a line ended inside the link
 	}
-	t := strings.TrimSpace(string(f.buf[start:]))
-	if t == "" {
+	t := bytes.TrimSpace(f.buf[start:])
+	if len(t) == 0 {
 		return
 	}
 	f.links++
@@ -113,8 +123,10 @@ func (f *flattener) link(n *html.Node, st walkState) {
 		}
 		if id := literatureID(a.Val); id != "" && f.paperID == "" {
 			f.paperID, f.paperBytes = id, len(t)
-		} else if d := record.ParseDOI(a.Val).DOI; d != "" && strings.Contains(a.Val, "doi.org/") {
-			f.doi = d
+		} else if strings.Contains(a.Val, "doi.org/") {
+			if d := record.ParseDOI(a.Val).DOI; d != "" {
+				f.doi = d
+			}
 		}
 	}
 }

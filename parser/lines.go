@@ -31,13 +31,12 @@ type line struct {
 	raw  int32    // index of the raw line it came from
 	text string
 
-	// paperID is the site id a title link names (markTitle).
-	paperID string
-
 	// kindJSON
 	papers []*paperJSON
 
-	// kindImpact / kindMeta (nil for other kinds, to keep lines small)
+	// kindImpact / kindMeta; for a title line whose link names the
+	// paper (markTitle), its paperID alone. nil for other lines, to keep
+	// lines small.
 	head *headInfo
 
 	// kindCitation
@@ -55,6 +54,7 @@ type headInfo struct {
 	jcrCategory string
 	published   string
 	doi         string
+	paperID     string // a title link's site id (kindText, markTitle)
 }
 
 // footerMarks are the footer lines of every listing page; seeing one also
@@ -107,9 +107,26 @@ func classify(text string) line {
 // maybeMeta: a short line that may be a date/DOI line of another label
 // than the site's (a cheap test before parseMeta).
 func maybeMeta(text string) bool {
-	return strings.Contains(text, "DOI") || strings.Contains(text, "doi") || strings.HasPrefix(text, "10.") ||
-		strings.Contains(text, "Publi") || strings.Contains(text, "出版") || strings.Contains(text, "发布") ||
-		strings.Contains(text, "发表") || strings.Contains(text, "Pub. Date")
+	if strings.HasPrefix(text, "10.") {
+		return true
+	}
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case 'D', 'd':
+			if strings.HasPrefix(text[i:], "DOI") || strings.HasPrefix(text[i:], "doi") {
+				return true
+			}
+		case 'P':
+			if strings.HasPrefix(text[i:], "Publi") || strings.HasPrefix(text[i:], "Pub. Date") {
+				return true
+			}
+		case 0xE5: // 出 发
+			if strings.HasPrefix(text[i:], "出版") || strings.HasPrefix(text[i:], "发布") || strings.HasPrefix(text[i:], "发表") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // citationLabels introduce a citation count: "引用次数: N", "被引次数：N",
@@ -167,20 +184,22 @@ var navWords = map[string]bool{
 // isNavLine: a short line most of whose words are navigation words, the
 // others at most one word each (a site's name): "Book学术 搜索 登录".
 func isNavLine(text string) bool {
-	if len(text) > 120 {
+	if len(text) > 120 || strings.IndexByte(text, ' ') < 0 {
 		return false
 	}
-	fields := strings.Fields(text)
-	if len(fields) < 2 || len(fields) > 10 {
-		return false
-	}
-	nav := 0
-	for _, f := range fields {
-		if navWords[f] {
+	words, nav := 0, 0
+	for rest := text; rest != ""; {
+		var w string
+		w, rest, _ = strings.Cut(rest, " ")
+		if w == "" {
+			continue
+		}
+		words++
+		if navWords[w] {
 			nav++
 		}
 	}
-	return nav*2 >= len(fields) && nav >= 2
+	return words <= 10 && nav*2 >= words && nav >= 2
 }
 
 // hasLetterOrDigit reports whether s holds a letter or a digit of any
@@ -272,7 +291,11 @@ const maxMetaLine = 300
 // (past its colon), or -1.
 func findDateLabel(s string) (start, end int) {
 	start = -1
-	for _, d := range dateLabels {
+	labels := dateLabels
+	if strings.Contains(s, "Pub Date") {
+		labels = dateLabels[:1] // the site's own label: no other looked for
+	}
+	for _, d := range labels {
 		if d.label != "Pub Date" && len(s) > maxMetaLine {
 			continue
 		}

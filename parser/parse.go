@@ -96,7 +96,8 @@ type Page struct {
 	evidence  []int     // per record, how much visible lines vouch for its JSON
 	doubts    []Finding // fields read by content that could not be settled (Findings)
 	capture   string    // Options.Capture, else Options.URL
-	titles    int       // distinct titles the page shows by content (line.strong)
+	titles    int       // distinct titles by content (line.strong) of the blocks without JSON
+	noJSON    int       // records made without JSON
 }
 
 // Page-level warning codes.
@@ -212,7 +213,6 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	page.footerRaw = -1
 	lines := classifyLines(raw, page)
-	page.titles = countTitles(lines)
 	page.LastPage = lastPageFromPager(page.pager, page.PageNo)
 	segs := segmentLines(lines)
 	segs = reconcile(segs)
@@ -224,6 +224,16 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	}
 	assemble(segs, page, opts)
 	dedupe(page, segs)
+	if len(page.Records) == 0 || page.byContent() {
+		// Papers lost where no JSON anchors them? The titles the blocks
+		// without JSON show, against the records made without JSON.
+		page.titles, page.noJSON = countTitles(segs), 0
+		for i := range page.Records {
+			if hasWarning(page.Records[i], record.WarnNoJSON) {
+				page.noJSON++
+			}
+		}
+	}
 	if page.cut {
 		page.warn(PageWarnTextTruncated)
 		if n := len(page.Records); n > 0 && !footerAfter(segs, n-1, page.footerRaw) {
@@ -233,12 +243,29 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	return segs
 }
 
-// countTitles counts the distinct titles the lines show by content.
-func countTitles(lines []line) int {
+// byContent reports whether a record of the page was read from visible
+// lines alone.
+func (p *Page) byContent() bool {
+	for i := range p.Records {
+		if hasWarning(p.Records[i], record.WarnNoJSON) {
+			return true
+		}
+	}
+	return false
+}
+
+// countTitles counts the distinct titles by content (line.strong) that
+// the segments without JSON show.
+func countTitles(segs []*segment) int {
 	seen := map[string]bool{}
-	for i := range lines {
-		if lines[i].strong() {
-			seen[lines[i].text] = true
+	for _, s := range segs {
+		if s.json != nil {
+			continue
+		}
+		for i := range s.lines {
+			if s.lines[i].strong() {
+				seen[s.lines[i].text] = true
+			}
 		}
 	}
 	return len(seen)
@@ -458,12 +485,13 @@ func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
 		case r.mark == markLinksOnly || isNavLine(text):
 			l.kind = kindNoise // navigation, a language switch: furniture
 		case r.mark == markTitle:
-			l.mark, l.paperID = markTitle, r.paperID
-		case r.doi != "" && len(text) <= 40:
+			l.mark = markTitle
+			if r.hint != nil && r.hint.paperID != "" {
+				l.head = &headInfo{paperID: r.hint.paperID}
+			}
+		case r.hint != nil && r.hint.doi != "" && len(text) <= 40:
 			// A short link to doi.org ("全文", "View article"): the DOI.
-			l.kind, l.head = kindMeta, &headInfo{doi: r.doi}
-		case isTitleLine(text) || oneWordTitleLine(text):
-			l.mark = markTitleLine
+			l.kind, l.head = kindMeta, &headInfo{doi: r.hint.doi}
 		}
 	}
 	switch l.kind {

@@ -44,8 +44,8 @@ const maxFindingValue = 160
 // could not place), which it records as it reads.
 func (p *Page) Findings(now time.Time) []Finding {
 	var out []Finding
-	if p.titles > len(p.Records) && (len(p.Records) > 0 || p.titles > 1) {
-		out = append(out, Finding{Field: "page", Value: fmt.Sprintf("%d titles, %d papers", p.titles, len(p.Records)),
+	if p.titles > p.noJSON && (len(p.Records) > 0 || p.titles > 1) {
+		out = append(out, Finding{Field: "page", Value: fmt.Sprintf("%d titles, %d papers", p.titles, p.noJSON),
 			Why: "shows more titles than it gave papers: a block was lost"})
 	}
 	for _, d := range p.doubts {
@@ -268,11 +268,16 @@ func nameLike(s string) bool {
 	if cjkDominant(s) {
 		return utf8.RuneCountInString(s) <= 8 && !strings.ContainsAny(s, "。，：:")
 	}
-	words := strings.Fields(s)
-	if len(words) > 6 {
-		return false
-	}
-	for _, w := range words {
+	words := 0
+	for rest := s; rest != ""; {
+		var w string
+		w, rest, _ = strings.Cut(rest, " ")
+		if w == "" {
+			continue
+		}
+		if words++; words > 6 {
+			return false
+		}
 		r, _ := utf8.DecodeRuneInString(w)
 		switch {
 		case strings.ContainsAny(w, "0123456789"):

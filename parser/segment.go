@@ -25,6 +25,22 @@ type segment struct {
 	roles  role
 	rolesN int
 	piece  int8 // pieceOf's answer: 0 not asked yet, 1 yes, -1 no
+	ahead  int8 // ownJSONAhead's answer, likewise
+}
+
+// ownJSONAhead reports whether the next paper object of the page, p, is
+// the one whose title the segment opens with: the block's JSON is still
+// to come (the site's order), and the segmenter's JSON rules read it.
+func (s *segment) ownJSONAhead(p *paperJSON) bool {
+	if s.ahead == 0 {
+		s.ahead = -1
+		if p != nil && len(s.lines) > 0 {
+			if ok, _, _ := matchTitle(s.lines[0].text, p); ok {
+				s.ahead = 1
+			}
+		}
+	}
+	return s.ahead == 1
 }
 
 // pieceOf reports whether the segment's title line shows the paper of
@@ -175,7 +191,18 @@ func (s *segment) empty() bool { return len(s.lines) == 0 && s.json == nil }
 // stands: a heading or a link to the paper's page in the markup, or a
 // title line (English, then Chinese).
 func (l *line) strong() bool {
-	return l.kind == kindText && l.mark >= markTitle && l.mark != markLinksOnly
+	if l.kind != kindText {
+		return false
+	}
+	if l.mark == markNone {
+		// Decided on first asking (most lines of a page never are), and
+		// kept on the line.
+		l.mark = markPlain
+		if isTitleLine(l.text) || oneWordTitleLine(l.text) {
+			l.mark = markTitleLine
+		}
+	}
+	return l.mark == markTitle || l.mark == markTitleLine
 }
 
 // strongTitle is 0 when the segment opens with a title by content
@@ -389,7 +416,7 @@ func segmentLines(lines []line) []*segment {
 		if l.kind != kindJSON && len(cur.lines) >= maxBlockLines {
 			closeCur() // no block is this long: bound the work on one
 		}
-		if cur.json == nil && l.kind != kindJSON && cur.strongTitle() >= 0 && !cur.pieceOf(last) {
+		if cur.json == nil && l.kind != kindJSON && len(cur.lines) > 0 && !cur.ownJSONAhead(next[i]) && cur.strongTitle() >= 0 && !cur.pieceOf(last) {
 			// A block without JSON that opens with a title by content
 			// holds the lines up to the next such title, in any order:
 			// its head, names, abstracts and citation line are told

@@ -1,24 +1,47 @@
 package record
 
 import (
-	"regexp"
 	"strings"
+	"unicode"
 )
 
 // The one place a DOI is told from what is not one, and given the form
 // the record keeps and the form identity is keyed on.
 
-// reDOI is a DOI: the directory indicator 10., a registrant code of four
-// to nine digits (sub-codes after dots), a slash and a suffix without
-// white space.
-var reDOI = regexp.MustCompile(`^10\.[0-9]{4,9}(?:\.[0-9]+)*/[^\s\p{Z}\p{Cc}\x{FEFF}]+$`)
-
-// reSiteArxiv is the site's stand-in for an arXiv paper's DOI,
-// "arxiv-YYMM.NNNNN" (a version suffix may follow).
-var reSiteArxiv = regexp.MustCompile(`^(?i:arxiv)-([0-9]{4}\.[0-9]{4,5})(v[0-9]+)?$`)
-
-// reArxivDOI is arXiv's own DataCite DOI, 10.48550/arXiv.YYMM.NNNNN.
-var reArxivDOI = regexp.MustCompile(`^(?i:10\.48550/arxiv\.)([0-9]{4}\.[0-9]{4,5})(v[0-9]+)?$`)
+// isDOIForm: the directory indicator 10., a registrant code of four to
+// nine digits (sub-codes after dots), a slash and a suffix without white
+// space or control characters.
+func isDOIForm(s string) bool {
+	if len(s) < 6 || s[:3] != "10." {
+		return false
+	}
+	i, digits := 3, 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i, digits = i+1, digits+1
+	}
+	if digits < 4 || digits > 9 {
+		return false
+	}
+	for i < len(s) && s[i] == '.' { // sub-codes
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i >= len(s)-1 || s[i] != '/' {
+		return false
+	}
+	for _, r := range s[i+1:] {
+		if r <= ' ' || r == 0x7f || unicode.IsSpace(r) || unicode.Is(unicode.Z, r) || unicode.Is(unicode.Cc, r) || r == 0xFEFF {
+			return false
+		}
+	}
+	return true
+}
 
 // doiPrefixes are taken off a DOI value: resolver URLs and labels.
 var doiPrefixes = []string{"https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi.org/", "doi:", "doi："}
@@ -41,30 +64,53 @@ type Identifier struct {
 // becomes arXiv's DOI 10.48550/arXiv.YYMM.NNNNN), or anything else, kept
 // apart as Other.
 func ParseDOI(s string) Identifier {
-	s = strings.TrimSpace(s)
-	for _, p := range doiPrefixes {
-		if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
-			s = strings.TrimSpace(s[len(p):])
-			break
-		}
-	}
+	s = trimDOIPrefix(strings.TrimSpace(s))
 	switch {
 	case s == "":
 		return Identifier{}
-	case reSiteArxiv.MatchString(s):
-		id := reSiteArxiv.FindStringSubmatch(s)[1]
+	case len(s) > 6 && strings.EqualFold(s[:6], "arxiv-") && arxivNumber(s[6:]):
+		id := s[6:]
 		return Identifier{DOI: "10.48550/arXiv." + id, ArxivID: id}
-	case reArxivDOI.MatchString(s):
-		return Identifier{DOI: s, ArxivID: reArxivDOI.FindStringSubmatch(s)[1]}
-	case reDOI.MatchString(s):
+	case len(s) > len(arxivDOIPrefix) && strings.EqualFold(s[:len(arxivDOIPrefix)], arxivDOIPrefix) && arxivNumber(s[len(arxivDOIPrefix):]):
+		return Identifier{DOI: s, ArxivID: s[len(arxivDOIPrefix):]}
+	case isDOIForm(s):
 		return Identifier{DOI: s}
 	}
 	return Identifier{Other: s}
 }
 
+// arxivDOIPrefix is arXiv's DOI prefix, lower-cased.
+const arxivDOIPrefix = "10.48550/arxiv."
+
+// trimDOIPrefix takes a resolver URL or a "doi:" label off s.
+func trimDOIPrefix(s string) string {
+	if len(s) < 4 || s[0] == '1' {
+		return s // the common case: a bare DOI
+	}
+	for _, p := range doiPrefixes {
+		if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
+			return strings.TrimSpace(s[len(p):])
+		}
+	}
+	return s
+}
+
+// arxivNumber: "YYMM.NNNNN" (four digits, a dot, four or five digits).
+func arxivNumber(s string) bool {
+	if len(s) != 9 && len(s) != 10 || s[4] != '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if i != 4 && (s[i] < '0' || s[i] > '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // IsDOI reports whether s, as it stands, is a DOI (10.NNNN/…, no URL or
 // label around it).
-func IsDOI(s string) bool { return reDOI.MatchString(s) }
+func IsDOI(s string) bool { return isDOIForm(s) }
 
 // DOIKey is the form of a DOI used for identity: the DOI as ParseDOI
 // reads it, lower-cased. An arXiv DOI keys as the site's arxiv-YYMM.NNNNN
@@ -72,14 +118,13 @@ func IsDOI(s string) bool { return reDOI.MatchString(s) }
 // schema version 3 hold for it, so they recognise the same papers. A
 // value that is no DOI keys as itself, trimmed and lower-cased.
 func DOIKey(doi string) string {
-	id := ParseDOI(doi)
-	switch {
-	case id.ArxivID != "":
-		return "arxiv-" + strings.ToLower(id.ArxivID)
-	case id.DOI != "":
-		return strings.ToLower(id.DOI)
+	// (the same as ParseDOI's reading, without its regular expressions:
+	// identity is looked up for every line of a page)
+	s := trimDOIPrefix(strings.TrimSpace(doi))
+	if len(s) > len(arxivDOIPrefix) && strings.EqualFold(s[:len(arxivDOIPrefix)], arxivDOIPrefix) && arxivNumber(s[len(arxivDOIPrefix):]) {
+		return "arxiv-" + s[len(arxivDOIPrefix):]
 	}
-	return strings.ToLower(id.Other)
+	return strings.ToLower(s)
 }
 
 // DOIURL is the resolver link of a DOI ("" for a value that is none).

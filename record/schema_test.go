@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -158,4 +160,41 @@ func ExampleParseDOI() {
 	// "10.1016/j.x.2024.1" "" "" key=10.1016/j.x.2024.1
 	// "" "" "CNKI:SUN:JSJX.0.2024-01-001" key=cnki:sun:jsjx.0.2024-01-001
 	// "10.48550/arXiv.2409.07232" "2409.07232" "" key=arxiv-2409.07232
+}
+
+// DOIKey reads a value as ParseDOI does: the key is the lower-cased DOI
+// (an arXiv DOI's is the site's arxiv- form), else the lower-cased value.
+func FuzzDOIKey(f *testing.F) {
+	for _, s := range []string{"arxiv-2409.07232", "10.48550/ARXIV.2409.07232", "https://doi.org/10.1/X", "doi: 10.1/y", "arxiv-2409.07232v2", " 10.48550/arXiv.2409.0723 ", "DOI:10.48550/arXiv.2409.07232"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id := record.ParseDOI(s)
+		want := strings.ToLower(id.Other)
+		switch {
+		case id.ArxivID != "":
+			want = "arxiv-" + strings.ToLower(id.ArxivID)
+		case id.DOI != "":
+			want = strings.ToLower(id.DOI)
+		}
+		if got := record.DOIKey(s); got != want {
+			t.Fatalf("DOIKey(%q) = %q, ParseDOI gives %+v (key %q)", s, got, id, want)
+		}
+	})
+}
+
+// IsDOI agrees with the schema's pattern for doi.
+func FuzzIsDOI(f *testing.F) {
+	re := regexp.MustCompile(`^10\.[0-9]{4,9}(?:\.[0-9]+)*/[^\s\p{Z}\p{Cc}\x{FEFF}]+$`)
+	for _, s := range []string{"10.1109/TPDS.2010.123", "10.1000.1/x", "10.123/x", "10.12345/a b", "10.12345/\u00a0", "10.1234./x", "10.1234/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got, want := record.IsDOI(s), re.MatchString(s); got != want {
+			t.Fatalf("IsDOI(%q) = %v, the pattern says %v", s, got, want)
+		}
+	})
 }
