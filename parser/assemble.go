@@ -74,6 +74,15 @@ func assemble(segs []*segment, page *Page, opts Options) {
 	}
 }
 
+// endsSentence reports whether text ends as a sentence does: with a
+// full stop, question or exclamation mark (Latin or CJK), an ellipsis, or
+// a closing bracket or quote after one.
+func endsSentence(text string) bool {
+	t := strings.TrimRight(text, " )]}\"'’”）】」")
+	r, _ := utf8.DecodeLastRuneInString(t)
+	return strings.ContainsRune(".!?。！？…", r) || t != text && strings.ContainsRune(".!?。！？", r)
+}
+
 // untaken notes the first text line of a segment that gives no record:
 // lines no paper took mean the page may be misread (a cut object's start
 // is no such line).
@@ -473,6 +482,11 @@ func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	}
 	if r.Abstract == "" {
 		r.Abstract = v.abstract
+		if r.Abstract != "" && !endsSentence(r.Abstract) {
+			// A visible abstract that stops mid-sentence was cut (by the
+			// capture, or by the listing): say so.
+			r.AddWarning(record.WarnTextTruncated)
+		}
 	}
 	if r.DOI == "" {
 		r.DOI = v.head.doi

@@ -87,6 +87,9 @@ func TestGolden(t *testing.T) {
 		t.Run(rel, func(t *testing.T) {
 			recs := parseFixture(t, rel).Records
 			for i, r := range recs {
+				if f, v := FurnitureIn(r); f != "" {
+					t.Errorf("record %d: page furniture in %s: %q", i+1, f, v)
+				}
 				if err := validRecord(t, r); err != nil {
 					t.Errorf("record %d does not validate against the schema: %v", i+1, err)
 				}

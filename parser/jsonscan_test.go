@@ -150,6 +150,9 @@ func FuzzParse(f *testing.F) {
 			if err != nil || !json.Valid(b) || !utf8.Valid(b) {
 				t.Fatalf("record %d does not encode as valid JSON: %v", i, err)
 			}
+			if f, v := FurnitureIn(r); f != "" {
+				t.Fatalf("record %d: page furniture in %s: %q", i, f, v)
+			}
 			if err := validRecord(t, r); err != nil {
 				t.Fatalf("record %d does not validate against the schema: %v\n%s", i, err, b)
 			}

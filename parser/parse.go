@@ -234,6 +234,9 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 			}
 		}
 	}
+	if !page.cut && endsInText(segs, page) {
+		page.cut = true // the capture stops inside a block's visible text
+	}
 	if page.cut {
 		page.warn(PageWarnTextTruncated)
 		if n := len(page.Records); n > 0 && !footerAfter(segs, n-1, page.footerRaw) {
@@ -424,6 +427,42 @@ func classifyLines(raw []rawLine, page *Page) []line {
 		out = appendText(out, r.text, r, ri, page)
 	}
 	return out
+}
+
+// endsInText reports whether the page stops inside the visible text of
+// its last block: the last line of the page is a text line of the last
+// record's block, the block has no JSON and no citation line (the site's
+// last lines of a block), no footer follows, and the line does not end
+// as a sentence does.
+func endsInText(segs []*segment, page *Page) bool {
+	n := len(page.Records)
+	if n == 0 || page.FooterSeen && page.footerRaw >= 0 {
+		return false
+	}
+	var last *segment
+	for _, s := range segs {
+		if s.rec == n-1 {
+			last = s
+		}
+	}
+	if last == nil || last.json != nil || last.hasKind(kindCitation) || len(last.lines) == 0 {
+		return false
+	}
+	l := last.lines[len(last.lines)-1]
+	if l.kind != kindText {
+		return false
+	}
+	for _, s := range segs {
+		for _, o := range s.lines {
+			if o.raw > l.raw {
+				return false // lines after it (another block's)
+			}
+		}
+		if s.json != nil && s.jsonRaw > l.raw {
+			return false
+		}
+	}
+	return !endsSentence(l.text)
 }
 
 // footerAfter reports whether the page's footer came after every line of

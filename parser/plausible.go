@@ -119,6 +119,35 @@ func (p *Page) doubt(pos int, field, value, why string) {
 	p.doubts = append(p.doubts, Finding{Position: pos, Field: field, Value: cutValue(value), Why: why})
 }
 
+// furnitureMarks are pieces of page chrome that no field of a paper
+// holds: footer lines, pager words, the header's search and login links,
+// the breadcrumb.
+var furnitureMarks = []string{"京ICP备", "京公网安备", "扫码关注我们", "求助内容", "应助结果提醒方式", "上一页", "下一页", "搜索 登录", "首页 >", "最新文献_第"}
+
+// FurnitureIn names the first field of r that holds page furniture, with
+// its value, or returns "".
+func FurnitureIn(r record.Record) (field, value string) {
+	fields := []struct{ name, value string }{{"title", r.Title}, {"title_cn", r.TitleCN}, {"abstract", r.Abstract},
+		{"abstract_cn", r.AbstractCN}, {"authors", strings.Join(r.Authors, ", ")}, {"subject", r.Subject}, {"jcr_category", r.JCRCategory}}
+	if r.Journal != nil {
+		fields = append(fields, struct{ name, value string }{"journal.name", r.Journal.Name})
+	}
+	for _, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		if isFurniture(f.value) {
+			return f.name, f.value
+		}
+		for _, m := range furnitureMarks {
+			if strings.Contains(f.value, m) {
+				return f.name, f.value
+			}
+		}
+	}
+	return "", ""
+}
+
 // Implausible lists the fields of r whose value does not look like that
 // field; now bounds the publication date (at most a year ahead).
 func Implausible(r record.Record, now time.Time) []Finding {
@@ -132,6 +161,9 @@ func Implausible(r record.Record, now time.Time) []Finding {
 	// their form is checked (furniture, a date/DOI line). Read from
 	// visible lines alone, they must also not look like another field.
 	byContent := hasWarning(r, record.WarnNoJSON)
+	if f, v := FurnitureIn(r); f != "" {
+		add(f, v, "holds page furniture (header, navigation, pager or footer)")
+	}
 	if t := r.Title; t != "" {
 		if why := notTitle(t, byContent); why != "" {
 			add("title", t, why)

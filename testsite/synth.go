@@ -36,6 +36,8 @@ func synthPage(journal int64, page int, ids []string, last bool) []byte {
 	var b strings.Builder
 	jn := fmt.Sprintf("Synthetic Journal %d", journal)
 	fmt.Fprintf(&b, `<!DOCTYPE html><html><head><meta charset="utf-8"><title>%s最新文献_第%d页</title></head><body>
+<div class="nav"><a href="/">Book学术</a> <a href="/search">搜索</a> <a href="/login">登录</a></div>
+<div class="crumb"><a href="/">首页</a> &gt; <a href="#">最新文献</a></div>
 <h1>%s最新文献_第%d页</h1><div>筛选</div><div>英文 中文</div><ul class="list">
 `, jn, page, jn, page)
 	abstract := strings.Repeat("Distributed systems trade consistency for availability under partitions; we measure it. ", 20)

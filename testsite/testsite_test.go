@@ -220,3 +220,18 @@ func TestProfileRetriesAreIndependent(t *testing.T) {
 		t.Errorf("200 tries of one page at a 50%% fault rate: %d ok, %d failed", ok, failed)
 	}
 }
+
+// The synthetic pages carry the site's header (its name, search and login
+// links, the breadcrumb) above the list, as the benchmark crawls them:
+// none of it becomes a field of any paper.
+func TestSynthHeaderNoField(t *testing.T) {
+	page, err := parser.Parse(testsite.SynthPage(7, 1, []string{"1", "2", "3"}), parser.Options{})
+	if err != nil || len(page.Records) != 3 {
+		t.Fatalf("%v, %d records", err, len(page.Records))
+	}
+	for _, r := range page.Records {
+		if f, v := parser.FurnitureIn(r); f != "" || r.AbstractCN != "" {
+			t.Errorf("record %d: %s %q, abstract_cn %q", r.Source.Position, f, v, r.AbstractCN)
+		}
+	}
+}
