@@ -78,3 +78,25 @@ func TestCutVisibleText(t *testing.T) {
 		t.Errorf("whole capture: %+v %q", whole.Records, whole.Warnings)
 	}
 }
+
+// Explain says what each line was taken for: furniture, a paper's field,
+// or why a piece gave no paper.
+func TestExplain(t *testing.T) {
+	ex, err := Explain([]byte("Acme学术 Portal\n\nBook学术 搜索 登录\n\nJ最新文献\n\nA Paper on Graphs 关于图的论文\n\nPub Date : 2024-01-02 DOI: 10.1234/x\n\nAnn Lee, Bo Chen\n\n引用次数: 1\n\n京ICP备2023020795号-1\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"furniture/above the listing's heading", "furniture/header, navigation, filter or language switch", "heading/the listing's heading",
+		"title/title, title_cn", "date/DOI line/date, DOI", "text/authors", "citation line/citations", "furniture/footer"}
+	var got []string
+	for _, l := range ex.Lines {
+		got = append(got, l.Kind+"/"+l.Taken)
+	}
+	if !slices.Equal(got, want) || len(ex.Findings) != 0 {
+		t.Errorf("explained:\n%q\nwant\n%q\nfindings %+v", got, want, ex.Findings)
+	}
+	ex, _ = Explain([]byte("J最新文献\n\nIF 2 4区 计算机科学\n"), Options{})
+	if len(ex.Lines) != 2 || ex.Lines[1].Taken != "no paper: no title, DOI or site id" {
+		t.Errorf("a dropped piece: %+v", ex.Lines)
+	}
+}

@@ -90,14 +90,15 @@ type Page struct {
 	// sight but were not taken as papers (PageWarnJSONNotPaper).
 	JSONRejected int
 
-	pager     []string  // the pager lines seen
-	cut       bool      // the bytes end before the page does (PageWarnTextTruncated)
-	footerRaw int32     // the raw line of the last footer line seen, or -1
-	evidence  []int     // per record, how much visible lines vouch for its JSON
-	doubts    []Finding // fields read by content that could not be settled (Findings)
-	capture   string    // Options.Capture, else Options.URL
-	titles    int       // distinct titles by content (line.strong) of the blocks without JSON
-	noJSON    int       // records made without JSON
+	pager     []string           // the pager lines seen
+	cut       bool               // the bytes end before the page does (PageWarnTextTruncated)
+	footerRaw int32              // the raw line of the last footer line seen, or -1
+	evidence  []int              // per record, how much visible lines vouch for its JSON
+	doubts    []Finding          // fields read by content that could not be settled (Findings)
+	capture   string             // Options.Capture, else Options.URL
+	explained map[int]*Explained // Explain: what each raw line was taken for
+	titles    int                // distinct titles by content (line.strong) of the blocks without JSON
+	noJSON    int                // records made without JSON
 }
 
 // Page-level warning codes.
@@ -537,8 +538,12 @@ func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
 	case kindNoise:
 		if isFooter(text) {
 			page.FooterSeen, page.footerRaw = true, int32(ri)
+			page.explainSet(ri, text, "furniture", "footer")
 		} else if isPagerLine(text) {
 			page.pager = append(page.pager, text)
+			page.explainSet(ri, text, "furniture", "pager")
+		} else {
+			page.explainSet(ri, text, "furniture", "header, navigation, filter or language switch")
 		}
 		return out
 	case kindHeading:
@@ -550,12 +555,16 @@ func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
 		if page.PageNo == 0 {
 			page.PageNo = n
 		}
+		page.explainSet(ri, text, "heading", "the listing's heading")
 		// What stood above the listing's heading, with no paper line
 		// among it (a site name, a search box), is page furniture.
 		for _, o := range out {
 			if o.kind != kindText {
 				return out
 			}
+		}
+		for _, o := range out {
+			page.explainSet(int(o.raw), o.text, "furniture", "above the listing's heading")
 		}
 		return out[:0]
 	}

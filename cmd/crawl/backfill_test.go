@@ -243,3 +243,41 @@ func TestQualityAlarm(t *testing.T) {
 		t.Errorf("report: %+v (%v)", r, err)
 	}
 }
+
+// Layout drift that keeps every field present: the names line moved
+// above the title, so a reading by place takes the abstract for the
+// names and the next paper's names for the abstract. Presence shares stay
+// at 100%; the plausibility gate exits 4 naming the field and a value.
+func TestPlausibilityAlarm(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
+	for i := range 20 {
+		fmt.Fprintf(&b, "<div>Ann Lee%d, Bo Chen</div><div>Drifted Paper Number %d on Crawling</div><div>Drifted Journal Pub Date : 2024-09-02 DOI: 10.5555/drift.%d</div>"+
+			"<div>We study drifted layouts in paper %d. Our results hold on every page we tried, and the method is simple.</div>", i, i, i, i)
+	}
+	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
+	site := testsite.New()
+	site.SetPage(56, 1, []byte(b.String()), "")
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "r.json")
+	code, _, errs := crawl(t, "backfill", "--journal", "56", "--pages", "1", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", rep)
+	if code != exitQuality || !strings.Contains(errs, "have a field that does not look like one (quality.max_implausible_share 0.00)") ||
+		!strings.Contains(errs, `authors in 20: "We study drifted layouts in paper 0.`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		Quality struct {
+			Records     int            `json:"records"`
+			WithAuthor  int            `json:"with_authors"`
+			Implausible int            `json:"implausible"`
+			Fields      map[string]int `json:"implausible_fields"`
+		}
+	}
+	data, _ := os.ReadFile(rep)
+	if err := json.Unmarshal(data, &r); err != nil || r.Quality.Records != 20 || r.Quality.WithAuthor != 20 || r.Quality.Implausible != 20 || r.Quality.Fields["authors"] != 20 {
+		t.Errorf("report: %+v (%v)", r, err)
+	}
+}

@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sourcegraph/conc/stream"
 	"github.com/spf13/cobra"
@@ -32,6 +35,7 @@ type parseFlags struct {
 	url         string
 	maxInput    int64        // parse.max_input_bytes, or --max-input-bytes
 	appendOK    bool         // --append: add to a JSONL file that holds records
+	explain     bool         // --explain: say what each line was taken for, deliver nothing
 	out         string       // -o FILE
 	scheme      *site.Scheme // the site's URL scheme: journal and page from --url or the file name
 	log         *slog.Logger
@@ -64,7 +68,8 @@ carries warnings, or the paths held no page file at all.`,
 		Example: `  crawl parse fixtures/
   crawl parse --summary saved/literature_d501422_7.htm
   crawl parse --format text --charset gbk capture.txt
-  crawl parse fixtures/ --sink jsonl:out/papers-{date}.jsonl`,
+  crawl parse fixtures/ --sink jsonl:out/papers-{date}.jsonl
+  crawl parse --explain saved/literature_d501422_7.htm`,
 		Args: argsAtLeast(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cmd)
@@ -86,6 +91,9 @@ carries warnings, or the paths held no page file at all.`,
 				return err
 			}
 			f.scheme = cfg.Site.Scheme()
+			if f.explain {
+				return runExplain(cmd.Context(), cmd.OutOrStdout(), f, args)
+			}
 			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
 	}
@@ -99,6 +107,7 @@ carries warnings, or the paths held no page file at all.`,
 	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
 	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	fl.BoolVar(&f.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
+	fl.BoolVar(&f.explain, "explain", false, "for one page FILE: print each visible line, what it was taken for (paper and field, furniture, or why nothing) and the findings, and deliver nothing; with --strict, exit 4 on a finding")
 	fl.Int64Var(&f.maxInput, "max-input-bytes", 0, "largest input read, in bytes (default: parse.max_input_bytes, 64 MiB)")
 	return cmd
 }
@@ -204,6 +213,74 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
 	}
 	return nil
+}
+
+// runExplain prints what each visible line of one page was taken for.
+func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []string) error {
+	if len(paths) != 1 {
+		return usageError{fmt.Errorf("--explain reads one page file, but %d paths were given", len(paths))}
+	}
+	if info, err := os.Stat(paths[0]); err != nil {
+		return fmt.Errorf("parse: %w", err)
+	} else if info.IsDir() {
+		return usageError{fmt.Errorf("--explain reads one page file; %s is a directory", paths[0])}
+	}
+	if f.sinks != nil && len(f.sinks) > 0 && f.out != "" {
+		return usageError{fmt.Errorf("--explain delivers nothing: drop -o/--output")}
+	}
+	format, err := parser.ParseFormat(f.format)
+	if err != nil {
+		return usageError{fmt.Errorf("--format: %w", err)}
+	}
+	if f.maxInput <= 0 {
+		f.maxInput = config.Default().Parse.MaxInputBytes
+	}
+	data, err := readCapped(ctx, paths[0], f.maxInput)
+	if err != nil {
+		return err
+	}
+	journal, pageNo, _ := f.scheme.ParseFile(paths[0])
+	if f.url != "" {
+		journal, pageNo, _ = f.scheme.ParseURL(f.url)
+	}
+	ex, err := parser.Explain(data, parser.Options{URL: f.url, Journal: journal, Page: pageNo, Capture: filepath.ToSlash(paths[0]), Charset: f.charset, Format: format})
+	if err != nil {
+		return fmt.Errorf("%s: %w", paths[0], err)
+	}
+	p := ex.Page
+	fmt.Fprintf(stdout, "%s: %d papers, %d blocks, %d dropped (%s)%s\n", paths[0], len(p.Records), p.BlocksFound, p.BlocksDropped,
+		describePage(p), formatList("; page warnings: ", p.Warnings))
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINE\tPAPER\tKIND\tTAKEN FOR\tTEXT")
+	for _, l := range ex.Lines {
+		paper := "-"
+		if l.Paper > 0 {
+			paper = strconv.Itoa(l.Paper)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", l.Line, paper, l.Kind, l.Taken, shorten(l.Text, 70))
+	}
+	tw.Flush()
+	for _, fd := range ex.Findings {
+		where := fmt.Sprintf("paper %d", fd.Position)
+		if fd.Position == 0 {
+			where = "page"
+		}
+		fmt.Fprintf(stdout, "finding: %s: %s %q %s\n", where, fd.Field, fd.Value, fd.Why)
+	}
+	if len(ex.Findings) == 0 {
+		fmt.Fprintln(stdout, "no findings: every field looks like what it is")
+	} else if f.strict {
+		return exitCodeError{exitQuality, fmt.Errorf("strict: %d findings on %s", len(ex.Findings), paths[0])}
+	}
+	return nil
+}
+
+// shorten cuts s to n runes with an ellipsis.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // walkInputs calls submit for path, or for each page file below it in
