@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/record"
@@ -159,6 +160,10 @@ func FuzzParse(f *testing.F) {
 		}
 		if err := uniquePapers(page.Records); err != nil {
 			t.Fatal(err)
+		}
+		page.Findings(time.Now())
+		if ex, err := Explain(data, opts); err != nil || len(ex.Page.Records) != len(page.Records) {
+			t.Fatalf("Explain: %v, %d records for Parse's %d", err, len(ex.Page.Records), len(page.Records))
 		}
 		raw, base, err := readLines(data, opts)
 		if err != nil {

@@ -374,8 +374,8 @@ func parseMeta(text string) (headInfo, bool) {
 				ih.published, ih.doi = h.published, h.doi
 				h = ih
 			}
-		} else if len(prefix) <= maxMetaLine {
-			h.journal = prefix
+		} else if len(prefix) <= maxMetaLine && !isNoise(prefix) {
+			h.journal = prefix // (a bullet or a pager word is no journal)
 		}
 	}
 	return h, h.published != "" || h.doi != ""
