@@ -78,17 +78,7 @@ func TestAddWarningOnce(t *testing.T) {
 // the version, journal.issue and the text-truncated and doi-conflict
 // warnings.
 func TestSchemaVersion1Kept(t *testing.T) {
-	load := func(path string) map[string]any {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	load := func(path string) map[string]any { return loadSchema(t, path) }
 	v1, v2 := load("../schema/record.v1.schema.json"), load("../schema/record.v2.schema.json")
 	props := func(m map[string]any) map[string]any { return m["properties"].(map[string]any) }
 	if c := props(v1)["schema_version"].(map[string]any)["const"]; c != 1.0 {
@@ -115,17 +105,7 @@ func TestSchemaVersion1Kept(t *testing.T) {
 // before version 3: version 3 adds site_doi, holds doi to a DOI's form
 // and arxiv_id to arXiv's, and changes nothing else.
 func TestSchemaVersion2Kept(t *testing.T) {
-	load := func(path string) map[string]any {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return m["properties"].(map[string]any)
-	}
+	load := func(path string) map[string]any { return loadSchema(t, path)["properties"].(map[string]any) }
 	v2, v3 := load("../schema/record.v2.schema.json"), load("../schema/record.schema.json")
 	if c := v2["schema_version"].(map[string]any)["const"]; c != 2.0 {
 		t.Errorf("v2 schema_version const %v", c)
@@ -197,4 +177,18 @@ func FuzzIsDOI(f *testing.F) {
 			t.Fatalf("IsDOI(%q) = %v, the pattern says %v", s, got, want)
 		}
 	})
+}
+
+// loadSchema reads a shipped JSON Schema.
+func loadSchema(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -213,14 +213,7 @@ func TestQualityAlarm(t *testing.T) {
 		fmt.Fprintf(&b, "<div>Drifted Paper Number %d on Crawling 漂移论文</div><div>引用次数: %d</div>", i, i)
 	}
 	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
-	site := testsite.New()
-	site.SetPage(55, 1, []byte(b.String()), "")
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	dir := t.TempDir()
-	rep := filepath.Join(dir, "r.json")
-	code, _, errs := crawl(t, "backfill", "--journal", "55", "--pages", "1", "--base-url", srv.URL, "--delay", "0",
-		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", rep)
+	code, errs, rep := backfillOnePage(t, 55, b.String())
 	if code != exitQuality || !strings.Contains(errs, "papers have a DOI (quality.min_doi_share 0.50)") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -256,14 +249,7 @@ func TestPlausibilityAlarm(t *testing.T) {
 			"<div>We study drifted layouts in paper %d. Our results hold on every page we tried, and the method is simple.</div>", i, i, i, i)
 	}
 	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
-	site := testsite.New()
-	site.SetPage(56, 1, []byte(b.String()), "")
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	dir := t.TempDir()
-	rep := filepath.Join(dir, "r.json")
-	code, _, errs := crawl(t, "backfill", "--journal", "56", "--pages", "1", "--base-url", srv.URL, "--delay", "0",
-		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", rep)
+	code, errs, rep := backfillOnePage(t, 56, b.String())
 	if code != exitQuality || !strings.Contains(errs, "have a field that does not look like one (quality.max_implausible_share 0.00)") ||
 		!strings.Contains(errs, `authors in 20: "We study drifted layouts in paper 0.`) {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -280,4 +266,20 @@ func TestPlausibilityAlarm(t *testing.T) {
 	if err := json.Unmarshal(data, &r); err != nil || r.Quality.Records != 20 || r.Quality.WithAuthor != 20 || r.Quality.Implausible != 20 || r.Quality.Fields["authors"] != 20 {
 		t.Errorf("report: %+v (%v)", r, err)
 	}
+}
+
+// backfillOnePage backfills page 1 of journal, served with body, into a
+// fresh state and JSONL file, and returns the exit code, stderr and the
+// path of the run report.
+func backfillOnePage(t *testing.T, journal int64, body string) (code int, stderr, report string) {
+	t.Helper()
+	site := testsite.New()
+	site.SetPage(journal, 1, []byte(body), "")
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	report = filepath.Join(dir, "r.json")
+	code, _, stderr = crawl(t, "backfill", "--journal", fmt.Sprint(journal), "--pages", "1", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", report)
+	return code, stderr, report
 }

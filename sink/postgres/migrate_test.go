@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -245,15 +247,7 @@ func TestMigrationAddsIssue(t *testing.T) {
 	}
 
 	// The docs' SQL brings old rows to what the parser now gives.
-	doc, err := os.ReadFile("../../docs/postgres.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(doc)[strings.Index(string(doc), "split the column in SQL"):]
-	start := strings.Index(section, "```sql\n") + len("```sql\n")
-	if _, err := conn.Exec(context.Background(), section[start:start+strings.Index(section[start:], "```")]); err != nil {
-		t.Fatalf("the docs' SQL: %v", err)
-	}
+	runDocSQL(t, conn, "split the column in SQL")
 	for id, want := range map[string][2]string{"1": {"8", "1"}, "3": {"", ""}, "4": {"12 Suppl 2", ""}} {
 		var vol, iss *string
 		if err := conn.QueryRow(context.Background(), "SELECT volume, issue FROM papers WHERE id = $1", id).Scan(&vol, &iss); err != nil {
@@ -325,21 +319,27 @@ func TestMigrationAddsSiteDOI(t *testing.T) {
 	}
 
 	// The docs' SQL gives rows not delivered again arXiv's DOI.
-	doc, err := os.ReadFile("../../docs/postgres.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(doc)[strings.Index(string(doc), "Rows written before migration 3"):]
-	start := strings.Index(section, "```sql\n") + len("```sql\n")
-	if _, err := conn.Exec(context.Background(), section[start:start+strings.Index(section[start:], "```")]); err != nil {
-		t.Fatalf("the docs' SQL: %v", err)
-	}
+	runDocSQL(t, conn, "Rows written before migration 3")
 	var oldDOI, oldURL string
 	if err := conn.QueryRow(context.Background(), "SELECT doi, doi_url FROM papers WHERE id = '142200001'").Scan(&oldDOI, &oldURL); err != nil {
 		t.Fatal(err)
 	}
 	if oldDOI != "10.48550/arXiv.2409.00001" || oldURL != "https://doi.org/10.48550/arXiv.2409.00001" {
 		t.Errorf("after the docs' SQL: doi %q doi_url %q", oldDOI, oldURL)
+	}
+}
+
+// runDocSQL runs the first SQL block of docs/postgres.md after marker.
+func runDocSQL(t *testing.T, conn *pgx.Conn, marker string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/postgres.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), marker):]
+	start := strings.Index(section, "```sql\n") + len("```sql\n")
+	if _, err := conn.Exec(context.Background(), section[start:start+strings.Index(section[start:], "```")]); err != nil {
+		t.Fatalf("the docs' SQL after %q: %v", marker, err)
 	}
 }
 
