@@ -107,26 +107,9 @@ func classify(text string) line {
 // maybeMeta: a short line that may be a date/DOI line of another label
 // than the site's (a cheap test before parseMeta).
 func maybeMeta(text string) bool {
-	if strings.HasPrefix(text, "10.") {
-		return true
-	}
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case 'D', 'd':
-			if strings.HasPrefix(text[i:], "DOI") || strings.HasPrefix(text[i:], "doi") {
-				return true
-			}
-		case 'P':
-			if strings.HasPrefix(text[i:], "Publi") || strings.HasPrefix(text[i:], "Pub. Date") {
-				return true
-			}
-		case 0xE5: // 出 发
-			if strings.HasPrefix(text[i:], "出版") || strings.HasPrefix(text[i:], "发布") || strings.HasPrefix(text[i:], "发表") {
-				return true
-			}
-		}
-	}
-	return false
+	return strings.HasPrefix(text, "10.") || strings.Contains(text, "DOI") || strings.Contains(text, "doi") ||
+		strings.Contains(text, "Publi") || strings.Contains(text, "Pub. Date") ||
+		strings.Contains(text, "出版") || strings.Contains(text, "发布") || strings.Contains(text, "发表")
 }
 
 // citationLabels introduce a citation count: "引用次数: N", "被引次数：N",
@@ -184,8 +167,8 @@ var navWords = map[string]bool{
 // isNavLine: a short line most of whose words are navigation words, the
 // others at most one word each (a site's name): "Book学术 搜索 登录".
 func isNavLine(text string) bool {
-	if len(text) > 120 || strings.IndexByte(text, ' ') < 0 {
-		return false
+	if len(text) > 120 || strings.IndexByte(text, ' ') < 0 || strings.Count(text, " ") > 12 || strings.IndexByte(text, ',') >= 0 {
+		return false // (a names line has commas)
 	}
 	words, nav := 0, 0
 	for rest := text; rest != ""; {

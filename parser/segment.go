@@ -783,7 +783,7 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 		// After the title: nothing, the Chinese title (which may begin
 		// with Latin words, but holds CJK), or punctuation. Other words
 		// make another, longer title.
-		if rest == "" || isCJK(r) || strings.ContainsRune(".。:：", r) || r == ' ' && hasCJK(rest) {
+		if rest == "" || isCJK(r) || strings.ContainsRune(".。:：", r) && afterStop(rest) || r == ' ' && hasCJK(rest) {
 			return true, strings.TrimSpace(strings.TrimLeft(rest, ".")), true
 		}
 	}
@@ -806,6 +806,15 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 		return true, cn, true
 	}
 	return false, "", false
+}
+
+// afterStop: what follows a title's final stop on its line is nothing, or
+// the Chinese title ("Title. 标题。"), not more words of a longer title
+// ("Preface.00", "Results: a survey").
+func afterStop(rest string) bool {
+	_, n := utf8.DecodeRuneInString(rest)
+	rest = strings.TrimLeft(rest[n:], " ")
+	return rest == "" || hasCJK(rest)
 }
 
 // matchAuthors reports whether a visible line shows the JSON authors.
