@@ -234,6 +234,7 @@ type shown struct {
 	rec                               record.Record // the record made with the JSON
 	title, doi, published, abstract   bool
 	authors                           bool
+	titleOnly                         bool // the block's one visible line is its title
 	titleCN, abstractCN               string
 	citations                         *int
 	zone                              int
@@ -259,6 +260,7 @@ func shownFields(pp parsedPage) []shown {
 		sh := shown{rec: r, titleCN: v.titleCN, abstractCN: v.abstractCN, citations: v.citations,
 			zone: v.head.zone, subject: v.head.subject, jcrQuartile: v.head.jcrQuartile, jcrCategory: v.head.jcrCategory}
 		sh.title = v.titleShown
+		sh.titleOnly = len(s.lines) == 1 && s.lines[0].kind == kindText
 		// (a DOI two blocks show names neither, without their JSON)
 		sh.doi = v.head.doi != "" && record.DOIKey(v.head.doi) == record.DOIKey(doiOf(r)) && shownDOIs[record.DOIKey(v.head.doi)] == 1
 		sh.published = v.head.published != "" && v.head.published == r.Published
@@ -315,8 +317,8 @@ func keptWithoutJSON(with []shown, without []record.Record) error {
 	used := make([]bool, len(without))
 	for _, sh := range with {
 		o := sh.rec
-		if !sh.title && !sh.doi {
-			continue // nothing visible names the paper: it may go
+		if !sh.title && !sh.doi || sh.titleOnly {
+			continue // nothing visible names the paper, or a title alone: it may go
 		}
 		at := -1
 		for i, r := range without {
