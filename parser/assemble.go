@@ -88,7 +88,9 @@ func endsSentence(text string) bool {
 // is no such line).
 func untaken(s *segment, page *Page) {
 	for _, l := range s.lines {
-		if l.kind == kindText && !strings.HasPrefix(l.text, `{"`) {
+		if l.kind != kindText || !strings.HasPrefix(l.text, `{"`) {
+			// (a citation, impact or date/DOI line too: another
+			// paper's, in a layout read wrong)
 			page.doubt(len(page.Records), "page", l.text, "a line that no paper took")
 			return
 		}
@@ -103,7 +105,13 @@ func readVisible(s *segment) visible {
 		switch l.kind {
 		case kindImpact, kindMeta:
 			mergeHead(&v.head, *l.head)
+			if s.json == nil && l.head.badDate != "" && l.head.published == "" {
+				v.doubt("published", l.head.badDate, "a date in a form not read")
+			}
 		case kindCitation:
+			if v.citations != nil && *v.citations != l.citations {
+				v.doubt("citations", l.text, "a second citation line in one block")
+			}
 			n := l.citations
 			v.citations = &n
 		}
@@ -111,12 +119,33 @@ func readVisible(s *segment) visible {
 	switch {
 	case s.json != nil:
 		readMatched(s, &v)
+		if s.afterCite {
+			// After a citation line, where the site's blocks end, lines
+			// before this block's title could be the block's above or
+			// this one's: a line only the page gives, placed there, is a
+			// guess.
+			for _, l := range s.lines {
+				if l.kind == kindText && l.text != "" && (matchTitle1(l.text, s.json) || l.strong()) {
+					break
+				}
+				if l.kind == kindText && (l.text == v.abstractCN || l.text == v.titleCN) {
+					v.doubt("abstract_cn", l.text, "a Chinese line between two papers (after a citation line, before a title): whose?")
+					break
+				}
+			}
+		}
 	case s.strongTitle() == 0:
 		readByContent(s, &v)
 	default:
 		readPositional(s, &v)
 	}
 	return v
+}
+
+// matchTitle1 reports whether a line shows paper p's title.
+func matchTitle1(text string, p *paperJSON) bool {
+	ok, _, _ := matchTitle(text, p)
+	return ok
 }
 
 // readByContent reads a block without JSON that opens with a title by
@@ -280,7 +309,7 @@ func readMatched(s *segment, v *visible) {
 		// abstract (before the title, say) is the Chinese abstract.
 		for i, l := range s.lines {
 			if l.kind == kindText && !placed[i] && cjkDominant(l.text) && utf8.RuneCountInString(l.text) >= 12 && !strings.HasPrefix(l.text, "引用次数") &&
-				!isTitleLine(l.text) && !looksLikeCJKNames(l.text) && (titleIdx < 0 || i != titleIdx+1) {
+				!isTitleLine(l.text) && !looksLikeCJKNames(l.text) && (titleIdx < 0 || i != titleIdx+1 || v.titleCN != "" && isCJKParagraph(l.text)) {
 				v.abstractCN, placed[i] = l.text, true
 				break
 			}

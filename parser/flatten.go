@@ -32,11 +32,14 @@ type lineHint struct {
 type lineMark uint8
 
 const (
-	markNone      lineMark = iota
-	markTitle              // a heading, or a link to the paper's page that is the whole line
-	markLinksOnly          // only short links (navigation, a pager, a language switch)
-	markTitleLine          // (line.strong) a title line: English, then Chinese
-	markPlain              // (line.strong) a text line that is no title by content
+	markNone       lineMark = iota
+	markTitle               // a heading, or a link to the paper's page that is the whole line
+	markLinksOnly           // only short links (navigation, a pager, a language switch)
+	markTitleLine           // (line.strong) a title line: English, then Chinese
+	markPlain               // (line.strong) a text line that is no title by content
+	markNames               // (appendText) a line labelled as the names: "Authors: …", "作者："
+	markAbstract            // (appendText) a line labelled as the abstract: "Abstract: …"
+	markAbstractCN          // (appendText) a line labelled as the Chinese abstract: "摘要："
 )
 
 // flattenHTML walks the DOM and flattens visible text into lines: block-level
@@ -65,10 +68,18 @@ type flattener struct {
 	paperID    string // a link to /literature/{id}.htm
 	paperBytes int    // that link's text bytes
 	doi        string // a doi.org link's DOI
+	toolLink   bool   // a link's text is a tool's (toolWords)
 }
 
 // maxNavLink is the longest link text, in bytes, of a navigation line.
 const maxNavLink = 48
+
+// toolWords are the texts of a paper's tool links ("Full text", "PDF",
+// "查看详情"): a link with one of them is no title, even to the paper's page.
+var toolWords = map[string]bool{"full text": true, "fulltext": true, "pdf": true, "html": true, "read more": true, "more": true,
+	"details": true, "view": true, "view article": true, "download": true, "abstract": true, "cite": true, "export": true,
+	"详情": true, "查看详情": true, "全文": true, "下载": true, "阅读全文": true, "查看全文": true, "原文链接": true, "全文链接": true,
+	"摘要": true, "引用": true, "收藏": true, "分享": true, "导出": true, "更多": true}
 
 func (f *flattener) flush() {
 	if len(f.buf) == 0 {
@@ -82,11 +93,15 @@ func (f *flattener) flush() {
 		}
 		text := len(bytes.TrimSpace(f.buf))
 		switch {
+		case f.paperID != "" && f.paperBytes*2 >= text && (f.heading || !f.toolLink):
+			rl.mark, rl.hint = markTitle, &lineHint{paperID: f.paperID, doi: f.doi}
 		case f.heading:
 			rl.mark = markTitle
-		case f.paperID != "" && f.paperBytes*2 >= text:
-			rl.mark, rl.hint = markTitle, &lineHint{paperID: f.paperID, doi: f.doi}
-		case f.links >= 2 && !f.longLink && f.paperID == "" && f.doi == "" && f.linkBytes+2*f.links >= text:
+		case f.links >= 2 && !f.longLink && f.paperID == "" && f.doi == "" && f.linkBytes+2*f.links >= text,
+			f.links == 1 && f.linkBytes == text && f.toolLink && f.doi == "":
+			// Navigation, or one short link alone on its line ("Full
+			// text", "PDF", "查看详情"), which is no title: a paper's
+			// title is longer, or a heading.
 			rl.mark = markLinksOnly
 		}
 		f.lines = append(f.lines, rl)
@@ -96,7 +111,7 @@ func (f *flattener) flush() {
 }
 
 func (f *flattener) resetMarks() {
-	f.linkBytes, f.links, f.longLink, f.heading, f.paperID, f.paperBytes, f.doi = 0, 0, false, false, "", 0, ""
+	f.linkBytes, f.links, f.longLink, f.heading, f.paperID, f.paperBytes, f.doi, f.toolLink = 0, 0, false, false, "", 0, "", false
 }
 
 // link walks an <a> element, noting what its text and href say of the line.
@@ -114,6 +129,9 @@ func (f *flattener) link(n *html.Node, st walkState) {
 	}
 	f.links++
 	f.linkBytes += len(t)
+	if len(t) <= 24 && toolWords[strings.ToLower(strings.Trim(string(t), " >»›"))] {
+		f.toolLink = true
+	}
 	if len(t) > maxNavLink {
 		f.longLink = true
 	}

@@ -55,17 +55,26 @@ type headInfo struct {
 	published   string
 	doi         string
 	paperID     string // a title link's site id (kindText, markTitle)
+	badDate     string // after a date label, a date in a form not read
 }
 
 // footerMarks are the footer lines of every listing page; seeing one also
 // tells the crawler the page is a genuine listing page.
 var footerMarks = []string{"京公网安备", "京ICP备", "扫码关注我们", "求助内容", "应助结果提醒方式"}
 
+// chromeMarks begin lines of page chrome other than the site's footer: a
+// copyright or powered-by line, a listing's count ("共 1234 篇文献").
+var chromeMarks = []string{"Copyright", "copyright", "©", "Powered by", "All rights reserved", "Privacy Policy", "Terms of Use", "版权所有"}
+
+// reCount is a listing's count line: "共 1234 篇文献", "共1234条".
+var reCount = regexp.MustCompile(`^共\s*\d+\s*(篇|条|项)`)
+
 // noiseExact are whole lines of page chrome.
 var noiseExact = map[string]bool{
 	"筛选": true, "英文 中文": true, "英文": true, "中文": true, "首页": true, "尾页": true,
 	"末页": true, "上一页": true, "下一页": true, "返回顶部": true, "登录": true, "注册": true,
-	"最新文献": true, "更多": true, "...": true, "…": true, "English": true, "中文 English": true,
+	"最新文献": true, "更多": true, "查看详情": true, "查看详情 >>": true, "热门期刊": true, "相关期刊": true, "推荐文献": true, "热门文献": true,
+	"相关文献": true, "最新期刊": true, "...": true, "…": true, "English": true, "中文 English": true,
 	"English 中文": true, "Prev": true, "Next": true,
 }
 
@@ -112,6 +121,43 @@ func maybeMeta(text string) bool {
 		strings.Contains(text, "出版") || strings.Contains(text, "发布") || strings.Contains(text, "发表")
 }
 
+// fieldLabels are the labels a line may open with: the label says the
+// line's part, and is no part of the field. A line of a part that is no
+// field of the record (keywords, an article type) is not read.
+var fieldLabels = []struct {
+	label string
+	mark  lineMark // markPlain: not a field
+}{{"Authors", markNames}, {"Author", markNames}, {"作者", markNames}, {"Abstract", markAbstract}, {"Summary", markAbstract},
+	{"摘要", markAbstract}, {"Keywords", markPlain}, {"Key words", markPlain}, {"关键词", markPlain}, {"关键字", markPlain},
+	{"Article type", markPlain}, {"文章类型", markPlain}, {"Document type", markPlain}, {"Subjects", markPlain}}
+
+// labelled reads a field label ("Authors:", "摘要：") at the start of a
+// line: the mark it gives, and the text after it.
+func labelled(text string) (lineMark, string, bool) {
+	if rest, ok := strings.CutPrefix(text, "By "); ok && (looksLikeNameList(rest) || nameLike(rest)) {
+		return markNames, rest, true // a byline
+	}
+	if len(text) < 4 || strings.IndexAny(text[:min(len(text), 24)], ":：") < 0 {
+		return markNone, text, false
+	}
+	for _, f := range fieldLabels {
+		if !strings.HasPrefix(text, f.label) {
+			continue
+		}
+		rest := strings.TrimLeft(text[len(f.label):], " ")
+		for _, c := range []string{":", "："} {
+			if r, ok := strings.CutPrefix(rest, c); ok {
+				return f.mark, strings.TrimSpace(r), true
+			}
+		}
+	}
+	return markNone, text, false
+}
+
+// reVolumeLine is a volume, issue and pages line: "Vol. 12, No. 3, pp.
+// 45-67", "Volume 8, Issue 2", "12(3): 45-67". No field is read from it.
+var reVolumeLine = regexp.MustCompile(`^(?:Vol\.?|Volume|卷)\s*\d+|^\d+\s*\(\d+\)\s*[:：]\s*\d+|^第\s*\d+\s*卷`)
+
 // citationLabels introduce a citation count: "引用次数: N", "被引次数：N",
 // "Citations: N"; "Cited by N" has no colon.
 var citationLabels = []struct {
@@ -151,6 +197,14 @@ func isNoise(text string) bool {
 	if strings.HasPrefix(text, "首页") && strings.Contains(text, ">") { // breadcrumb
 		return true
 	}
+	for _, m := range chromeMarks {
+		if strings.HasPrefix(text, m) {
+			return true
+		}
+	}
+	if strings.HasPrefix(text, "共") && reCount.MatchString(text) {
+		return true
+	}
 	return isPagerLine(text)
 }
 
@@ -161,6 +215,7 @@ var navWords = map[string]bool{
 	"关于我们": true, "联系我们": true, "意见反馈": true, "会员": true, "下载APP": true, "APP": true, "期刊": true,
 	"文献": true, "最新文献": true, "英文": true, "中文": true, "English": true, "Login": true, "Sign": true, "in": true,
 	"收藏": true, "分享": true, "下载": true, "导出": true, "引用": true, "全文": true, "PDF": true, "Share": true, "Download": true, "Cite": true,
+	"查看详情": true, "详情": true, ">>": true, "›": true, "»": true, "查看": true, "Details": true, "More": true,
 	"Search": true, "Home": true, "Register": true, "Help": true, "About": true, "Contact": true, "Menu": true, "|": true,
 }
 
@@ -323,6 +378,26 @@ func findDOILabel(s string) (start, value int) {
 	return -1, 0
 }
 
+// trimDOITail takes off a visible DOI the punctuation of the sentence it
+// stands in (".", ",", ";", their full-width forms, a closing bracket
+// that opened before it), which no DOI ends with.
+func trimDOITail(d string) string {
+	for {
+		t := strings.TrimFunc(d, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) // U+200B, U+FEFF
+		t = strings.TrimRight(t, ".,;。，；、")
+		if strings.HasSuffix(t, ")") && strings.Count(t, "(") < strings.Count(t, ")") {
+			t = t[:len(t)-1]
+		}
+		if strings.HasSuffix(t, "）") {
+			t = strings.TrimSuffix(t, "）")
+		}
+		if t == d {
+			return d
+		}
+		d = t
+	}
+}
+
 // parseMeta reads a date/DOI line: the site's "<journal> Pub Date :
 // 2024-09-02 DOI: arxiv-…" and "Pub Date : 2010-11-01DOI: 10.1109/…", the
 // desktop form that starts with the impact part ("IF 1.2 4区 … Pub Date :
@@ -336,12 +411,13 @@ func parseMeta(text string) (headInfo, bool) {
 		return doiOnly(text)
 	}
 	prefix := strings.TrimSpace(text[:i])
+	siteLabel := strings.HasPrefix(text[i:], "Pub Date")
 	rest := text[dateAt:]
 	datePart := rest
 	if d, v := findDOILabel(rest); d >= 0 {
 		datePart = rest[:d]
 		if f := strings.Fields(rest[v:]); len(f) > 0 {
-			h.doi = f[0]
+			h.doi = trimDOITail(f[0])
 		}
 	} else if f := strings.Fields(rest); len(f) > 0 {
 		if id := record.ParseDOI(f[len(f)-1]); id.DOI != "" && len(f) > 1 {
@@ -350,6 +426,9 @@ func parseMeta(text string) (headInfo, bool) {
 		}
 	}
 	h.published = anyDate(datePart)
+	if h.published == "" && hasDigit(datePart) {
+		h.badDate = strings.TrimSpace(datePart) // a date in a form not read ("09/02/2024", "2024")
+	}
 	if prefix != "" {
 		if strings.HasPrefix(prefix, "IF") {
 			ih, ok := parseImpact(prefix)
@@ -357,8 +436,11 @@ func parseMeta(text string) (headInfo, bool) {
 				ih.published, ih.doi = h.published, h.doi
 				h = ih
 			}
-		} else if len(prefix) <= maxMetaLine && !isNoise(prefix) {
-			h.journal = prefix // (a bullet or a pager word is no journal)
+		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !strings.ContainsAny(prefix, ":：") && anyDate(prefix) == "" {
+			// The site's "<journal> Pub Date : …" (a bullet or a pager
+			// word is no journal). Before another label the text is no
+			// journal ("Research Article Published: …"): it is left.
+			h.journal = prefix
 		}
 	}
 	return h, h.published != "" || h.doi != ""
@@ -375,7 +457,7 @@ func doiOnly(text string) (headInfo, bool) {
 	if d, v := findDOILabel(text); d == 0 {
 		t = text[v:]
 	}
-	t = strings.TrimSpace(t)
+	t = trimDOITail(strings.TrimSpace(t))
 	if strings.ContainsAny(t, " \t") {
 		return h, false
 	}
@@ -399,10 +481,10 @@ func parseImpact(text string) (headInfo, bool) {
 		return h, false
 	}
 	rest := text[strings.Index(text, num)+len(num):]
-	if p := strings.Index(rest, "Pub Date"); p >= 0 {
+	if p, _ := findDateLabel(rest); p >= 0 {
 		mh, ok := parseMeta(rest[p:])
 		if ok {
-			h.published, h.doi = mh.published, mh.doi
+			h.published, h.doi, h.badDate = mh.published, mh.doi, mh.badDate
 		}
 		rest = rest[:p]
 	}
@@ -570,6 +652,8 @@ func dateGroup(s string, i int) (digits string, end int, ok bool) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
 
 // lastPageFromPager returns current when the pager lines say it is the last
 // page: no "next" link, and no page number above it. A pager that shows only

@@ -521,6 +521,18 @@ func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
 	l := classify(text)
 	l.raw = int32(ri)
 	if l.kind == kindText {
+		if m, rest, ok := labelled(text); ok {
+			if m == markPlain || rest == "" {
+				page.explainSet(ri, text, "not read", "a labelled line of no field (keywords, article type)")
+				return out
+			}
+			l.mark, l.text = m, rest
+			return append(out, l)
+		}
+		if reVolumeLine.MatchString(text) {
+			page.explainSet(ri, text, "not read", "a volume, issue or pages line")
+			return out
+		}
 		switch {
 		case r.mark == markLinksOnly || isNavLine(text):
 			l.kind = kindNoise // navigation, a language switch: furniture

@@ -2,6 +2,7 @@ package parser
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -54,7 +55,9 @@ func (p *Page) Findings(now time.Time) []Finding {
 		}
 	}
 	for i, r := range p.Records {
-		for _, f := range Implausible(r, now) {
+		// The last record of a page cut off may end mid-abstract: it is
+		// flagged text-truncated, and its abstract's length says nothing.
+		for _, f := range implausible(r, now, p.cut && i == len(p.Records)-1) {
 			f.Position = i + 1
 			out = append(out, f)
 		}
@@ -90,6 +93,22 @@ func (p *Page) missingFields() []Finding {
 	}
 	if len(p.Records) < 3 {
 		return out
+	}
+	// One names line for every paper of the page, read without JSON: a
+	// line that is no names (keywords, a label) taken for them.
+	if len(byContent) >= 3 {
+		same := true
+		first := p.Records[byContent[0]].Authors
+		for _, i := range byContent[1:] {
+			if len(first) == 0 || !slices.Equal(p.Records[i].Authors, first) {
+				same = false
+				break
+			}
+		}
+		if same {
+			out = append(out, Finding{Position: byContent[0] + 1, Field: "authors", Value: cutValue(strings.Join(first, ", ")),
+				Why: "are the same for every paper of the page: a line that is no names?"})
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -151,11 +170,17 @@ func FurnitureIn(r record.Record) (field, value string) {
 // Implausible lists the fields of r whose value does not look like that
 // field; now bounds the publication date (at most a year ahead).
 func Implausible(r record.Record, now time.Time) []Finding {
+	return implausible(r, now, hasWarning(r, record.WarnTextTruncated))
+}
+
+// implausible is Implausible; cut says the record's visible text may end
+// short (the last of a page cut off), so a short abstract is no finding.
+func implausible(r record.Record, now time.Time, cut bool) []Finding {
 	var out []Finding
 	add := func(field, value, why string) {
 		out = append(out, Finding{Position: r.Source.Position, Field: field, Value: cutValue(value), Why: why})
 	}
-	cut := hasWarning(r, record.WarnTextTruncated) || hasWarning(r, record.WarnJSONTruncated)
+	cut = cut || hasWarning(r, record.WarnJSONTruncated)
 	// A record made with the block's JSON has its title, authors and
 	// abstract from the site's own data when the JSON gives them: only
 	// their form is checked (furniture, a date/DOI line). Read from
@@ -180,7 +205,7 @@ func Implausible(r record.Record, now time.Time) []Finding {
 		}
 	}
 	if len(r.Authors) > 0 {
-		if why := notAuthors(r.Authors); why != "" {
+		if why := notAuthors(r.Authors, byContent); why != "" {
 			add("authors", strings.Join(r.Authors, ", "), why)
 		}
 	}
@@ -200,8 +225,8 @@ func Implausible(r record.Record, now time.Time) []Finding {
 	}
 	if a := r.Abstract; a != "" {
 		switch {
-		case byContent && !cut && r.Title != "" && len(a) < len(r.Title):
-			add("abstract", a, "is shorter than its title")
+		case byContent && !cut && r.Title != "" && len(a) < len(r.Title) && !endsSentence(a):
+			add("abstract", a, "is shorter than its title, and no sentence")
 		case byContent && looksLikeNameList(a):
 			add("abstract", a, "looks like an author list")
 		case byContent && len(a) < 250 && !strings.Contains(a, ". ") && titleCase(a):
@@ -239,7 +264,7 @@ func notTitle(t string, byContent bool) string {
 		return "looks like a date/DOI line"
 	case byContent && looksLikeNameList(t):
 		return "looks like an author list"
-	case looksLikeProse(t) || len(t) > 1000 || byContent && (strings.Count(t, ". ") >= 2 || len(t) > 400 && strings.Contains(t, ". ")):
+	case looksLikeProse(t) || len(t) > 1000 || byContent && (sentences(t) >= 2 || len(t) > 400 && strings.Contains(t, ". ")):
 		return "looks like a paragraph"
 	case strings.HasPrefix(t, "引用次数") || citationCount(t) >= 0:
 		return "looks like a citation line"
@@ -248,23 +273,41 @@ func notTitle(t string, byContent bool) string {
 }
 
 // notAuthors says what an author list looks like instead, or "".
-func notAuthors(names []string) string {
+func notAuthors(names []string, byContent bool) string {
 	for _, n := range names {
 		switch {
 		case isFurniture(n):
 			return "is page furniture"
 		case looksLikeMeta(n):
 			return "holds a date/DOI line"
-		case utf8.RuneCountInString(n) > 120 || len(strings.Fields(n)) > 8 || strings.Count(n, ". ") >= 2:
+		case strings.ContainsAny(n, ":："):
+			return "holds a label or a phrase (a colon), not names"
+		case utf8.RuneCountInString(n) > 120 || len(strings.Fields(n)) > 8 || lowerWords(n) >= 3 || byContent && lowerWords(n) >= 2:
 			return "holds prose, not names"
 		case hasCJK(n) && !cjkDominant(n) && len(strings.Fields(n)) > 2:
 			return "holds a title line"
 		}
 	}
-	if len(names) == 1 && !nameLike(names[0]) {
+	if byContent && len(names) == 1 && !nameLike(names[0]) {
 		return "is one phrase, not a name"
 	}
 	return ""
+}
+
+// lowerWords counts the words of s that start with a lower-case letter
+// and are no name particle: a sentence has many, a name ("W. H. Auden",
+// "Ludwig van Beethoven") at most one ("danah boyd" two: read without
+// JSON only as one phrase).
+func lowerWords(s string) int {
+	n := 0
+	for rest := s; rest != ""; {
+		var w string
+		w, rest, _ = strings.Cut(rest, " ")
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) && !nameParticles[strings.ToLower(w)] {
+			n++
+		}
+	}
+	return n
 }
 
 // looksLikeNameList: two or more parts, each of which reads as a personal
@@ -322,6 +365,16 @@ func nameLike(s string) bool {
 		}
 	}
 	return true
+}
+
+// sentences counts the sentence ends of s: stops followed by a space, and
+// a final one.
+func sentences(s string) int {
+	n := strings.Count(s, ". ")
+	if endsSentence(s) {
+		n++
+	}
+	return n
 }
 
 // titleCase: most longer words capitalised, as English titles are

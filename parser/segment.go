@@ -25,7 +25,9 @@ type segment struct {
 	roles  role
 	rolesN int
 	piece  int8 // pieceOf's answer: 0 not asked yet, 1 yes, -1 no
-	ahead  int8 // ownJSONAhead's answer, likewise
+	// afterCite: the segment starts right after a citation line.
+	afterCite bool
+	ahead     int8 // ownJSONAhead's answer, likewise
 }
 
 // ownJSONAhead reports whether the next paper object of the page, p, is
@@ -93,6 +95,17 @@ func roleOf(l *line) role {
 	case kindCitation:
 		return roleCitation
 	case kindText:
+		switch l.mark {
+		case markNames:
+			return roleNames
+		case markAbstract:
+			if cjkDominant(l.text) {
+				return roleAbstractCN // "摘要：…" in Chinese
+			}
+			return roleAbstract
+		case markAbstractCN:
+			return roleAbstractCN
+		}
 		if l.strong() {
 			r := roleTitle
 			if _, cn := splitTitleLine(l.text); cn != "" && hasCJK(l.text) {
@@ -129,6 +142,9 @@ func textRole(t string) role {
 // the Chinese title (even a long one, or one that ends with "。"); a short
 // Chinese line of names, once the title has its Chinese title, is names.
 func roleIn(before []line, l *line) role {
+	if l.mark >= markNames {
+		return roleOf(l) // labelled
+	}
 	if len(before) == 1 && l.kind == kindText && before[0].mark == markTitle && hasCJK(l.text) && !hasCJK(before[0].text) &&
 		utf8.RuneCountInString(l.text) < 80 && strings.Count(l.text, "。") <= 1 && strings.Count(l.text, "，") <= 1 && !strings.Contains(l.text, "。 ") {
 		// Right after a title the markup shows alone: its Chinese title
@@ -459,6 +475,7 @@ func segmentLines(lines []line) []*segment {
 		case kindCitation:
 			cur.lines = append(cur.lines, l)
 			closeCur()
+			cur.afterCite = true
 
 		case kindImpact, kindMeta:
 			if cur.json != nil && elsewhere(l.head.doi, cur.json) {
@@ -784,7 +801,7 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 		// with Latin words, but holds CJK), or punctuation. Other words
 		// make another, longer title.
 		if rest == "" || isCJK(r) || strings.ContainsRune(".。:：", r) && afterStop(rest) || r == ' ' && hasCJK(rest) {
-			return true, strings.TrimSpace(strings.TrimLeft(rest, ".")), true
+			return true, strings.Trim(strings.TrimLeft(rest, ".:："), titleSeparators), true
 		}
 	}
 	// Visible title cut off: a prefix of the JSON title, long enough to mean

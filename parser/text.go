@@ -190,7 +190,7 @@ func splitTitleLine(line string) (en, cn string) {
 		}
 		if hasCJK(word) {
 			pos = latinLead(line, pos)
-			return strings.TrimSpace(line[:pos]), strings.TrimSpace(line[pos:])
+			return strings.TrimRight(line[:pos], titleSeparators+":："), strings.TrimLeft(line[pos:], titleSeparators)
 		}
 		if sp < 0 {
 			break
@@ -199,6 +199,10 @@ func splitTitleLine(line string) (en, cn string) {
 	}
 	return line, ""
 }
+
+// titleSeparators may stand between an English title and its Chinese
+// title ("Title / 标题", "Title | 标题", "Title — 标题"): no part of either.
+const titleSeparators = " /|-—–／｜·"
 
 // latinLead returns where the Chinese title starts, given that its first
 // CJK word starts at pos: earlier, at the Latin words just before it that
@@ -234,7 +238,12 @@ func latinLead(line string, pos int) int {
 	k := 0 // words that move
 	for k < 4 && n-k > 2 {
 		w := word(k)
-		colon := k == 0 && (strings.HasSuffix(w, ":") || strings.HasSuffix(w, "："))
+		// A word with a colon leads the Chinese title when the English
+		// title has it too, or it is a term ("FedSense: …FedSense: 网络…",
+		// "ViFi:"); else the colon stands between the two titles
+		// ("…Partial Synchrony: 部分同步…").
+		colon := k == 0 && (strings.HasSuffix(w, ":") || strings.HasSuffix(w, "：")) &&
+			(usedBefore(before(k), w) || termLike(strings.TrimRight(w, ":：")))
 		term := termLike(w) && usedBefore(before(k), w) &&
 			!strings.Contains(line[pos:], strings.TrimRight(w, ":：,")) // the Chinese has it already
 		if !colon && !term {
@@ -439,6 +448,18 @@ func splitAuthors(s string) []string {
 		start = i
 	}
 	add(s[start:])
+	if n := len(out); n > 0 {
+		// "…, Weihao Cui et al.": the list's own end, no part of a name.
+		last := out[n-1]
+		for _, tail := range []string{" et al.", " et al", " 等"} {
+			if len(last) > len(tail) && strings.HasSuffix(last, tail) {
+				out[n-1] = strings.TrimSpace(last[:len(last)-len(tail)])
+			}
+		}
+		if out[n-1] == "et al." || out[n-1] == "et al" || out[n-1] == "等" {
+			out = out[:n-1]
+		}
+	}
 	if len(out) == 0 {
 		return nil
 	}

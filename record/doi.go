@@ -3,6 +3,7 @@ package record
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The one place a DOI is told from what is not one, and given the form
@@ -36,8 +37,9 @@ func isDOIForm(s string) bool {
 		return false
 	}
 	for _, r := range s[i+1:] {
-		if r <= ' ' || r == 0x7f || unicode.IsSpace(r) || unicode.Is(unicode.Z, r) || unicode.Is(unicode.Cc, r) || r == 0xFEFF {
-			return false
+		if r <= ' ' || r == 0x7f || unicode.IsSpace(r) || unicode.Is(unicode.Z, r) || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) ||
+			r == utf8.RuneError {
+			return false // (white space, controls, and invisible format characters: U+200B, U+FEFF, U+202E)
 		}
 	}
 	return true
@@ -82,20 +84,28 @@ func ParseDOI(s string) Identifier {
 // arxivDOIPrefix is arXiv's DOI prefix, lower-cased.
 const arxivDOIPrefix = "10.48550/arxiv."
 
-// trimDOIPrefix takes a resolver URL or a "doi:" label off s.
+// trimDOIPrefix takes a resolver URL (and its query or fragment: a
+// tracker's "?utm=…") or a "doi:" label off s.
 func trimDOIPrefix(s string) string {
 	if len(s) < 4 || s[0] == '1' {
 		return s // the common case: a bare DOI
 	}
 	for _, p := range doiPrefixes {
 		if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
-			return strings.TrimSpace(s[len(p):])
+			rest := strings.TrimSpace(s[len(p):])
+			if strings.Contains(p, "doi.org/") {
+				if q := strings.IndexAny(rest, "?#"); q > 0 {
+					rest = rest[:q]
+				}
+			}
+			return rest
 		}
 	}
 	return s
 }
 
-// arxivNumber: "YYMM.NNNNN" (four digits, a dot, four or five digits).
+// arxivNumber: an arXiv id "YYMM.NNNNN": a month 01 to 12, and four
+// digits after it until 1412, five from 1501.
 func arxivNumber(s string) bool {
 	if len(s) != 9 && len(s) != 10 || s[4] != '.' {
 		return false
@@ -105,7 +115,33 @@ func arxivNumber(s string) bool {
 			return false
 		}
 	}
-	return true
+	month := int(s[2]-'0')*10 + int(s[3]-'0')
+	five := s[:4] >= "1501"
+	return month >= 1 && month <= 12 && (len(s) == 10) == five
+}
+
+// DOIURL is the resolver link of a DOI ("" for a value that is none). The
+// DOI's characters that a URL reserves ("#", "?", "%", spaces…) are
+// escaped, as the DOI Handbook asks, so the link names the whole DOI.
+func DOIURL(doi string) string {
+	if !IsDOI(doi) {
+		return ""
+	}
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len("https://doi.org/") + len(doi))
+	b.WriteString("https://doi.org/")
+	for i := 0; i < len(doi); i++ {
+		c := doi[i]
+		if c >= 0x80 || c <= ' ' || strings.IndexByte("\"#%<>?[\\]^`{|}", c) >= 0 {
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // IsDOI reports whether s, as it stands, is a DOI (10.NNNN/…, no URL or
@@ -125,12 +161,4 @@ func DOIKey(doi string) string {
 		return "arxiv-" + s[len(arxivDOIPrefix):]
 	}
 	return strings.ToLower(s)
-}
-
-// DOIURL is the resolver link of a DOI ("" for a value that is none).
-func DOIURL(doi string) string {
-	if !IsDOI(doi) {
-		return ""
-	}
-	return "https://doi.org/" + doi
 }

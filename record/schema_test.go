@@ -165,7 +165,7 @@ func FuzzDOIKey(f *testing.F) {
 
 // IsDOI agrees with the schema's pattern for doi.
 func FuzzIsDOI(f *testing.F) {
-	re := regexp.MustCompile(`^10\.[0-9]{4,9}(?:\.[0-9]+)*/[^\s\p{Z}\p{Cc}\x{FEFF}]+$`)
+	re := regexp.MustCompile(`^10\.[0-9]{4,9}(?:\.[0-9]+)*/[^\s\p{Z}\p{Cc}\p{Cf}\x{FFFD}]+$`)
 	for _, s := range []string{"10.1109/TPDS.2010.123", "10.1000.1/x", "10.123/x", "10.12345/a b", "10.12345/\u00a0", "10.1234./x", "10.1234/"} {
 		f.Add(s)
 	}
@@ -191,4 +191,27 @@ func loadSchema(t *testing.T, path string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// doi_url names the whole DOI (reserved characters escaped), a
+// resolver's query is no part of a DOI, invisible characters make no
+// DOI, and only real arXiv ids are arXiv's.
+func TestDOIForms(t *testing.T) {
+	for in, want := range map[string]string{"10.1000/abc#1": "https://doi.org/10.1000/abc%231", "10.1000/a?b%c": "https://doi.org/10.1000/a%3Fb%25c",
+		"10.1002/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0": "https://doi.org/10.1002/(SICI)1097-4571(199806)49:8%3C693::AID-ASI4%3E3.0.CO;2-0"} {
+		if got := record.DOIURL(in); got != want {
+			t.Errorf("DOIURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if id := record.ParseDOI("https://doi.org/10.1000/abc.1?utm_source=x"); id.DOI != "10.1000/abc.1" {
+		t.Errorf("a resolver URL with a query: %+v", id)
+	}
+	if record.IsDOI("10.1000/abc.1\u200b") || record.IsDOI("10.1000/a\u202eb") {
+		t.Error("a DOI with an invisible format character")
+	}
+	for in, arxiv := range map[string]bool{"arxiv-2409.07232": true, "arxiv-2413.00001": false, "arxiv-2409.7232": false, "arxiv-1412.1234": true, "arxiv-1412.12345": false} {
+		if got := record.ParseDOI(in).ArxivID != ""; got != arxiv {
+			t.Errorf("ParseDOI(%q) arXiv: %v, want %v", in, got, arxiv)
+		}
+	}
 }
