@@ -86,7 +86,7 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"furniture/above the listing's heading", "furniture/header, navigation, filter or language switch", "heading/the listing's heading",
+	want := []string{"furniture/above the listing's heading", "furniture/navigation, filter, language switch or chrome", "heading/the listing's heading",
 		"title/title, title_cn", "date/DOI line/date, DOI", "text/authors", "citation line/citations", "furniture/footer"}
 	var got []string
 	for _, l := range ex.Lines {

@@ -555,7 +555,7 @@ func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
 			page.pager = append(page.pager, text)
 			page.explainSet(ri, text, "furniture", "pager")
 		} else {
-			page.explainSet(ri, text, "furniture", "header, navigation, filter or language switch")
+			page.explainSet(ri, text, "furniture", "navigation, filter, language switch or chrome")
 		}
 		return out
 	case kindHeading:

@@ -104,7 +104,7 @@ func TestParseExitCodes(t *testing.T) {
 		{"strict with warnings", []string{"parse", "--strict", "fixtures/seeds/000_92928c0d02c94ff5.txt"}, exitIncomplete, "2 records have warnings"},
 		{"strict and clean", []string{"parse", "--strict", "fixtures/seeds/001_04a786490eff8f10.txt"}, exitOK, ""},
 		{"strict and misread", []string{"parse", "--strict", "cmd/crawl/testdata/misread.txt"}, exitQuality, `paper 1: authors "Straggling workers`},
-		{"misread, not strict", []string{"parse", "cmd/crawl/testdata/misread.txt"}, exitOK, `abstract "Ada Novak, Peter Lindqvist, Chen Hao" looks like an author list`},
+		{"misread, not strict", []string{"parse", "cmd/crawl/testdata/misread.txt"}, exitOK, `abstract "Ada Novak, Peter Lindqvist, Chen Hao" is shorter than its title`},
 		{"explain two files", []string{"parse", "--explain", "fixtures/seeds", "fixtures/edge"}, exitUsage, "--explain reads one page file"},
 		{"explain a directory", []string{"parse", "--explain", "fixtures/seeds"}, exitUsage, "is a directory"},
 		{"explain strict misread", []string{"parse", "--explain", "--strict", "cmd/crawl/testdata/misread.txt"}, exitQuality, "strict: 4 findings"},
@@ -129,7 +129,7 @@ func TestParseExplain(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"4 papers", "furniture      header, navigation", "Book学术 搜索 登录", "1      title          title, title_cn",
+	for _, want := range []string{"4 papers", "furniture      navigation, filter", "Book学术 搜索 登录", "1      title          title, title_cn",
 		"1      text           authors", "1      date/DOI line  date, DOI", "furniture      footer", "no findings"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--explain output lacks %q:\n%s", want, out)

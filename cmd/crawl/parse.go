@@ -248,8 +248,8 @@ func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []str
 		return fmt.Errorf("%s: %w", paths[0], err)
 	}
 	p := ex.Page
-	fmt.Fprintf(stdout, "%s: %d papers, %d blocks, %d dropped (%s)%s\n", paths[0], len(p.Records), p.BlocksFound, p.BlocksDropped,
-		describePage(p), formatList("; page warnings: ", p.Warnings))
+	fmt.Fprintf(stdout, "%s: %d papers, %d blocks, %d dropped%s%s%s (LINE: the page's visible lines, counted from 1)\n", paths[0], len(p.Records), p.BlocksFound, p.BlocksDropped,
+		map[bool]string{true: "; listing heading seen"}[p.HeadingSeen], map[bool]string{true: "; footer seen"}[p.FooterSeen], formatList("; page warnings: ", p.Warnings))
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINE\tPAPER\tKIND\tTAKEN FOR\tTEXT")
 	for _, l := range ex.Lines {
@@ -359,7 +359,11 @@ func report(w io.Writer, path string, page *parser.Page, summary bool, st *parse
 			st.firstFinding = fd
 		}
 		st.implausible++
-		say(w, slog.LevelWarn, fmt.Sprintf("crawl parse: %s: paper %d: %s %q %s", path, fd.Position, fd.Field, fd.Value, fd.Why),
+		where := fmt.Sprintf("paper %d", fd.Position)
+		if fd.Position == 0 {
+			where = "the page"
+		}
+		say(w, slog.LevelWarn, fmt.Sprintf("crawl parse: %s: %s: %s %q %s", path, where, fd.Field, fd.Value, fd.Why),
 			"file", path, "position", fd.Position, "field", fd.Field, "value", fd.Value, "why", fd.Why)
 	}
 	if len(page.Records) == 0 {

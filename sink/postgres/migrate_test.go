@@ -277,6 +277,8 @@ func TestMigrationAddsSiteDOI(t *testing.T) {
 			{SchemaVersion: 2, ID: "doi:arxiv-2409.07232", DOI: "arxiv-2409.07232", ArxivID: "2409.07232", Title: "old, DOI only"},
 			{SchemaVersion: 2, ID: "142263551", DOI: "arxiv-2409.08308", ArxivID: "2409.08308", Title: "old, site id"},
 			{SchemaVersion: 2, ID: "142200001", DOI: "arXiv-2409.00001", ArxivID: "2409.00001", Title: "old, not delivered again"},
+			{SchemaVersion: 2, ID: "142200002", DOI: "https://doi.org/10.1234/X.1", Title: "old, a resolver URL"},
+			{SchemaVersion: 2, ID: "142200003", DOI: "CNKI:SUN:1", Title: "old, no DOI"},
 		})
 		s.Close()
 	}
@@ -314,8 +316,8 @@ func TestMigrationAddsSiteDOI(t *testing.T) {
 		(SELECT doi FROM papers WHERE id = 'doi:cnki:sun:x.0.2024-01-001')`).Scan(&n, &doi, &title, &siteDOI, &noDOI); err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 || doi != "10.48550/arXiv.2409.07232" || title != "new, DOI only" || deref(siteDOI) != "CNKI:SUN:X.0.2024-01-001" || noDOI != nil {
-		t.Fatalf("after migration 3: %d rows (want 4), doi %q title %q site_doi %v doi %v", n, doi, title, deref(siteDOI), noDOI)
+	if n != 6 || doi != "10.48550/arXiv.2409.07232" || title != "new, DOI only" || deref(siteDOI) != "CNKI:SUN:X.0.2024-01-001" || noDOI != nil {
+		t.Fatalf("after migration 3: %d rows (want 6), doi %q title %q site_doi %v doi %v", n, doi, title, deref(siteDOI), noDOI)
 	}
 
 	// The docs' SQL gives rows not delivered again arXiv's DOI.
@@ -326,6 +328,15 @@ func TestMigrationAddsSiteDOI(t *testing.T) {
 	}
 	if oldDOI != "10.48550/arXiv.2409.00001" || oldURL != "https://doi.org/10.48550/arXiv.2409.00001" {
 		t.Errorf("after the docs' SQL: doi %q doi_url %q", oldDOI, oldURL)
+	}
+	var urlDOI, urlLink string
+	var cnkiDOI, cnkiSite *string
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT doi FROM papers WHERE id = '142200002'), (SELECT doi_url FROM papers WHERE id = '142200002'),
+		(SELECT doi FROM papers WHERE id = '142200003'), (SELECT site_doi FROM papers WHERE id = '142200003')`).Scan(&urlDOI, &urlLink, &cnkiDOI, &cnkiSite); err != nil {
+		t.Fatal(err)
+	}
+	if urlDOI != "10.1234/X.1" || urlLink != "https://doi.org/10.1234/X.1" || cnkiDOI != nil || deref(cnkiSite) != "CNKI:SUN:1" {
+		t.Errorf("after the docs' SQL: %q %q, %v %q", urlDOI, urlLink, cnkiDOI, deref(cnkiSite))
 	}
 }
 
