@@ -156,7 +156,19 @@ func labelled(text string) (lineMark, string, bool) {
 
 // reVolumeLine is a volume, issue and pages line: "Vol. 12, No. 3, pp.
 // 45-67", "Volume 8, Issue 2", "12(3): 45-67". No field is read from it.
-var reVolumeLine = regexp.MustCompile(`^(?:Vol\.?|Volume|卷)\s*\d+|^\d+\s*\(\d+\)\s*[:：]\s*\d+|^第\s*\d+\s*卷`)
+var reVolumeLine = regexp.MustCompile(`^(?:(?:Vol\.?|Volume|卷)\s*\d+|\d+\s*\(\d+\)\s*[:：]\s*\d+|第\s*\d+\s*卷)`)
+
+// volumeLine: a volume, issue and pages line (reVolumeLine), tested only
+// on short lines that start as one does.
+func volumeLine(text string) bool {
+	if len(text) > 120 || text == "" {
+		return false
+	}
+	if c := text[0]; c != 'V' && !isDigit(c) && !strings.HasPrefix(text, "卷") && !strings.HasPrefix(text, "第") {
+		return false
+	}
+	return reVolumeLine.MatchString(text)
+}
 
 // citationLabels introduce a citation count: "引用次数: N", "被引次数：N",
 // "Citations: N"; "Cited by N" has no colon.
@@ -436,7 +448,7 @@ func parseMeta(text string) (headInfo, bool) {
 				ih.published, ih.doi = h.published, h.doi
 				h = ih
 			}
-		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !strings.ContainsAny(prefix, ":：") && anyDate(prefix) == "" {
+		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !strings.ContainsAny(prefix, ":：") && !(hasDigit(prefix) && anyDate(prefix) != "") {
 			// The site's "<journal> Pub Date : …" (a bullet or a pager
 			// word is no journal). Before another label the text is no
 			// journal ("Research Article Published: …"): it is left.

@@ -529,7 +529,7 @@ func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
 			l.mark, l.text = m, rest
 			return append(out, l)
 		}
-		if reVolumeLine.MatchString(text) {
+		if volumeLine(text) {
 			page.explainSet(ri, text, "not read", "a volume, issue or pages line")
 			return out
 		}

@@ -45,6 +45,16 @@ func (s *segment) ownJSONAhead(p *paperJSON) bool {
 	return s.ahead == 1
 }
 
+// showsLast reports whether a line shows the title of last, the block
+// before with JSON: a piece of it, not the start of a new block.
+func showsLast(text string, last *segment) bool {
+	if last == nil || last.json == nil {
+		return false
+	}
+	ok, _, _ := matchTitle(text, last.json)
+	return ok
+}
+
 // pieceOf reports whether the segment's title line shows the paper of
 // last, the block before it with JSON: it is then a piece of that block
 // whose lines came in another order, not a block of its own (reunite puts
@@ -502,7 +512,7 @@ func segmentLines(lines []line) []*segment {
 		case kindText:
 			if cur.json != nil && !fitsAfterJSON(cur, l, next[i], nextText(lines, i)) {
 				closeCur()
-			} else if cur.json == nil && (cur.done() && isTitleLine(l.text) || l.mark == markTitle && cur.hasAnyText()) {
+			} else if cur.json == nil && (cur.done() && isTitleLine(l.text) || l.mark == markTitle && cur.hasAnyText() && !showsLast(l.text, last)) {
 				// The next block's title, after this one's authors; a
 				// title the markup shows starts a block wherever it stands.
 				closeCur()
