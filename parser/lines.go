@@ -137,7 +137,7 @@ func labelled(text string) (lineMark, string, bool) {
 	if rest, ok := strings.CutPrefix(text, "By "); ok && (looksLikeNameList(rest) || nameLike(rest)) {
 		return markNames, rest, true // a byline
 	}
-	if len(text) < 4 || strings.IndexAny(text[:min(len(text), 24)], ":：") < 0 {
+	if head := text[:min(len(text), 24)]; len(text) < 4 || strings.IndexByte(head, ':') < 0 && !strings.Contains(head, "：") {
 		return markNone, text, false
 	}
 	for _, f := range fieldLabels {
