@@ -448,7 +448,7 @@ func parseMeta(text string) (headInfo, bool) {
 				ih.published, ih.doi = h.published, h.doi
 				h = ih
 			}
-		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !strings.ContainsAny(prefix, ":：") && !(hasDigit(prefix) && anyDate(prefix) != "") {
+		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !strings.ContainsAny(prefix, ":：") {
 			// The site's "<journal> Pub Date : …" (a bullet or a pager
 			// word is no journal). Before another label the text is no
 			// journal ("Research Article Published: …"): it is left.

@@ -146,23 +146,36 @@ var furnitureMarks = []string{"京ICP备", "京公网安备", "扫码关注我�
 // FurnitureIn names the first field of r that holds page furniture, with
 // its value, or returns "".
 func FurnitureIn(r record.Record) (field, value string) {
-	fields := []struct{ name, value string }{{"title", r.Title}, {"title_cn", r.TitleCN}, {"abstract", r.Abstract},
-		{"abstract_cn", r.AbstractCN}, {"authors", strings.Join(r.Authors, ", ")}, {"subject", r.Subject}, {"jcr_category", r.JCRCategory}}
-	if r.Journal != nil {
-		fields = append(fields, struct{ name, value string }{"journal.name", r.Journal.Name})
-	}
-	for _, f := range fields {
-		if f.value == "" {
-			continue
+	check := func(name, v string) bool {
+		if v == "" {
+			return false
 		}
-		if isFurniture(f.value) {
-			return f.name, f.value
+		if isFurniture(v) {
+			return true
+		}
+		if !hasNonASCII(v) {
+			return false // (every mark holds CJK: an English value has none)
 		}
 		for _, m := range furnitureMarks {
-			if strings.Contains(f.value, m) {
-				return f.name, f.value
+			if strings.Contains(v, m) {
+				return true
 			}
 		}
+		return false
+	}
+	for _, f := range [...]struct{ name, value string }{{"title", r.Title}, {"title_cn", r.TitleCN}, {"abstract", r.Abstract},
+		{"abstract_cn", r.AbstractCN}, {"subject", r.Subject}, {"jcr_category", r.JCRCategory}} {
+		if check(f.name, f.value) {
+			return f.name, f.value
+		}
+	}
+	for _, a := range r.Authors {
+		if check("authors", a) {
+			return "authors", strings.Join(r.Authors, ", ")
+		}
+	}
+	if r.Journal != nil && check("journal.name", r.Journal.Name) {
+		return "journal.name", r.Journal.Name
 	}
 	return "", ""
 }
@@ -258,8 +271,6 @@ func implausible(r record.Record, now time.Time, cut bool) []Finding {
 // notTitle says what a title looks like instead, or "".
 func notTitle(t string, byContent bool) string {
 	switch {
-	case isFurniture(t):
-		return "is page furniture"
 	case looksLikeMeta(t):
 		return "looks like a date/DOI line"
 	case byContent && looksLikeNameList(t):
@@ -276,8 +287,6 @@ func notTitle(t string, byContent bool) string {
 func notAuthors(names []string, byContent bool) string {
 	for _, n := range names {
 		switch {
-		case isFurniture(n):
-			return "is page furniture"
 		case looksLikeMeta(n):
 			return "holds a date/DOI line"
 		case strings.ContainsAny(n, ":："):
@@ -396,7 +405,7 @@ func titleCase(s string) bool {
 // looksLikeMeta: a line that carries a publication date label or a DOI
 // label, or an impact line: never a title, name or abstract.
 func looksLikeMeta(s string) bool {
-	if len(s) > 400 {
+	if len(s) > 400 || !maybeMeta(s) && !strings.Contains(s, "Pub Date") && !strings.HasPrefix(s, "IF") {
 		return false
 	}
 	if h, ok := parseMeta(s); ok && (h.published != "" || h.doi != "") {
@@ -413,7 +422,26 @@ func looksLikeMeta(s string) bool {
 // isFurniture: a line of page chrome (header, navigation, breadcrumb,
 // language switch, pager, footer) or the listing heading.
 func isFurniture(s string) bool {
+	if len(s) > 300 {
+		return false // furniture lines are short (FurnitureIn finds marks in long values)
+	}
 	return isNoise(s) || strings.Contains(s, "最新文献") && reHeading.MatchString(s)
+}
+
+// hasNonASCII reports whether s holds a byte outside ASCII.
+func hasNonASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 { // eight bytes at a time: abstracts are long
+		if s[i]|s[i+1]|s[i+2]|s[i+3]|s[i+4]|s[i+5]|s[i+6]|s[i+7] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 // isCJKParagraph: Chinese prose, as an abstract is: mostly CJK, and

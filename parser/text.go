@@ -425,8 +425,8 @@ func splitAuthors(s string) []string {
 	var out []string
 	add := func(p string) {
 		// Trimmed first, most names are already clean: no copy.
-		if p = collapse(strings.TrimSpace(p)); p != "" {
-			out = append(out, p)
+		if p = collapse(strings.TrimSpace(p)); p != "" && hasLetterOrDigit(p) {
+			out = append(out, p) // (a bullet or a stray mark is no name)
 		}
 	}
 	start := 0

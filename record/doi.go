@@ -127,13 +127,21 @@ func DOIURL(doi string) string {
 	if !IsDOI(doi) {
 		return ""
 	}
+	const reserved = "\"#%<>?[\\]^`{|}"
+	plain := true
+	for i := 0; i < len(doi) && plain; i++ {
+		plain = doi[i] > ' ' && doi[i] < 0x80 && strings.IndexByte(reserved, doi[i]) < 0
+	}
+	if plain {
+		return "https://doi.org/" + doi // (most DOIs: nothing to escape)
+	}
 	const hexDigits = "0123456789ABCDEF"
 	var b strings.Builder
 	b.Grow(len("https://doi.org/") + len(doi))
 	b.WriteString("https://doi.org/")
 	for i := 0; i < len(doi); i++ {
 		c := doi[i]
-		if c >= 0x80 || c <= ' ' || strings.IndexByte("\"#%<>?[\\]^`{|}", c) >= 0 {
+		if c >= 0x80 || c <= ' ' || strings.IndexByte(reserved, c) >= 0 {
 			b.WriteByte('%')
 			b.WriteByte(hexDigits[c>>4])
 			b.WriteByte(hexDigits[c&15])
