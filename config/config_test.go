@@ -64,6 +64,8 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		"site:\n  allowed_hosts: [\"a:b:c\"]\n":                                        "site.allowed_hosts[0]",
 		"quality:\n  min_title_share: .nan\n":                                          "quality.min_title_share: NaN",
 		"quality:\n  min_papers_per_page: .inf\n":                                      "quality.min_papers_per_page: +Inf",
+		"quality:\n  max_implausible_share: 1.5\n":                                     "quality.max_implausible_share: 1.5: expected a share from 0 to 1",
+		"quality:\n  max_implausible_share: -0.1\n":                                    "quality.max_implausible_share: -0.1",
 		"fetch:\n  user_agent: \"a\\r\\nX-Evil: 1\"\n":                                 "on one line",
 		"# " + strings.Repeat("x", 1<<20) + "\n":                                       "larger than 1048576 bytes",
 	}
@@ -170,5 +172,16 @@ func TestLoadErrorsSpeakTheFilesLanguage(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), "int64") || strings.Contains(err.Error(), "config.Fetch") || strings.Contains(err.Error(), "!!")) {
 			t.Errorf("%q: %v names a Go type", text, err)
 		}
+	}
+}
+
+// The quality gate alarms on any implausible paper unless told otherwise.
+func TestImplausibleShareDefault(t *testing.T) {
+	if got := config.Default().Quality.MaxImplausibleShare; got != 0 {
+		t.Errorf("default quality.max_implausible_share = %v, want 0", got)
+	}
+	c, err := config.Load(write(t, "quality:\n  max_implausible_share: 0.01\n"), false)
+	if err != nil || c.Quality.MaxImplausibleShare != 0.01 {
+		t.Errorf("%v %+v", err, c.Quality)
 	}
 }
