@@ -357,10 +357,16 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 		{"DOI", func(q engine.Quality) int { return q.WithDOI }, func(t config.Quality) float64 { return t.MinDOIShare }},
 		{"authors", func(q engine.Quality) int { return q.WithAuthor }, func(t config.Quality) float64 { return t.MinAuthorsShare }},
 		{"date", func(q engine.Quality) int { return q.WithDate }, func(t config.Quality) float64 { return t.MinPublishedShare }},
+		// Papers whose every field looks like what it is (findings:
+		// parser.Page.Findings), against 1 - quality.max_implausible_share.
+		{"plausible", func(q engine.Quality) int { return q.Records - q.Implausible }, func(t config.Quality) float64 { return 1 - t.MaxImplausibleShare }},
 	}
 	ss = nil
 	for i, f := range fields {
 		share := series{name: "with " + f.name, color: i}
+		if f.name == "plausible" {
+			share.name = "all fields plausible"
+		}
 		limit := series{name: f.name + " minimum", color: i, dashed: true}
 		for _, v := range done {
 			q := v.Summary.Quality
@@ -377,7 +383,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 		}
 		ss = append(ss, share, limit)
 	}
-	if err := add(lineChart("quality", "Quality of the parsed papers", "Share of each run's papers that have each field; dashed: the quality alarm's minimum (below it, the run exits 4).",
+	if err := add(lineChart("quality", "Quality of the parsed papers", "Share of each run's papers that have each field, and whose every field looks like what it is; dashed: the quality alarm's minimum (below it, the run exits 4).",
 		"share of papers (%)", ss, ax, 105, false, "no run has parsed a paper yet")); err != nil {
 		return nil, err
 	}
