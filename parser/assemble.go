@@ -132,6 +132,19 @@ func readVisible(s *segment) visible {
 					v.doubt("abstract_cn", l.text, "a Chinese line between two papers (after a citation line, before a title): whose?")
 					break
 				}
+				if l.kind == kindImpact && l.head.zone > 0 && l.head.doi == "" {
+					v.doubt("zone", l.text, "an impact line between two papers (after a citation line, before a title): whose?")
+					break
+				}
+			}
+		}
+		// A title line in the block that is not its JSON's: another
+		// paper's, whose Chinese title is then lost or misplaced.
+		for i := range s.lines {
+			l := &s.lines[i]
+			if l.kind == kindText && isTitleLine(l.text) && !matchTitle1(l.text, s.json) && !titleOf(l.text, s.json) {
+				v.doubt("title_cn", l.text, "a title line of another paper in this paper's block")
+				break
 			}
 		}
 	case s.strongTitle() == 0:
@@ -140,6 +153,14 @@ func readVisible(s *segment) visible {
 		readPositional(s, &v)
 	}
 	return v
+}
+
+// titleOf reports whether a title line is the JSON's title in another
+// form (the English part alone matches, ignoring case and a final stop).
+func titleOf(text string, p *paperJSON) bool {
+	en, _ := splitTitleLine(text)
+	pt := p.plainTitle()
+	return en != "" && pt != "" && (foldKey(strings.TrimRight(en, ".")) == foldKey(strings.TrimRight(pt, ".")))
 }
 
 // matchTitle1 reports whether a line shows paper p's title.
@@ -313,6 +334,14 @@ func readMatched(s *segment, v *visible) {
 				v.abstractCN, placed[i] = l.text, true
 				break
 			}
+		}
+	}
+	for i, l := range s.lines {
+		if l.kind == kindText && !placed[i] && l.text != v.abstractCN && isCJKParagraph(l.text) && !isTitleLine(l.text) {
+			// A second Chinese paragraph: this block's, or a neighbour's
+			// in a layout read by place?
+			v.doubt("abstract_cn", l.text, "a second Chinese paragraph in this paper's block")
+			break
 		}
 	}
 	if titleIdx < 0 {

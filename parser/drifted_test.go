@@ -236,6 +236,18 @@ func TestAttackedLayouts(t *testing.T) {
 	check("a DOI with an invisible character and a full stop", head+strings.Replace(strings.Replace(a, obj("Consensus Latency Bounds under Partial Synchrony", "10.1000/abc.1", "10000"), "", 1),
 		"DOI: 10.1000/abc.1", "DOI：10.1000/abc.1\u200b。", 1)+"引用次数: 3\n"+foot, false,
 		func(rs []record.Record) bool { return len(rs) == 1 && rs[0].DOI == "10.1000/abc.1" })
+	check("a journal name with a colon", head+strings.Replace(a, "Journal of Drift Pub Date", "Journal of Physics: Conference Series Pub Date", 1)+"引用次数: 3\n"+foot, false,
+		func(rs []record.Record) bool {
+			return len(rs) == 1 && rs[0].Journal != nil && rs[0].Journal.Name == "Journal of Physics: Conference Series"
+		})
+	check("a title that starts like a label", head+strings.Replace(a, "Consensus Latency Bounds under Partial Synchrony 部分", "Abstract: A Theory of Summaries 部分", 1)+"引用次数: 3\n"+foot, true, nil)
+	check("an abstract that starts like a volume line", head+strings.Replace(strings.Replace(a, obj("Consensus Latency Bounds under Partial Synchrony", "10.1000/abc.1", "10000"), "", 1),
+		"Ada Novak, Peter Lindqvist\n", "Ada Novak, Peter Lindqvist\nVol. 12 of the survey series covers consensus, and this one proves a bound.\n", 1)+"引用次数: 3\n"+foot, false,
+		func(rs []record.Record) bool {
+			return len(rs) == 1 && strings.HasPrefix(rs[0].Abstract, "Vol. 12 of the survey")
+		})
+	check("one site id for two papers", head+a+"引用次数: 3\n"+strings.Replace(b, `"paperid":"10001"`, `"paperid":"10000"`, 1)+"引用次数: 4\n"+foot, true, nil)
+	check("an impact line after the citation line", head+a+"引用次数: 3\nIF 2.1 1区 计算机科学\n"+b+"引用次数: 4\nIF 3 2区 数学\n"+foot, true, nil)
 	// A short link to the paper's page inside a block is no paper.
 	html := `<html><body><h2>Journal of Drift最新文献</h2><div class="item"><h3>Consensus Latency Bounds under Partial Synchrony</h3><div>部分同步下的共识延迟界</div>` +
 		`<div>Published: 2024-09-02</div><div>DOI: 10.1000/abc.1</div><div>Ada Novak, Peter Lindqvist</div><div>We prove a tight bound on rounds, and that it is tight.</div>` +

@@ -137,6 +137,9 @@ func labelled(text string) (lineMark, string, bool) {
 	if rest, ok := strings.CutPrefix(text, "By "); ok && (looksLikeNameList(rest) || nameLike(rest)) {
 		return markNames, rest, true // a byline
 	}
+	if strings.IndexByte(text, ':') >= 0 && hasCJK(text) && isTitleLine(text) {
+		return markNone, text, false // "Abstract: A Theory of Summaries 摘要的理论" is a title line
+	}
 	if head := text[:min(len(text), 24)]; len(text) < 4 || strings.IndexByte(head, ':') < 0 && !strings.Contains(head, "：") {
 		return markNone, text, false
 	}
@@ -161,8 +164,8 @@ var reVolumeLine = regexp.MustCompile(`^(?:(?:Vol\.?|Volume|卷)\s*\d+|\d+\s*\(\
 // volumeLine: a volume, issue and pages line (reVolumeLine), tested only
 // on short lines that start as one does.
 func volumeLine(text string) bool {
-	if len(text) > 120 || text == "" {
-		return false
+	if len(text) > 60 || text == "" || hasCJK(text) && !strings.HasPrefix(text, "第") && !strings.HasPrefix(text, "卷") {
+		return false // (a longer line is an abstract or a title that starts so)
 	}
 	if c := text[0]; c != 'V' && !isDigit(c) && !strings.HasPrefix(text, "卷") && !strings.HasPrefix(text, "第") {
 		return false
@@ -448,7 +451,7 @@ func parseMeta(text string) (headInfo, bool) {
 				ih.published, ih.doi = h.published, h.doi
 				h = ih
 			}
-		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !strings.ContainsAny(prefix, ":：") {
+		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !labelWithValue(prefix) {
 			// The site's "<journal> Pub Date : …" (a bullet or a pager
 			// word is no journal). Before another label the text is no
 			// journal ("Research Article Published: …"): it is left.
@@ -456,6 +459,25 @@ func parseMeta(text string) (headInfo, bool) {
 		}
 	}
 	return h, h.published != "" || h.doi != ""
+}
+
+// labelWithValue: text holding a label and its number ("Received:
+// 2001-01-05"), which a journal's name ("Journal of Physics: Conference
+// Series") does not.
+func labelWithValue(text string) bool {
+	for _, c := range []string{":", "："} {
+		for rest := text; ; {
+			i := strings.Index(rest, c)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(c):]
+			if t := strings.TrimLeft(rest, " "); t != "" && isDigit(t[0]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // doiOnly reads a line that is only a DOI: with its label ("DOI:

@@ -478,6 +478,11 @@ func dedupe(page *Page, segs []*segment) {
 			continue
 		}
 		moved[i] = at
+		if a := out[at]; a.ID == r.ID && (!sameTitleOrNone(a.Title, r.Title) || a.DOI != "" && r.DOI != "" && record.DOIKey(a.DOI) != record.DOIKey(r.DOI)) {
+			// One site id, two titles or two DOIs: one of them is not the
+			// paper the id names; merged as the site says, but flagged.
+			page.dupIDs = append(page.dupIDs, r.ID)
+		}
 		out[at] = mergeRecords(out[at], r, ev[i] > ev[at])
 		ev[at] = max(ev[at], ev[i])
 		index(byID, byDOI, out[at], at)

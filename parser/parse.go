@@ -99,6 +99,7 @@ type Page struct {
 	explained map[int]*Explained // Explain: what each raw line was taken for
 	titles    int                // distinct titles by content (line.strong) of the blocks without JSON
 	noJSON    int                // records made without JSON
+	dupIDs    []string           // site ids that two blocks of other titles or DOIs gave
 }
 
 // Page-level warning codes.

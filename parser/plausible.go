@@ -68,6 +68,15 @@ func (p *Page) Findings(now time.Time) []Finding {
 		}
 	}
 	out = append(out, p.missingFields()...)
+	for _, id := range p.dupIDs {
+		for i, r := range p.Records {
+			if r.ID == id {
+				out = append(out, Finding{Position: i + 1, Field: "id", Value: id,
+					Why: "two blocks of other titles or DOIs give this site id: merged into one paper"})
+				break
+			}
+		}
+	}
 	for i := range out {
 		out[i].Capture = p.capture
 	}
