@@ -138,15 +138,7 @@ func readVisible(s *segment) visible {
 				}
 			}
 		}
-		// A title line in the block that is not its JSON's: another
-		// paper's, whose Chinese title is then lost or misplaced.
-		for i := range s.lines {
-			l := &s.lines[i]
-			if l.kind == kindText && isTitleLine(l.text) && !matchTitle1(l.text, s.json) && !titleOf(l.text, s.json) {
-				v.doubt("title_cn", l.text, "a title line of another paper in this paper's block")
-				break
-			}
-		}
+
 	case s.strongTitle() == 0:
 		readByContent(s, &v)
 	default:
@@ -337,7 +329,17 @@ func readMatched(s *segment, v *visible) {
 		}
 	}
 	for i, l := range s.lines {
-		if l.kind == kindText && !placed[i] && l.text != v.abstractCN && isCJKParagraph(l.text) && !isTitleLine(l.text) {
+		if l.kind != kindText || placed[i] || l.text == v.abstractCN || !hasNonASCII(l.text) {
+			continue
+		}
+		if isTitleLine(l.text) {
+			if !titleOf(l.text, p) {
+				// A title line that is not the JSON's: another paper's,
+				// whose Chinese title is then lost or misplaced.
+				v.doubt("title_cn", l.text, "a title line of another paper in this paper's block")
+				break
+			}
+		} else if isCJKParagraph(l.text) {
 			// A second Chinese paragraph: this block's, or a neighbour's
 			// in a layout read by place?
 			v.doubt("abstract_cn", l.text, "a second Chinese paragraph in this paper's block")
