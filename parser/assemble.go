@@ -155,12 +155,6 @@ func titleOf(text string, p *paperJSON) bool {
 	return en != "" && pt != "" && (foldKey(strings.TrimRight(en, ".")) == foldKey(strings.TrimRight(pt, ".")))
 }
 
-// matchTitle1 reports whether a line shows paper p's title.
-func matchTitle1(text string, p *paperJSON) bool {
-	ok, _, _ := matchTitle(text, p)
-	return ok
-}
-
 // readByContent reads a block without JSON that opens with a title by
 // content (a heading, a link to the paper's page, or a title line): every
 // other line is taken for what it looks like (textRole), wherever it

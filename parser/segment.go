@@ -36,10 +36,8 @@ type segment struct {
 func (s *segment) ownJSONAhead(p *paperJSON) bool {
 	if s.ahead == 0 {
 		s.ahead = -1
-		if p != nil && len(s.lines) > 0 {
-			if ok, _, _ := matchTitle(s.lines[0].text, p); ok {
-				s.ahead = 1
-			}
+		if p != nil && len(s.lines) > 0 && matchTitle1(s.lines[0].text, p) {
+			s.ahead = 1
 		}
 	}
 	return s.ahead == 1
@@ -48,11 +46,7 @@ func (s *segment) ownJSONAhead(p *paperJSON) bool {
 // showsLast reports whether a line shows the title of last, the block
 // before with JSON: a piece of it, not the start of a new block.
 func showsLast(text string, last *segment) bool {
-	if last == nil || last.json == nil {
-		return false
-	}
-	ok, _, _ := matchTitle(text, last.json)
-	return ok
+	return last != nil && last.json != nil && matchTitle1(text, last.json)
 }
 
 // pieceOf reports whether the segment's title line shows the paper of
@@ -62,10 +56,8 @@ func showsLast(text string, last *segment) bool {
 func (s *segment) pieceOf(last *segment) bool {
 	if s.piece == 0 {
 		s.piece = -1
-		if last != nil && last.json != nil && len(s.lines) > 0 {
-			if ok, _, _ := matchTitle(s.lines[0].text, last.json); ok {
-				s.piece = 1
-			}
+		if len(s.lines) > 0 && showsLast(s.lines[0].text, last) {
+			s.piece = 1
 		}
 	}
 	return s.piece == 1
@@ -833,6 +825,12 @@ func matchTitle(lineText string, p *paperJSON) (ok bool, rest string, exact bool
 		return true, cn, true
 	}
 	return false, "", false
+}
+
+// matchTitle1 reports whether a line shows paper p's title.
+func matchTitle1(text string, p *paperJSON) bool {
+	ok, _, _ := matchTitle(text, p)
+	return ok
 }
 
 // afterStop: what follows a title's final stop on its line is nothing, or
