@@ -71,6 +71,7 @@ func assemble(segs []*segment, page *Page, opts Options) {
 			page.doubt(len(page.Records), d.Field, d.Value, d.Why)
 		}
 		page.evidence = append(page.evidence, s.evidence)
+		page.fromLines = append(page.fromLines, s.fromLines)
 	}
 }
 
@@ -530,12 +531,15 @@ func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	// Visible lines: where the JSON had nothing.
 	if r.Title == "" {
 		r.Title = v.title
+		s.fromLines |= fromLinesTitle
 	}
 	if r.Authors == nil {
 		r.Authors = v.authors
+		s.fromLines |= fromLinesAuthors
 	}
 	if r.Abstract == "" {
 		r.Abstract = v.abstract
+		s.fromLines |= fromLinesAbstract
 		if r.Abstract != "" && !endsSentence(r.Abstract) {
 			// A visible abstract that stops mid-sentence was cut (by the
 			// capture, or by the listing): say so.

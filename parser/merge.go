@@ -444,7 +444,7 @@ func dedupe(page *Page, segs []*segment) {
 	recs := page.Records
 	byID, byDOI := map[string]int{}, map[string]int{}
 	out := recs[:0]
-	ev := page.evidence
+	ev, fl := page.evidence, page.fromLines
 	moved := make([]int, len(recs)) // old index -> new index
 	for i := range recs {
 		r := recs[i]
@@ -472,7 +472,7 @@ func dedupe(page *Page, segs []*segment) {
 		}
 		if !dup {
 			moved[i] = len(out)
-			ev[len(out)] = ev[i]
+			ev[len(out)], fl[len(out)] = ev[i], fl[i]
 			out = append(out, r)
 			index(byID, byDOI, r, len(out)-1)
 			continue
@@ -485,12 +485,13 @@ func dedupe(page *Page, segs []*segment) {
 		}
 		out[at] = mergeRecords(out[at], r, ev[i] > ev[at])
 		ev[at] = max(ev[at], ev[i])
+		fl[at] |= fl[i] // (a merged record may take fields of either)
 		index(byID, byDOI, out[at], at)
 	}
 	for i := range out {
 		out[i].Source.Position = i + 1
 	}
-	page.Records, page.evidence = out, ev[:len(out)]
+	page.Records, page.evidence, page.fromLines = out, ev[:len(out)], fl[:len(out)]
 	for _, s := range segs {
 		if s.rec >= 0 {
 			s.rec = moved[s.rec]

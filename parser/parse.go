@@ -94,6 +94,7 @@ type Page struct {
 	cut       bool               // the bytes end before the page does (PageWarnTextTruncated)
 	footerRaw int32              // the raw line of the last footer line seen, or -1
 	evidence  []int              // per record, how much visible lines vouch for its JSON
+	fromLines []uint8            // per record, which fields came from visible lines (fromLines*)
 	doubts    []Finding          // fields read by content that could not be settled (Findings)
 	capture   string             // Options.Capture, else Options.URL
 	explained map[int]*Explained // Explain: what each raw line was taken for

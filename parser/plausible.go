@@ -57,7 +57,11 @@ func (p *Page) Findings(now time.Time) []Finding {
 	for i, r := range p.Records {
 		// The last record of a page cut off may end mid-abstract: it is
 		// flagged text-truncated, and its abstract's length says nothing.
-		for _, f := range implausible(r, now, p.cut && i == len(p.Records)-1) {
+		from := fromLinesAll
+		if i < len(p.fromLines) {
+			from = p.fromLines[i]
+		}
+		for _, f := range implausible(r, now, p.cut && i == len(p.Records)-1, from) {
 			f.Position = i + 1
 			out = append(out, f)
 		}
@@ -154,7 +158,12 @@ var furnitureMarks = []string{"京ICP备", "京公网安备", "扫码关注我�
 
 // FurnitureIn names the first field of r that holds page furniture, with
 // its value, or returns "".
-func FurnitureIn(r record.Record) (field, value string) {
+func FurnitureIn(r record.Record) (field, value string) { return furnitureIn(r, fromLinesAll) }
+
+// furnitureIn is FurnitureIn over the fields a record's visible lines
+// gave (from) and those only they give (the Chinese title and abstract,
+// subject, JCR category, journal name).
+func furnitureIn(r record.Record, from uint8) (field, value string) {
 	check := func(name, v string) bool {
 		if v == "" {
 			return false
@@ -172,13 +181,23 @@ func FurnitureIn(r record.Record) (field, value string) {
 		}
 		return false
 	}
-	for _, f := range [...]struct{ name, value string }{{"title", r.Title}, {"title_cn", r.TitleCN}, {"abstract", r.Abstract},
+	title, abstract := r.Title, r.Abstract
+	if from&fromLinesTitle == 0 {
+		title = ""
+	}
+	if from&fromLinesAbstract == 0 {
+		abstract = ""
+	}
+	for _, f := range [...]struct{ name, value string }{{"title", title}, {"title_cn", r.TitleCN}, {"abstract", abstract},
 		{"abstract_cn", r.AbstractCN}, {"subject", r.Subject}, {"jcr_category", r.JCRCategory}} {
 		if check(f.name, f.value) {
 			return f.name, f.value
 		}
 	}
 	for _, a := range r.Authors {
+		if from&fromLinesAuthors == 0 {
+			break
+		}
 		if check("authors", a) {
 			return "authors", strings.Join(r.Authors, ", ")
 		}
@@ -192,12 +211,21 @@ func FurnitureIn(r record.Record) (field, value string) {
 // Implausible lists the fields of r whose value does not look like that
 // field; now bounds the publication date (at most a year ahead).
 func Implausible(r record.Record, now time.Time) []Finding {
-	return implausible(r, now, hasWarning(r, record.WarnTextTruncated))
+	return implausible(r, now, hasWarning(r, record.WarnTextTruncated), fromLinesAll)
 }
+
+// The fields of a record that may come from visible lines or from the
+// block's JSON (Page.fromLines).
+const (
+	fromLinesTitle uint8 = 1 << iota
+	fromLinesAuthors
+	fromLinesAbstract
+	fromLinesAll = fromLinesTitle | fromLinesAuthors | fromLinesAbstract
+)
 
 // implausible is Implausible; cut says the record's visible text may end
 // short (the last of a page cut off), so a short abstract is no finding.
-func implausible(r record.Record, now time.Time, cut bool) []Finding {
+func implausible(r record.Record, now time.Time, cut bool, from uint8) []Finding {
 	var out []Finding
 	add := func(field, value, why string) {
 		out = append(out, Finding{Position: r.Source.Position, Field: field, Value: cutValue(value), Why: why})
@@ -208,10 +236,15 @@ func implausible(r record.Record, now time.Time, cut bool) []Finding {
 	// their form is checked (furniture, a date/DOI line). Read from
 	// visible lines alone, they must also not look like another field.
 	byContent := hasWarning(r, record.WarnNoJSON)
-	if f, v := FurnitureIn(r); f != "" {
+	if byContent || cut {
+		from = fromLinesAll
+	}
+	// The fields the JSON gave are the site's own data, not a reading of
+	// the page: not checked (but for the date's and the DOI's form).
+	if f, v := furnitureIn(r, from); f != "" {
 		add(f, v, "holds page furniture (header, navigation, pager or footer)")
 	}
-	if t := r.Title; t != "" {
+	if t := r.Title; t != "" && from&fromLinesTitle != 0 {
 		if why := notTitle(t, byContent); why != "" {
 			add("title", t, why)
 		}
@@ -226,7 +259,7 @@ func implausible(r record.Record, now time.Time, cut bool) []Finding {
 			add("title_cn", t, "looks like a date/DOI line")
 		}
 	}
-	if len(r.Authors) > 0 {
+	if len(r.Authors) > 0 && from&fromLinesAuthors != 0 {
 		if why := notAuthors(r.Authors, byContent); why != "" {
 			add("authors", strings.Join(r.Authors, ", "), why)
 		}
@@ -245,7 +278,7 @@ func implausible(r record.Record, now time.Time, cut bool) []Finding {
 	if r.DOI != "" && !record.IsDOI(r.DOI) {
 		add("doi", r.DOI, "is not a DOI (10.NNNN/…)")
 	}
-	if a := r.Abstract; a != "" {
+	if a := r.Abstract; a != "" && from&fromLinesAbstract != 0 {
 		switch {
 		case byContent && !cut && r.Title != "" && len(a) < len(r.Title) && !endsSentence(a):
 			add("abstract", a, "is shorter than its title, and no sentence")

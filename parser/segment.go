@@ -25,6 +25,9 @@ type segment struct {
 	roles  role
 	rolesN int
 	piece  int8 // pieceOf's answer: 0 not asked yet, 1 yes, -1 no
+	// fromLines says which of the record's title, authors and abstract
+	// came from visible lines, not from the JSON (buildRecord).
+	fromLines uint8
 	// afterCite: the segment starts right after a citation line.
 	afterCite bool
 	ahead     int8 // ownJSONAhead's answer, likewise
