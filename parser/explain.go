@@ -83,7 +83,7 @@ func Explain(data []byte, opts Options) (*Explanation, error) {
 // explainSet records what raw line ri was taken for, when explaining.
 func (p *Page) explainSet(ri int, text, kind, taken string) *Explained {
 	if p.explained == nil {
-		return &Explained{}
+		return nil // not explaining: nothing kept (and nothing allocated)
 	}
 	e := p.explained[ri]
 	if e == nil {
