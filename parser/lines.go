@@ -116,9 +116,10 @@ func classify(text string) line {
 // maybeMeta: a short line that may be a date/DOI line of another label
 // than the site's (a cheap test before parseMeta).
 func maybeMeta(text string) bool {
-	return strings.HasPrefix(text, "10.") || strings.Contains(text, "DOI") || strings.Contains(text, "doi") ||
-		strings.Contains(text, "Publi") || strings.Contains(text, "Pub. Date") ||
-		strings.Contains(text, "出版") || strings.Contains(text, "发布") || strings.Contains(text, "发表")
+	if strings.HasPrefix(text, "10.") || strings.Contains(text, "DOI") || strings.Contains(text, "doi") || strings.Contains(text, "Pub") {
+		return true
+	}
+	return hasNonASCII(text) && (strings.Contains(text, "出版") || strings.Contains(text, "发布") || strings.Contains(text, "发表"))
 }
 
 // fieldLabels are the labels a line may open with: the label says the
@@ -183,7 +184,7 @@ var citationLabels = []struct {
 // citationCount reads a citation line, the whole line being the label and
 // its count, or returns -1.
 func citationCount(text string) int {
-	if len(text) > 40 {
+	if len(text) > 40 || text == "" || text[0] != 'C' && text[0] != 0xE5 && text[0] != 0xE8 { // C…, 引…, 被…
 		return -1
 	}
 	for _, c := range citationLabels {

@@ -36,11 +36,19 @@ func isDOIForm(s string) bool {
 	if i >= len(s)-1 || s[i] != '/' {
 		return false
 	}
-	for _, r := range s[i+1:] {
-		if r <= ' ' || r == 0x7f || unicode.IsSpace(r) || unicode.Is(unicode.Z, r) || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) ||
-			r == utf8.RuneError {
+	for j := i + 1; j < len(s); {
+		if c := s[j]; c < utf8.RuneSelf { // (most DOIs are ASCII: no rune decoding)
+			if c <= ' ' || c == 0x7f {
+				return false
+			}
+			j++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || unicode.Is(unicode.Z, r) || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
 			return false // (white space, controls, and invisible format characters: U+200B, U+FEFF, U+202E)
 		}
+		j += n
 	}
 	return true
 }
@@ -127,10 +135,9 @@ func DOIURL(doi string) string {
 	if !IsDOI(doi) {
 		return ""
 	}
-	const reserved = "\"#%<>?[\\]^`{|}"
 	plain := true
 	for i := 0; i < len(doi) && plain; i++ {
-		plain = doi[i] > ' ' && doi[i] < 0x80 && strings.IndexByte(reserved, doi[i]) < 0
+		plain = !urlReserved[doi[i]]
 	}
 	if plain {
 		return "https://doi.org/" + doi // (most DOIs: nothing to escape)
@@ -141,7 +148,7 @@ func DOIURL(doi string) string {
 	b.WriteString("https://doi.org/")
 	for i := 0; i < len(doi); i++ {
 		c := doi[i]
-		if c >= 0x80 || c <= ' ' || strings.IndexByte(reserved, c) >= 0 {
+		if urlReserved[c] {
 			b.WriteByte('%')
 			b.WriteByte(hexDigits[c>>4])
 			b.WriteByte(hexDigits[c&15])
@@ -151,6 +158,15 @@ func DOIURL(doi string) string {
 	}
 	return b.String()
 }
+
+// urlReserved are the bytes DOIURL escapes: controls, space, non-ASCII,
+// and what a URL reserves ("#", "?", "%", …).
+var urlReserved = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c <= ' ' || c >= 0x7f || strings.IndexByte("\"#%<>?[\\]^`{|}", byte(c)) >= 0
+	}
+	return t
+}()
 
 // IsDOI reports whether s, as it stands, is a DOI (10.NNNN/…, no URL or
 // label around it).
