@@ -238,8 +238,8 @@ var navWords = map[string]bool{
 // isNavLine: a short line most of whose words are navigation words, the
 // others at most one word each (a site's name): "Book学术 搜索 登录".
 func isNavLine(text string) bool {
-	if len(text) > 120 || strings.IndexByte(text, ' ') < 0 || strings.Count(text, " ") > 12 || strings.IndexByte(text, ',') >= 0 {
-		return false // (a names line has commas)
+	if len(text) > 80 || strings.IndexByte(text, ' ') < 0 || strings.IndexByte(text, ',') >= 0 {
+		return false // (navigation is short; a names line has commas)
 	}
 	words, nav := 0, 0
 	for rest := text; rest != ""; {
