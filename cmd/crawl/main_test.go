@@ -107,6 +107,7 @@ func TestParseExitCodes(t *testing.T) {
 		{"misread, not strict", []string{"parse", "cmd/crawl/testdata/misread.txt"}, exitOK, `abstract "Ada Novak, Peter Lindqvist, Chen Hao" is shorter than its title`},
 		{"explain two files", []string{"parse", "--explain", "fixtures/seeds", "fixtures/edge"}, exitUsage, "--explain reads one page file"},
 		{"explain a directory", []string{"parse", "--explain", "fixtures/seeds"}, exitUsage, "is a directory"},
+		{"explain with a sink", []string{"parse", "--explain", "-o", "out.jsonl", "fixtures/edge/furniture.txt"}, exitUsage, "delivers nothing: drop --sink, -o and --append"},
 		{"explain strict misread", []string{"parse", "--explain", "--strict", "cmd/crawl/testdata/misread.txt"}, exitQuality, "strict: 4 findings"},
 	}
 	for _, tt := range tests {

@@ -92,6 +92,9 @@ carries warnings, or the paths held no page file at all.`,
 			}
 			f.scheme = cfg.Site.Scheme()
 			if f.explain {
+				if cmd.Flags().Changed("sink") || f.out != "" || f.appendOK {
+					return usageError{fmt.Errorf("--explain prints what each line was taken for and delivers nothing: drop --sink, -o and --append")}
+				}
 				return runExplain(cmd.Context(), cmd.OutOrStdout(), f, args)
 			}
 			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
@@ -224,9 +227,6 @@ func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []str
 		return fmt.Errorf("parse: %w", err)
 	} else if info.IsDir() {
 		return usageError{fmt.Errorf("--explain reads one page file; %s is a directory", paths[0])}
-	}
-	if f.sinks != nil && len(f.sinks) > 0 && f.out != "" {
-		return usageError{fmt.Errorf("--explain delivers nothing: drop -o/--output")}
 	}
 	format, err := parser.ParseFormat(f.format)
 	if err != nil {
