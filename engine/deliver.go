@@ -18,6 +18,12 @@ type Item struct {
 	RunID string // the run its records carry, and that the ledger records
 	// Redeliver sends the page's records even if delivered before.
 	Redeliver bool
+	// Hold, when set, is asked with the page's papers and what the ledger
+	// knows of them whether to hold the page back: then nothing of it is
+	// delivered or committed (a walk that finds it landed below its mark
+	// goes back before it delivers the papers there, so that no paper of a
+	// gap is delivered out of order: Walk.Hold).
+	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
 }
 
 // Delivered is what delivering one page did.
@@ -28,6 +34,7 @@ type Delivered struct {
 	Sent        int  // records sent to the sinks
 	New         int  // papers the ledger recorded for the first time
 	Last        bool // the page's pager says it is the last page
+	Held        bool // held back (Item.Hold): nothing delivered or committed
 	Group       int  // pages committed together with it (itself included)
 	// Papers are the page's distinct papers, in page order, and Seen what
 	// the ledger knew of each before the page: a nightly walk finds its
@@ -45,7 +52,7 @@ type Delivered struct {
 // id) keeps the records from being there twice.
 func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) ([]Delivered, error) {
 	ds := make([]Delivered, len(items))
-	group := ledger.Group{Pages: make([]ledger.Page, len(items))}
+	group := ledger.Group{Pages: make([]ledger.Page, 0, len(items))}
 	var send []record.Record
 	var sent sentInGroup
 	for i, it := range items {
@@ -54,11 +61,19 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		if err != nil {
 			return nil, fmt.Errorf("look up the papers of %s: %w", pageName(it.Key), err)
 		}
+		if it.Hold != nil && it.Hold(papers, seen) {
+			ds[i] = Delivered{Records: len(it.Page.Records), Held: true, Papers: papers, Seen: seen,
+				Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page}
+			continue
+		}
 		fresh, knownBefore, freshToRun := decide(recs, seen, it.Redeliver, &sent)
 		send = append(send, fresh...)
 		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Fresh: freshToRun, Sent: len(fresh),
 			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Seen: seen}
-		group.Pages[i] = ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()}
+		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()})
+	}
+	if len(group.Pages) == 0 {
+		return ds, nil // every page held back
 	}
 	if len(send) > 0 {
 		if err := out.Write(ctx, send); err != nil {
@@ -76,8 +91,13 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 	if err != nil {
 		return nil, fmt.Errorf("commit %d pages (from %s): %w", len(items), pageName(items[0].Key), err)
 	}
+	k := 0
 	for i := range ds {
-		ds[i].New, ds[i].Group = newPapers[i], len(items)
+		if ds[i].Held {
+			continue
+		}
+		ds[i].New, ds[i].Group = newPapers[k], len(group.Pages)
+		k++
 	}
 	return ds, nil
 }

@@ -40,6 +40,19 @@ type Walk struct {
 	// found Marks[0] and walks the papers never delivered below it.
 	PastTop bool
 	InGap   bool
+	// SkipFrom, when set, is the first page a jump to Marks[0] skipped:
+	// until the walk finds the mark, a paper never delivered met before it,
+	// or the end of the listing, proves the jump landed below the mark (papers
+	// above it were removed), and the walk goes back to SkipFrom. Sweep: the
+	// walk went back, and walks page by page to Marks[0] (no jump).
+	SkipFrom int
+	Sweep    bool
+	// Below: the walk found it landed below Marks[0] with no page left to
+	// go back with (End then leaves the mark where the jump began).
+	Below bool
+	// Reached is the furthest page walked: pages walked again after going
+	// back do not count towards RepeatRun.
+	Reached int
 	// Tail is the mark of the walk's frontier: the last papers of the
 	// last page whose last paper was not one delivered earlier in this run
 	// (when new papers push the listing down while the walk goes on, a
@@ -66,8 +79,9 @@ const tailPapers = 3
 //
 // The next walk starts at page 1 as always and delivers the new papers at
 // the top. Where known papers would stop it (StopAfterKnown pages of them
-// in a row), it jumps to the first mark's page instead: its papers have
-// only moved down, by the papers added since. It walks on to the page
+// in a row), it jumps to the page before the first mark's instead: its
+// papers have moved down by the papers added since (or up, by those
+// removed: see below). It walks on to the page
 // holding a paper of the mark, then through the gap below it, delivering
 // it, until the gap ends at a paper delivered by an earlier run (papers
 // delivered earlier in this run, pushed down by new ones, do not end it).
@@ -77,14 +91,27 @@ const tailPapers = 3
 //
 // A walk stopped short again leaves its own mark where it stopped: in the
 // top part, a new mark above the others; in a gap, the mark of that gap
-// moves down to where it stopped; on the way to a mark, the mark's page
-// only moves down (what lies between is known). So no page is left behind
-// as long as a night has pages to spare: nightly.max_pages at least
-// stop_after_known_pages+3 (the pages to known papers, the page before the
-// mark's, the mark's page and one more). The jump lands a page before the
-// mark's page, for a site that removes papers: more than a page of papers
-// removed above a mark can move some of its gap above that, where the jump
-// does not go; a backfill over those pages recovers them.
+// moves down to where it stopped; on the way to a mark after a jump, the
+// mark's page only moves down; page by page through papers delivered
+// before, a loose mark where it stopped (the next walk carries on from
+// there). So no page is left behind as long as a night has pages to spare:
+// nightly.max_pages at least stop_after_known_pages+3.
+//
+// Papers removed above a mark move it and its gap up, past the page the
+// jump lands on (a page before the mark's). The walk finds that out before
+// it delivers anything there: the landing page shows a paper never
+// delivered, or the next mark's papers, before the mark's (Hold), or the
+// listing ends first (PastEnd, or the last page). It then goes back to the
+// pages it skipped and walks them page by page (Sweep) to the mark. Page by
+// page, the next mark's papers met first say the mark's own are gone: its
+// gap lay above them, and was walked. A walk never says "complete" past a
+// gap it has not proven closed.
+//
+// Not covered: papers removed while a walk goes on (a page it has not
+// reached moves up past it), and more than a page of papers arriving while
+// the walk is in a gap it jumped to (papers above the mark, pushed into
+// view, look like the gap's end). The next nightly does not see what that
+// hid; a backfill does.
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
@@ -111,6 +138,7 @@ const (
 // for the page d.
 func (w Walk) End(d Delivered) WalkEnd {
 	switch {
+	case w.Below:
 	case d.Last:
 		return WalkEnd{Why: "last page", Store: w.Marked}
 	case w.StopAfterRepeat > 0 && w.RepeatRun >= w.StopAfterRepeat:
@@ -141,9 +169,27 @@ func (w Walk) cut(d Delivered, last int, why string) WalkEnd {
 		// The frontier is the mark's own papers: the gap starts below,
 		// after the mark's papers still to come.
 		marks[0].Page = max(marks[0].Page, last)
+	case w.PastTop && len(marks) > 0 && (w.Below || w.Sweep && len(w.Tail) == 0):
+		// Landed below the mark, and no page left to go back over what the
+		// jump skipped: the next walk jumps to where this one's jump began.
+		from := w.SkipFrom
+		if w.Sweep {
+			from = w.Page
+		}
+		marks[0].Page = min(marks[0].Page, from)
+	case w.PastTop && len(marks) > 0 && w.SkipFrom == 0:
+		// Page by page from the top part (or from the gap above, or back
+		// over skipped pages) without meeting the mark: every paper down to
+		// here was delivered before. The next walk carries on from here.
+		gap := marks[0].Papers
+		if marks[0].Loose {
+			gap = marks[0].Gap
+		}
+		marks[0] = ledger.WalkMark{Page: last, Papers: tail, Loose: true, Gap: gap}
 	case w.PastTop && len(marks) > 0:
-		// On the way to the first mark, through papers delivered before:
-		// the mark lies further down.
+		// Jumped towards the first mark, through papers delivered before:
+		// the mark lies further down (or the next walk finds it landed
+		// below it, and goes back).
 		marks[0].Page = max(marks[0].Page, last)
 	default:
 		marks = append([]ledger.WalkMark{here}, marks...)
@@ -198,30 +244,68 @@ func in(p ledger.Paper, mark []string) bool {
 // last paper on the page), walks the gap below it (the mark's papers that
 // spill onto the next page are not the gap's end), and drops the mark
 // where the gap ends, at a paper delivered by an earlier run; then the
-// next mark, on the same page. A mark whose papers are all gone is never
-// found: the walk goes on, delivering what it meets, to the end of the
-// listing, where the marks are cleared.
-func (w *Walk) scan(d Delivered) {
+// next mark, on the same page.
+//
+// Past the top part, between the top part and Marks[0] every paper was
+// delivered before. After a jump (SkipFrom), a paper never delivered or
+// the next mark's papers met before the mark's own say the jump landed
+// below the mark (papers above it were removed, and the mark and its gap
+// moved up): scan says to go back. Walking page by page, the next mark's
+// papers met before the first's say the first's papers are gone, and its
+// gap (above them) was walked: the first mark is dropped. A loose mark's
+// papers are where to carry on from, page by page, looking for Gap.
+func (w *Walk) scan(d Delivered) (back bool) {
 	seen := func(i int) ledger.Seen {
 		if i < len(d.Seen) {
 			return d.Seen[i]
 		}
 		return ledger.SeenBefore
 	}
+	find := func(from int, mark []string) (first, last int) {
+		first, last = -1, -1
+		for j := from; j < len(d.Papers); j++ {
+			if in(d.Papers[j], mark) {
+				last = j
+				if first < 0 {
+					first = j
+				}
+			}
+		}
+		return first, last
+	}
 	i := 0
 	for i < len(d.Papers) && len(w.Marks) > 0 {
 		m := w.Marks[0]
 		if !w.InGap {
-			found := -1
-			for j := i; j < len(d.Papers); j++ {
-				if in(d.Papers[j], m.Papers) {
-					found = j + 1 // the gap starts after the mark's last paper here
+			first, last := find(i, m.Papers)
+			before := func(j int) bool { return j >= 0 && (first < 0 || j < first) }
+			next := -1 // the next mark's papers
+			if len(w.Marks) > 1 {
+				next, _ = find(i, w.Marks[1].Papers)
+			}
+			unknown := -1 // the first paper never delivered
+			for j := i; j < len(d.Papers) && w.SkipFrom > 0; j++ {
+				if seen(j) == ledger.Unknown {
+					unknown = j
+					break
 				}
 			}
-			if found < 0 {
-				return
+			switch {
+			case w.SkipFrom > 0 && (before(unknown) || before(next)):
+				return true
+			case before(next):
+				w.Marks, w.Sweep = w.Marks[1:], false
+			case first < 0:
+				return false
+			case m.Loose:
+				// Where the last walk stopped: page by page from here to
+				// the gap.
+				ms := slices.Clone(w.Marks)
+				ms[0] = ledger.WalkMark{Page: m.Page, Papers: m.Gap}
+				w.Marks, w.SkipFrom, w.Sweep, i = ms, 0, true, last+1
+			default:
+				w.InGap, w.SkipFrom, w.Sweep, i = true, 0, false, last+1
 			}
-			w.InGap, i = true, found
 			continue
 		}
 		// The mark's papers on this page again (the listing moved down while
@@ -241,6 +325,44 @@ func (w *Walk) scan(d Delivered) {
 	if len(w.Marks) == 0 {
 		w.Marks, w.InGap = nil, false
 	}
+	return false
+}
+
+// Hold says whether the walk's next page is to be held back (PageOptions):
+// after a jump, a page that shows the walk landed below its mark (scan).
+// Its papers are then not delivered: the walk goes back to the pages it
+// skipped, and delivers the papers of the gap in order, so that no paper
+// delivered out of order is taken for the end of a gap. nil when the walk
+// did not jump.
+func (w Walk) Hold() func(papers []ledger.Paper, seen []ledger.Seen) bool {
+	if !w.seeking() || w.SkipFrom == 0 {
+		return nil
+	}
+	return func(papers []ledger.Paper, seen []ledger.Seen) bool {
+		c := w
+		return c.scan(Delivered{Papers: papers, Seen: seen})
+	}
+}
+
+// seeking: past its top part, the walk looks for Marks[0].
+func (w Walk) seeking() bool { return w.PastTop && !w.InGap && len(w.Marks) > 0 }
+
+// goBack is the walk going back to the pages its jump skipped.
+func (w Walk) goBack() Walk {
+	w.Page, w.SkipFrom, w.Sweep, w.Tail = w.SkipFrom, 0, true, nil
+	return w
+}
+
+// PastEnd is where a walk goes whose page lies past the end of the
+// listing: back to the pages it skipped, when it jumped there looking for
+// a mark and pages are left to it (the listing shrank: the mark and its gap
+// lie above). Otherwise the walk ends (StopWalk).
+func (w Walk) PastEnd() (Walk, bool) {
+	if !w.seeking() || w.SkipFrom == 0 || w.Walked+1 >= w.MaxPages {
+		return w, false
+	}
+	w.Walked++
+	return w.goBack(), true
 }
 
 // Next is the one walk rule, of nightly walks and open-ended backfills:
@@ -266,27 +388,45 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	} else {
 		next.KnownRun = 0
 	}
-	if d.Records > 0 && d.Fresh == 0 {
+	revisit := w.Page <= w.Reached // walked before going back
+	switch {
+	case revisit: // neither a repeat nor fresh
+	case d.Records > 0 && d.Fresh == 0:
 		next.RepeatRun++
-	} else {
+	default:
 		next.RepeatRun = 0
 	}
-	if n := len(d.Papers); n > 0 && (n > len(d.Seen) || d.Seen[n-1] != ledger.SeenThisRun) {
+	next.Reached = max(w.Reached, w.Page)
+	if n := len(d.Papers); n > 0 && (revisit || n > len(d.Seen) || d.Seen[n-1] != ledger.SeenThisRun) {
 		next.Tail = tailOf(d.Papers)
 	}
-	next.scan(d)
+	back := next.scan(d)
 	if !next.PastTop && !next.InGap && w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown {
 		next.PastTop = true
 	}
+	// A jump that meets the end of the listing before the mark landed
+	// below it: the listing shrank.
+	back = back || d.Last && next.seeking() && next.SkipFrom > 0
 	switch {
+	case back && next.Walked < w.MaxPages:
+		return next.goBack(), true
+	case back:
+		next.Below = true
+		return next, false
 	case d.Last, w.StopAfterRepeat > 0 && next.RepeatRun >= w.StopAfterRepeat, next.done():
 		return next, false
 	case next.Walked >= w.MaxPages:
 		return next, false
-	case next.PastTop && !next.InGap:
+	case next.seeking() && !next.Sweep:
 		// Jump to the page before the mark's: a page of slack, should a
 		// few papers above the mark have been removed from the listing.
-		next.Page = max(next.Page, next.Marks[0].Page-1)
+		// A jump over more than that is found out (scan) and undone.
+		if to := next.Marks[0].Page - 1; to > next.Page {
+			if next.SkipFrom == 0 {
+				next.SkipFrom = next.Page
+			}
+			next.Page = to
+		}
 	}
 	return next, true
 }
@@ -309,6 +449,10 @@ func (r *Run) EndWalk(ctx context.Context, journal int64, w Walk, d Delivered) e
 // from there.
 func (r *Run) StopWalk(ctx context.Context, journal int64, w Walk, last int, d Delivered, pastEnd bool, why string) error {
 	switch {
+	case pastEnd && w.seeking() && w.SkipFrom > 0:
+		// Jumped past the end, with no page left to go back (PastEnd).
+		w.Below = true
+		return r.endWalk(ctx, journal, w, last, w.cut(d, last, WhyMaxPages))
 	case pastEnd:
 		return r.endWalk(ctx, journal, w, last, WalkEnd{Why: "past the end", Store: w.Marked})
 	case last == 0:
@@ -402,10 +546,16 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 					}
 					return
 				}
-				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{})
+				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{Hold: w.Hold()})
 				if err != nil {
 					cancel(err)
 					return
+				}
+				if oc.Result == PastEnd {
+					if back, ok := w.PastEnd(); ok {
+						w = back
+						continue
+					}
 				}
 				if oc.Result != Done {
 					if err := r.StopWalk(ctx, journal, w, last, lastD, oc.Result == PastEnd, WhyFailedPage); err != nil {

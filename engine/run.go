@@ -103,6 +103,8 @@ type PageOptions struct {
 	Resume bool
 	// Redeliver sends the page's records even if delivered before.
 	Redeliver bool
+	// Hold holds the page back (Item.Hold); a nightly walk's is Walk.Hold.
+	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
 }
 
 // Outcome is what became of one page.
@@ -199,7 +201,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 	if fetched != nil {
 		fetched(res.Page)
 	}
-	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver}
+	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver, Hold: o.Hold}
 	committed := func(d Delivered, err error) {
 		if err != nil {
 			if ctx.Err() == nil {
@@ -207,6 +209,11 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 				report(Failed, res.Tries, len(res.Page.Records), err)
 			}
 			then(Outcome{}, err)
+			return
+		}
+		if d.Held {
+			r.log.Info("page held back: the walk landed below its mark and goes back", "journal", key.Journal, "page", key.Page)
+			then(Outcome{Result: Done, Delivered: d}, nil)
 			return
 		}
 		r.sum.addDone(key.Journal, d.Sent, d.Records-d.New)

@@ -182,3 +182,49 @@ func TestWalkPaperListedTwice(t *testing.T) {
 	}
 	h.check()
 }
+
+func (h *nightHarness) remove(keep func(i int, id string) bool) {
+	var l []string
+	for i, id := range h.listing {
+		if keep(i, id) {
+			l = append(l, id)
+		}
+	}
+	h.listing = l
+	h.site.SetListing(hj, l, h.pp)
+}
+
+// The newest papers removed above a mark, more than a page of them: the
+// gap below the mark moves up past the page the walk jumps to. The walk
+// must find that it landed below the mark and go back, not skip the gap.
+// (100 papers, 5 a page, max_pages 6, the 15 newest removed before night 2:
+// a walk that trusts the jump loses 5 papers for good.)
+func TestWalkNewestRemovedAboveAMark(t *testing.T) {
+	for _, sak := range []int{1, 2} {
+		t.Run(fmt.Sprint("stop_after_known_", sak), func(t *testing.T) {
+			h := newNightHarness(t, 5, pfx("91", 100))
+			h.night(sak, 6, nil) // 91001-91030, mark @6
+			h.remove(func(i int, _ string) bool { return i >= 15 })
+			for i := 0; i < 12; i++ {
+				h.night(sak, 6, nil)
+			}
+			h.check()
+		})
+	}
+}
+
+// The listing shrinks so that the mark lies past its new last page: the
+// walk jumps past the end and must go back to the pages it skipped rather
+// than call the walk complete.
+func TestWalkListingShrinksPastTheMark(t *testing.T) {
+	h := newNightHarness(t, 5, pfx("91", 100))
+	h.night(1, 6, nil)
+	h.night(1, 6, nil) // 91001-91050 delivered, mark @10
+	// The mark's papers and most delivered ones are removed, and the oldest:
+	// 5 pages are left, the gap's papers on pages 3-5.
+	h.remove(func(i int, _ string) bool { return i < 10 || i >= 45 && i < 60 })
+	for i := 0; i < 12; i++ {
+		h.night(1, 6, nil)
+	}
+	h.check()
+}

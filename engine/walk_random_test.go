@@ -53,7 +53,10 @@ type variant struct {
 	name                        string
 	deletions, midRun, failures bool
 	stops                       bool
-	sakChoices                  []int
+	// removals: runs of up to max_pages+2 pages of papers removed between
+	// nights, the newest often; shrinks: most of the listing removed.
+	removals, shrinks bool
+	sakChoices        []int
 }
 
 func envInt(k string, d int) int {
@@ -69,7 +72,9 @@ func envInt(k string, d int) int {
 // for a night, runs stopped mid-walk, papers removed from the listing
 // (including those of a mark), stop_after_known_pages 1 and 2, max_pages
 // from its minimum up. After the disturbed nights, quiet nights run until
-// a walk is complete. Every paper still listed must then have been
+// a walk is complete; in two variants, runs of papers (the newest, or
+// anywhere) removed between nights, and listings shrinking past the marks.
+// Every paper still listed must then have been
 // delivered exactly once, and no night may fetch more than max_pages.
 // SEEDS (default 6 per variant), SEED0, VARIANT and SHOW choose what runs:
 //
@@ -81,6 +86,8 @@ func TestNightlyRandomNights(t *testing.T) {
 		{name: "fail-stop-delete", failures: true, stops: true, deletions: true, sakChoices: []int{1, 2}},
 		{name: "midrun", midRun: true, sakChoices: []int{1, 2}},
 		{name: "all", failures: true, stops: true, deletions: true, midRun: true, sakChoices: []int{1, 2}},
+		{name: "removals", removals: true, sakChoices: []int{1, 2}},
+		{name: "shrinks", shrinks: true, removals: true, failures: true, stops: true, sakChoices: []int{1, 2}},
 	}
 	only := os.Getenv("VARIANT")
 	seeds := envInt("SEEDS", 6)
@@ -178,6 +185,26 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 					ev = append(ev, fmt.Sprintf("delete %v", del))
 				}
 				mu.Unlock()
+			}
+			if v.removals && len(listing) > 0 && rng.IntN(10) < 4 {
+				at := 0
+				if rng.IntN(2) == 0 {
+					at = rng.IntN(len(listing))
+				}
+				k := 1 + rng.IntN((maxPages+2)*pp)
+				mu.Lock()
+				listing = slices.Delete(listing, at, min(at+k, len(listing)))
+				site.SetListing(j, listing, pp)
+				mu.Unlock()
+				ev = append(ev, fmt.Sprintf("remove %d from %d", k, at))
+			}
+			if v.shrinks && len(listing) > 0 && rng.IntN(10) < 2 {
+				q := 3 + rng.IntN(6) // tenths removed
+				mu.Lock()
+				listing = slices.DeleteFunc(listing, func(string) bool { return rng.IntN(10) < q })
+				site.SetListing(j, listing, pp)
+				mu.Unlock()
+				ev = append(ev, fmt.Sprintf("shrink by %d0%%", q))
 			}
 			if v.failures && rng.IntN(10) < 3 {
 				p := 1 + rng.IntN(maxPages+1)

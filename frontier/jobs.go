@@ -39,6 +39,11 @@ type Job struct {
 	PastTop bool              `json:"past_top,omitempty"`
 	InGap   bool              `json:"in_gap,omitempty"`
 	Tail    []string          `json:"tail,omitempty"`
+	// SkipFrom, Sweep and Reached are the walk's (engine.Walk): a jump
+	// found to have landed below its mark goes back.
+	SkipFrom int  `json:"skip_from,omitempty"`
+	Sweep    bool `json:"sweep,omitempty"`
+	Reached  int  `json:"reached,omitempty"`
 	// PrevPage is the walk's last page delivered: a walk whose job is
 	// dead-lettered leaves its mark there (its Tail), so the next walk
 	// carries on from it.
@@ -67,7 +72,8 @@ func (j Job) MsgID() string {
 // Walk is the nightly walk a job stands at.
 func (j Job) Walk() engine.Walk {
 	w := engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, Walked: j.Walked, StopAfterKnown: j.StopAfterKnown,
-		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, PastTop: j.PastTop, InGap: j.InGap, Tail: j.Tail}
+		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, PastTop: j.PastTop, InGap: j.InGap, Tail: j.Tail,
+		SkipFrom: j.SkipFrom, Sweep: j.Sweep, Reached: j.Reached}
 	// A job enqueued before walks counted their pages: its page is how
 	// many it walked.
 	if w.Walked == 0 && w.Page > 1 && !w.Marked {
@@ -79,6 +85,7 @@ func (j Job) Walk() engine.Walk {
 // WithWalk is the job at the walk's next page.
 func (j Job) WithWalk(w engine.Walk) Job {
 	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marks, j.Marked, j.PastTop, j.InGap, j.Tail = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marks, w.Marked, w.PastTop, w.InGap, w.Tail
+	j.SkipFrom, j.Sweep, j.Reached = w.SkipFrom, w.Sweep, w.Reached
 	return j
 }
 

@@ -207,7 +207,11 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}()
 
-	oc, err := w.o.Run.Page(ctx, ledger.PageKey{Journal: job.Journal, Page: job.Page}, engine.PageOptions{RunID: job.RunID})
+	var hold func([]ledger.Paper, []ledger.Seen) bool
+	if job.Nightly {
+		hold = job.Walk().Hold()
+	}
+	oc, err := w.o.Run.Page(ctx, ledger.PageKey{Journal: job.Journal, Page: job.Page}, engine.PageOptions{RunID: job.RunID, Hold: hold})
 	switch {
 	case ctx.Err() != nil:
 		return // no ack: redelivered to a living worker
@@ -216,6 +220,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	case oc.Result == engine.PastEnd:
 		w.pastEnd.Add(1)
+		if job.Nightly && !w.pastEndOfWalk(ctx, msg, md, job) {
+			return
+		}
 	case oc.Result == engine.Failed:
 		var fe *crawler.FetchError
 		w.failed(ctx, msg, job, oc.Err, crawler.IsRetryable(oc.Err) || !errors.As(oc.Err, &fe), md.NumDelivered)
@@ -239,6 +246,27 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.o.Log.Info("job done", "journal", job.Journal, "page", job.Page, "delivered", oc.Delivered.Sent, "run", job.RunID)
 	}
 	w.ack(ctx, msg, job)
+}
+
+// pastEndOfWalk goes on with or ends a nightly walk whose page lies past
+// the end of the listing (engine.Walk.PastEnd); false when the job failed
+// and is not to be acknowledged.
+func (w *Worker) pastEndOfWalk(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, job Job) bool {
+	walk := job.Walk()
+	if back, ok := walk.PastEnd(); ok {
+		nj := job.WithWalk(back)
+		nj.PrevPage = job.PrevPage
+		if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
+			w.failed(ctx, msg, job, err, true, md.NumDelivered)
+			return false
+		}
+		return true
+	}
+	if err := w.o.Run.StopWalk(ctx, job.Journal, walk, job.PrevPage, engine.Delivered{}, true, ""); err != nil {
+		w.failed(ctx, msg, job, err, true, md.NumDelivered)
+		return false
+	}
+	return true
 }
 
 // ack acknowledges a job and waits for the server to confirm. A lost

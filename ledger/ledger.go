@@ -111,6 +111,13 @@ type TokenStore interface {
 type WalkMark struct {
 	Page   int      `json:"page"`
 	Papers []string `json:"papers"`
+	// Loose: a walk went page by page from known papers down to Papers
+	// without finding the gap, which starts right after Gap (the papers of
+	// the mark it was looking for, which may have been removed since). The
+	// next walk carries on from Papers, page by page, until it finds Gap,
+	// the next mark's papers or the end of the listing.
+	Loose bool     `json:"loose,omitempty"`
+	Gap   []string `json:"gap,omitempty"`
 }
 
 // WalkMarks is the optional ability to remember each journal's marks,
