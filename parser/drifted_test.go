@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -255,4 +256,65 @@ func TestAttackedLayouts(t *testing.T) {
 	check("a tool link to the paper's page", html, false, func(rs []record.Record) bool {
 		return len(rs) == 1 && rs[0].Citations != nil && *rs[0].Citations == 3
 	})
+}
+
+// A NUL in a JSON paperid (and an ESC, a line break elsewhere) never
+// reaches a record: PostgreSQL refuses a NUL, and one such paper would
+// stop delivery for good. The id, doi and doi_url are cleaned, with a page
+// warning.
+func TestControlCharactersNeverInARecord(t *testing.T) {
+	data, err := readRepoFile("fixtures/html/desktop/literature_d3342_3.htm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Replace(string(data), `"paperid":"151002311"`, `"paperid":"151002311\u0000\u001b[2J"`, 1)
+	page = strings.Replace(page, `"journal":{"name":"Journal of Distributed Computing Systems"`, `"journal":{"name":"Journal of\u0007 Distributed Computing Systems"`, 1)
+	if page == string(data) {
+		t.Fatal("fixture changed: no paperid to poison")
+	}
+	p, err := Parse([]byte(page), Options{Capture: "x.htm", RunID: "run\u0000\u001bid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Records) == 0 {
+		t.Fatal("no record")
+	}
+	for _, r := range p.Records {
+		if v := controlIn(r); v != "" {
+			t.Errorf("control character in %q", v)
+		}
+	}
+	if !slices.Contains(p.Warnings, PageWarnControlChars) {
+		t.Errorf("no %s page warning: %v", PageWarnControlChars, p.Warnings)
+	}
+}
+
+// controlIn is a string of r's JSON that holds a control character, or "".
+func controlIn(r record.Record) string {
+	b, _ := json.Marshal(r)
+	var v any
+	json.Unmarshal(b, &v)
+	var walk func(any) string
+	walk = func(x any) string {
+		switch x := x.(type) {
+		case string:
+			if record.HasControl(x) {
+				return x
+			}
+		case []any:
+			for _, e := range x {
+				if s := walk(e); s != "" {
+					return s
+				}
+			}
+		case map[string]any:
+			for _, e := range x {
+				if s := walk(e); s != "" {
+					return s
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v)
 }

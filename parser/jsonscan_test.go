@@ -118,7 +118,8 @@ func FuzzExtractPapers(f *testing.F) {
 }
 
 // FuzzParse: any bytes, either format, no panic, every record encodes as
-// valid UTF-8 JSON that validates against the shipped JSON Schema, and the parser's invariants
+// valid UTF-8 JSON that validates against the shipped JSON Schema and
+// holds no control character, and the parser's invariants
 // hold (props_test.go): no two records of one paper; a permutation (from
 // seed) of the lines inside each block with JSON changes no id, title,
 // DOI, authors or date; taking the JSON out keeps what the visible lines
@@ -136,6 +137,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("<p>IF 2 4区</p><p>Pub Date : 2024-01-01DOI:</p><p>引用次数: 9999999999999999999</p>"), "x.htm", uint64(0))
 	f.Add([]byte{0xff, 0xfe, '<', 0, 'p', 0}, "literature_d1_2.htm", uint64(0))
+	f.Add([]byte(`<div>{"paperid":"1\u0000\u001b","title":"T\u0000","doi":"10.1/\u0007x"}</div>`), "literature_d1_2.htm", uint64(0))
 	f.Fuzz(func(t *testing.T, data []byte, name string, seed uint64) {
 		journal, pageNo, _ := site.Default.ParseFile(name)
 		opts := Options{Capture: name, Journal: journal, Page: pageNo}
@@ -153,6 +155,9 @@ func FuzzParse(f *testing.F) {
 			}
 			if f, v := FurnitureIn(r); f != "" {
 				t.Fatalf("record %d: page furniture in %s: %q", i, f, v)
+			}
+			if v := controlIn(r); v != "" {
+				t.Fatalf("record %d: control character in %q", i, v)
 			}
 			if err := validRecord(t, r); err != nil {
 				t.Fatalf("record %d does not validate against the schema: %v\n%s", i, err, b)

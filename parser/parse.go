@@ -124,6 +124,9 @@ const (
 	// object. Its last record carries the record warning text-truncated,
 	// unless the page's footer came after it.
 	PageWarnTextTruncated = "text-truncated"
+	// PageWarnControlChars: a record's field held control characters
+	// (a NUL in a JSON paperid, an ESC in a title), taken out.
+	PageWarnControlChars = "control-characters"
 )
 
 // IsListing reports whether the page looks like a genuine listing page: a
@@ -226,6 +229,7 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 		segs = reunite(segs) // fragments beside a rejected object's lines
 	}
 	assemble(segs, page, opts)
+	cleanControl(page)
 	dedupe(page, segs)
 	if len(page.Records) == 0 || page.byContent() {
 		// Papers lost where no JSON anchors them? The titles the blocks
@@ -596,4 +600,27 @@ func titleFacts(title string) (journal string, page int, ok bool) {
 		fmt.Sscan(m[1], &page)
 	}
 	return journal, page, true
+}
+
+// cleanControl takes control characters out of every record's fields
+// (record.CleanControl), with a page warning: no record carries a NUL, an
+// ESC or a line break to a sink, a log or a terminal. An id left empty is
+// made again from the DOI or the title.
+func cleanControl(page *Page) {
+	for i := range page.Records {
+		r := &page.Records[i]
+		if len(r.CleanControl()) == 0 {
+			continue
+		}
+		page.warn(PageWarnControlChars)
+		switch {
+		case r.ID != "":
+		case r.DOI != "":
+			r.ID = record.DOIID(r.DOI)
+		case r.SiteDOI != "":
+			r.ID = record.DOIID(r.SiteDOI)
+		default:
+			r.ID = record.TitleID(r.Title, r.Published)
+		}
+	}
 }
