@@ -53,7 +53,7 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &qe):
 		return ExitQuality
-	case errors.Is(err, ErrPagesFailed):
+	case errors.Is(err, ErrPagesFailed), errors.Is(err, ErrQuarantined):
 		return ExitIncomplete
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
@@ -91,6 +91,20 @@ func (e pagesFailed) Error() string {
 	return fmt.Sprintf("%d pages failed; the next run retries them", e.n)
 }
 func (e pagesFailed) Is(target error) bool { return target == ErrPagesFailed }
+
+// ErrQuarantined: the run finished, but a sink refused records for their
+// content; they are in the quarantine (exit 3). errors.Is tells it.
+var ErrQuarantined = errors.New("records quarantined")
+
+type quarantined struct {
+	n    int64
+	path string
+}
+
+func (e quarantined) Error() string {
+	return fmt.Sprintf("%d records refused by a sink are kept in the quarantine %s: crawl quarantine list shows them, crawl quarantine retry delivers them again", e.n, e.path)
+}
+func (e quarantined) Is(target error) bool { return target == ErrQuarantined }
 
 // QualityError is a quality alarm (exit 4): the parsed papers lack a field
 // or pages hold too few papers.

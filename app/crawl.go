@@ -10,6 +10,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
 	"github.com/litcrawl/litcrawl/state"
 )
 
@@ -104,7 +105,12 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		record(&rep, err)
 		return nil, err
 	}
-	out, err := OpenSinks(ctx, c.Sinks, st.WriterID(), e.Stdout, e.Log, e.Metrics, sum.CountSinkRetry)
+	quar := quarantine.In(c.StateDir)
+	if _, err := resolvePending(ctx, st, quar.Path()); err != nil {
+		return early(fmt.Errorf("quarantine: %w", err))
+	}
+	out, err := OpenSinks(ctx, c.Sinks, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
+		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined})
 	if err != nil {
 		return early(err)
 	}
@@ -174,6 +180,12 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	}
 	if final == nil && sum.Failed.Load() > 0 {
 		final = pagesFailed{sum.Failed.Load()}
+	}
+	if n := sum.Quarantined.Load(); n > 0 {
+		rep.Quarantine = quar.Path()
+		if final == nil {
+			final = quarantined{n, quar.Path()}
+		}
 	}
 	data, herr := record(&rep, final)
 	e.printSummary(rep, sum)

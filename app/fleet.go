@@ -1,8 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +14,7 @@ import (
 	"github.com/litcrawl/litcrawl/frontier"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
 )
 
 // Fleet names the shared frontier and how to set it up.
@@ -146,6 +149,9 @@ type Work struct {
 	Sinks []string
 	// IdleExit, when set, ends the session after this long without a job.
 	IdleExit time.Duration
+	// Quarantine is the file that keeps the records a sink refuses
+	// (quarantine.Name in the config's state_dir by default).
+	Quarantine string
 }
 
 // Work takes jobs from the frontier until ctx ends, Env.Stop closes, or
@@ -158,7 +164,10 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		return err
 	}
 	defer f.Close()
-	out, err := OpenSinks(ctx, o.Sinks, "", e.Stdout, e.Log, e.Metrics, nil)
+	sum := engine.NewSummary()
+	quar := quarantine.New(cmp.Or(o.Quarantine, filepath.Join(cfg.StateDir, quarantine.Name)))
+	out, err := OpenSinks(ctx, o.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
+		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined})
 	if err != nil {
 		return err
 	}
@@ -182,7 +191,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	}
 	id := NewRunID(time.Now())
 	run := engine.Start(engine.Options{ID: id, Fetcher: fetch, Ledger: f.Ledger(), Sink: out,
-		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine()})
+		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine(), Summary: sum})
 	defer e.Metrics.gauge(prometheus.GaugeOpts{Name: "litcrawl_frontier_jobs_pending", Help: "Jobs in the shared frontier (taken or not)."},
 		func() float64 {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -201,6 +210,13 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		runErr = fmt.Errorf("close sinks: %w", err)
 	}
 	jobs := w.Jobs()
-	e.printSummary(newRunReport(id, "worker", run.Summary(), &jobs, runErr), run.Summary())
+	rep := newRunReport(id, "worker", sum, &jobs, runErr)
+	if n := sum.Quarantined.Load(); n > 0 {
+		rep.Quarantine = quar.Path()
+		if runErr == nil {
+			runErr = quarantined{n, quar.Path()}
+		}
+	}
+	e.printSummary(rep, sum)
 	return runErr
 }

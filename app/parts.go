@@ -73,16 +73,33 @@ func (t Transport) open1(runID string, maxBody int64) (http.RoundTripper, func()
 	return nil, func() error { return nil }, nil
 }
 
+// SinkOptions say how OpenSinks opens the sinks.
+type SinkOptions struct {
+	// Writer names the crawl state the sinks' tokens are committed with
+	// ("" when none is: a fleet worker).
+	Writer string
+	Stdout io.Writer
+	Log    *slog.Logger
+	// Metrics observe every sink write; nil: none.
+	Metrics *Metrics
+	// OnRetry, when set, is called for each failed try retried.
+	OnRetry func()
+	// Quarantine, when set, keeps the records a sink refuses for their
+	// content (sink.Quarantined), and OnQuarantine counts them; nil: a
+	// refusal fails the write.
+	Quarantine   sink.Quarantine
+	OnQuarantine func(n int)
+}
+
 // OpenSinks opens each sink URL, each retried with the default policy
-// (every retry logged) and observed by the metrics, fanned out behind one
-// sink; standard output when there are none. writer names the crawl state
-// the sinks' tokens are committed with ("" when none is: a fleet worker);
-// onRetry, when set, is called for each failed try retried. A malformed
-// URL is a *ConfigError.
-func OpenSinks(ctx context.Context, urls []string, writer string, stdout io.Writer, log *slog.Logger, m *Metrics, onRetry func()) (sink.Sink, error) {
-	opts := sink.Options{Stdout: stdout, Logger: log, Writer: writer}
+// (every retry logged), observed by the metrics and, with a quarantine,
+// quarantining what it refuses; fanned out behind one sink; standard
+// output when there are none. A malformed URL is a *ConfigError.
+func OpenSinks(ctx context.Context, urls []string, o SinkOptions) (sink.Sink, error) {
+	log, m := o.Log, o.Metrics
+	opts := sink.Options{Stdout: o.Stdout, Logger: log, Writer: o.Writer}
 	retry := sink.DefaultRetry
-	retry.Log, retry.OnRetry = log, onRetry
+	retry.Log, retry.OnRetry = log, o.OnRetry
 	if len(urls) == 0 {
 		urls = []string{sink.Stdout}
 	}
@@ -99,7 +116,11 @@ func OpenSinks(ctx context.Context, urls []string, writer string, stdout io.Writ
 			}
 			return nil, fmt.Errorf("--sink: %w", err)
 		}
-		sinks = append(sinks, sink.Retry(m.observe(s), retry))
+		s = sink.Retry(m.observe(s), retry)
+		if o.Quarantine != nil {
+			s = sink.Quarantined(s, o.Quarantine, o.OnQuarantine)
+		}
+		sinks = append(sinks, s)
 	}
 	return sink.NewMulti(sinks...), nil
 }

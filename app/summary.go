@@ -42,7 +42,11 @@ type RunReport struct {
 	// IncompleteWalks are nightly walks stopped by nightly.max_pages.
 	IncompleteWalks []engine.IncompleteWalk `json:"incomplete_walks,omitempty"`
 	Jobs            *frontier.JobCounts     `json:"jobs,omitempty"`
-	Error           string                  `json:"error,omitempty"`
+	// Quarantined counts the records a sink refused for their content,
+	// kept in the quarantine file Quarantine.
+	Quarantined int64  `json:"quarantined,omitempty"`
+	Quarantine  string `json:"quarantine,omitempty"`
+	Error       string `json:"error,omitempty"`
 	// ExitCode is the code the run's process exited with (nil: unknown,
 	// a run recorded before exit codes were).
 	ExitCode *int `json:"exit_code,omitempty"`
@@ -54,7 +58,7 @@ func newRunReport(runID, kind string, s *engine.Summary, jobs *frontier.JobCount
 		Pages:           map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
 		Papers:          map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
 		Retries:         s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(), Jobs: jobs,
-		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks()}
+		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
 	for j, c := range s.Journals() {
 		r.PerJournal[strconv.FormatInt(j, 10)] = c
 	}
@@ -97,6 +101,9 @@ func (e *Env) printSummary(r RunReport, s *engine.Summary) {
 	}
 	for _, w := range r.IncompleteWalks {
 		fmt.Fprintf(e.Stderr, "  incomplete: %s\n", IncompleteText(w))
+	}
+	if r.Quarantined > 0 {
+		fmt.Fprintf(e.Stderr, "  quarantined: %d records refused by a sink, kept in %s (crawl quarantine list)\n", r.Quarantined, r.Quarantine)
 	}
 	for _, pf := range r.Failures {
 		fmt.Fprintf(e.Stderr, "  failed: journal %d page %d: %s\n", pf.Journal, pf.Page, pf.Error)

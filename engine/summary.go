@@ -26,6 +26,9 @@ type Summary struct {
 	// Failed.
 	Done, Skipped, Ended, Failed atomic.Int64
 	PapersNew, PapersKnown       atomic.Int64
+	// Quarantined counts the records a sink refused for their content,
+	// kept in the quarantine (sink.Quarantined).
+	Quarantined atomic.Int64
 
 	mu         sync.Mutex
 	retries    map[string]int
@@ -263,6 +266,9 @@ func (s *Summary) countRetry(err error) {
 	defer s.mu.Unlock()
 	s.retries[crawler.Cause(err)]++
 }
+
+// CountQuarantined counts records a sink refused, kept in the quarantine.
+func (s *Summary) CountQuarantined(n int) { s.Quarantined.Add(int64(n)) }
 
 // CountSinkRetry counts a failed write (or opening) of a sink that is
 // tried again, under the cause "sink".

@@ -181,7 +181,7 @@ func TestMultiConformance(t *testing.T) {
 				return ra
 			},
 		}
-	}, sinktest.Features{Ordered: false, Restore: true})
+	}, sinktest.Features{Ordered: false, Restore: true, Refuse: func(id string) record.Record { return sinktest.Oversized(id, sink.MaxLine) }})
 }
 
 // A Multi's token is bound to each sink by its URL: the sinks given in
@@ -310,5 +310,49 @@ func TestMarshal(t *testing.T) {
 	var buf bytes.Buffer
 	if err := sink.EncodeLines(&buf, []record.Record{r, r}); err != nil || buf.String() != string(b)+"\n"+string(b)+"\n" {
 		t.Errorf("EncodeLines = %q (%v)", buf.String(), err)
+	}
+}
+
+type keepAll struct{ rs []sink.Refusal }
+
+func (k *keepAll) Put(_ context.Context, rs []sink.Refusal) error {
+	k.rs = append(k.rs, rs...)
+	return nil
+}
+
+// Several refused records in one batch, first and last among them, are
+// each isolated and quarantined, and the others delivered in order; an
+// error that is no refusal (a closed sink) is returned, nothing
+// quarantined.
+func TestQuarantinedIsolatesEveryRefusedRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	s := sinktest.Open(t, "jsonl:"+path, sink.Options{})
+	recs := sinktest.Records("r", 8)
+	for _, i := range []int{0, 3, 4, 7} {
+		recs[i] = sinktest.Oversized(recs[i].ID, sink.MaxLine)
+	}
+	q := &keepAll{}
+	n := 0
+	qs := sink.Quarantined(s, q, func(k int) { n += k })
+	if err := qs.Write(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range q.rs {
+		ids = append(ids, r.Record.ID)
+	}
+	if !slices.Equal(ids, []string{"r-0", "r-3", "r-4", "r-7"}) || n != 4 {
+		t.Errorf("quarantined %v (counted %d)", ids, n)
+	}
+	var got []string
+	for _, r := range sinktest.ReadJSONL(t, path) {
+		got = append(got, r.ID)
+	}
+	if !slices.Equal(got, []string{"r-1", "r-2", "r-5", "r-6"}) {
+		t.Errorf("delivered %v", got)
+	}
+	s.Close()
+	if err := qs.Write(context.Background(), recs[1:2]); !errors.Is(err, sink.ErrClosed) || len(q.rs) != 4 {
+		t.Errorf("a closed sink: %v, %d quarantined", err, len(q.rs))
 	}
 }

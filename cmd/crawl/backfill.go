@@ -133,7 +133,8 @@ after backfill.stop_after_repeat_pages pages in a row with no paper new
 to the run, and at page A+backfill.max_pages-1.
 
 Exit codes: 0 every page done, 3 some pages failed (listed in the
-summary and retried by the next run), 4 quality alarm, 1 fatal (also: a
+summary and retried by the next run) or a sink refused records (kept in
+the quarantine: crawl quarantine list), 4 quality alarm, 1 fatal (also: a
 host that has not answered once in the run), 2 usage, 130/143
 interrupted.`,
 		Example: `  crawl backfill --journal 501422 --pages 1-50 --sink jsonl:out/papers.jsonl
@@ -175,7 +176,8 @@ before known papers says so (log, summary, report) and leaves a mark: the
 next nightly, where known papers would stop it, jumps to the page it
 reached and carries on past it, so no page is left behind.
 
-Exit codes: 0 every walk finished, 3 some pages failed, 4 quality alarm,
+Exit codes: 0 every walk finished, 3 some pages failed or a sink refused
+records (kept in the quarantine: crawl quarantine list), 4 quality alarm,
 1 fatal, 2 usage, 130/143 interrupted.`,
 		Example: `  crawl nightly --sink jsonl:out/papers-{date}.jsonl
   crawl nightly --sink 'postgres://crawler@db.example.com/lit?table=papers'

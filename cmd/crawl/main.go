@@ -319,7 +319,7 @@ terminated (SIGTERM).`,
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
-		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd(), newSinkCmd())
+		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd(), newSinkCmd(), newQuarantineCmd())
 	return root
 }
 

@@ -53,7 +53,7 @@ parser fix to re-derive records from what was fetched.`,
 			if err := refuseAppend(sinks, appendOK); err != nil {
 				return err
 			}
-			out, err := app.OpenSinks(ctx, sinks, "", cmd.OutOrStdout(), log, appMetrics, nil)
+			out, err := app.OpenSinks(ctx, sinks, app.SinkOptions{Stdout: cmd.OutOrStdout(), Log: log, Metrics: appMetrics})
 			if err != nil {
 				return err
 			}

@@ -71,6 +71,17 @@ func (s *Server) Restart() {
 	}
 }
 
+// RestartWith stops the server and starts it again (same port, same
+// store) with its options changed.
+func (s *Server) RestartWith(opts ...Option) {
+	s.t.Helper()
+	s.Stop()
+	for _, o := range opts {
+		o(&s.opts)
+	}
+	s.Restart()
+}
+
 // Stop shuts the server down and waits until it is gone.
 func (s *Server) Stop() {
 	if s.srv != nil {

@@ -67,13 +67,17 @@ type jsonlSink struct {
 	path      string   // the current file
 	offset    int64    // its size after the last Write
 	buf       bytes.Buffer
+	maxLine   int // the longest line written (sink.MaxLine; tests lower it)
 }
+
+// maxLine is the maxLine of the sinks opened from now on.
+var maxLine = sink.MaxLine
 
 const datePlaceholder = "{date}"
 
 // openFile opens the sink for a pattern that check accepted.
 func openFile(pattern string, opts sink.Options) (*jsonlSink, error) {
-	s := &jsonlSink{pattern: pattern, opts: opts}
+	s := &jsonlSink{pattern: pattern, opts: opts, maxLine: maxLine}
 	// Fail at start on a path that cannot be written.
 	if err := s.ensureFile(s.pathFor()); err != nil {
 		return nil, err
@@ -171,7 +175,10 @@ func (s *jsonlSink) Write(ctx context.Context, recs []record.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := sink.EncodeLines(&s.buf, recs); err != nil {
+	if err := sink.EncodeLinesBounded(&s.buf, recs, s.maxLine); err != nil {
+		if errors.Is(err, sink.ErrRefused) {
+			return sink.Refused(fmt.Errorf("jsonl %s: %w", s.path, err))
+		}
 		return fmt.Errorf("jsonl: %w", err)
 	}
 	if err := s.ensureFile(s.pathFor()); err != nil {

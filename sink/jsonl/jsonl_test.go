@@ -35,7 +35,7 @@ func TestJSONLConformance(t *testing.T) {
 				return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 			},
 		}
-	}, sinktest.Features{Ordered: true, Restore: true})
+	}, sinktest.Features{Ordered: true, Restore: true, Refuse: func(id string) record.Record { return sinktest.Oversized(id, sink.MaxLine) }})
 }
 
 func TestJSONLRepairsTornLine(t *testing.T) {

@@ -187,6 +187,14 @@ func (s *kafkaSink) ensureTopic(ctx context.Context) error {
 
 func (s *kafkaSink) Describe() string { return s.cfg.description }
 
+// maxRecordBytes is the largest record the sink produces: franz-go's
+// default batch limit (ProducerBatchMaxBytes, 1,000,012 bytes), less room
+// for the batch's own header. recordOverhead is a record's framing in it.
+const (
+	maxRecordBytes = 1_000_012 - 100
+	recordOverhead = 32
+)
+
 func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 	release, err := s.Enter(ctx, false)
 	if err != nil {
@@ -201,6 +209,11 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 		data, err := sink.Marshal(&recs[i])
 		if err != nil {
 			return fmt.Errorf("kafka: %w", err)
+		}
+		// Checked before any is sent: a record over the batch limit is
+		// refused (sink.ErrRefused) with nothing produced.
+		if n := len(data) + len(recs[i].ID) + recordOverhead; n > maxRecordBytes {
+			return sink.Refused(fmt.Errorf("kafka %s: record %s is %d bytes, over the %d a produce batch may hold", s.cfg.description, recs[i].ID, n, maxRecordBytes))
 		}
 		krs[i] = &kgo.Record{Key: []byte(recs[i].ID), Value: data}
 	}
@@ -226,6 +239,9 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 			return ctx.Err()
 		}
 		err = fmt.Errorf("kafka %s: produce: %w", s.cfg.description, err)
+		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+			return sink.Refused(err) // the broker's (or topic's) message.max.bytes
+		}
 		if kerr.IsRetriable(err) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) ||
 			errors.Is(err, kgo.ErrMaxBuffered) {
 			return sink.Retryable(err)

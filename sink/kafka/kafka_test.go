@@ -113,7 +113,7 @@ func TestKafkaConformance(t *testing.T) {
 			Read: func(t *testing.T) []record.Record { return readTopic(t, brokers, topic) },
 			Raw:  func(t *testing.T) [][]byte { return readValues(t, brokers, topic) },
 		}
-	}, sinktest.Features{})
+	}, sinktest.Features{Refuse: func(id string) record.Record { return sinktest.Oversized(id, 1_000_012) }})
 }
 
 // With one partition a single writer's records keep their order.

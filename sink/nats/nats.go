@@ -289,7 +289,11 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 		return err
 	}
 	defer release()
-	futures := make([]jetstream.PubAckFuture, 0, len(recs))
+	// Every message is checked against the server's max_payload before
+	// any is sent: a record over it is refused (sink.ErrRefused) with
+	// nothing published.
+	msgs := make([]*natsgo.Msg, len(recs))
+	limit := s.nc.MaxPayload()
 	for i := range recs {
 		data, err := sink.Marshal(&recs[i])
 		if err != nil {
@@ -298,7 +302,18 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 		msg := natsgo.NewMsg(s.cfg.subject)
 		msg.Data = data
 		msg.Header.Set(jetstream.MsgIDHeader, recs[i].ID)
+		// The headers' wire form is a status line and one line a header.
+		if n := int64(len(data) + len(recs[i].ID) + len(jetstream.MsgIDHeader) + 64); limit > 0 && n > limit {
+			return sink.Refused(fmt.Errorf("nats %s: record %s is %d bytes, over the server's max_payload (%d)", s.cfg.description, recs[i].ID, n, limit))
+		}
+		msgs[i] = msg
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(recs))
+	for i, msg := range msgs {
 		f, err := s.js.PublishMsgAsync(msg, jetstream.WithExpectStream(s.cfg.stream))
+		if errors.Is(err, natsgo.ErrMaxPayload) {
+			return sink.Refused(fmt.Errorf("nats %s: publish %s: %w", s.cfg.description, recs[i].ID, err))
+		}
 		if err != nil {
 			return retryableUnlessAPI(fmt.Errorf("nats %s: publish %s: %w", s.cfg.description, recs[i].ID, err))
 		}

@@ -75,7 +75,7 @@ func TestNATSConformance(t *testing.T) {
 				return out
 			},
 		}
-	}, sinktest.Features{DedupeByID: true})
+	}, sinktest.Features{DedupeByID: true, Refuse: func(id string) record.Record { return sinktest.Oversized(id, 1<<20) }})
 }
 
 // The server restarts mid-stream: a Write made while it is away is retried

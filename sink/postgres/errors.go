@@ -40,6 +40,9 @@ func (s *pgSink) fail(ctx context.Context, op string, err error) error {
 	}
 	msg := fmt.Sprintf("postgres %s (table %s): %s: %s", s.cfg.description, table, op, explain(err, s.n, op == opMigrate))
 	e := &Error{msg: msg, err: err}
+	if refused(err) {
+		return sink.Refused(e)
+	}
 	if !retryable(ctx, err) {
 		return e
 	}
@@ -153,4 +156,22 @@ func isTLSTrust(err error) bool {
 	var ci x509.CertificateInvalidError
 	var ve *tls.CertificateVerificationError
 	return errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) || errors.As(err, &ve)
+}
+
+// refused: the server refused a value of the record, not the table or the
+// connection: a character the database cannot hold (a NUL: 22P05, 22021),
+// an escape it cannot read (22025, 22P06), or a row or index entry over a
+// program limit (54000). The record goes to the quarantine (sink.ErrRefused).
+// Other data exceptions (a value of the wrong type) come from a table whose
+// shape changed, and fail every record alike: they stop the run.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "22P05", "22021", "22025", "22P06", "54000":
+		return true
+	}
+	return false
 }

@@ -34,6 +34,10 @@ type Features struct {
 	// the bytes sent (a jsonb column orders keys its own way): Raw's bytes
 	// are compared with sink.Marshal's as JSON values.
 	Reencoded bool
+	// Refuse makes a record with the given id that the sink refuses for
+	// its content (sink.ErrRefused): every driver has one (a NUL for
+	// PostgreSQL, a record over the size a message or line may have).
+	Refuse func(id string) record.Record
 }
 
 // Destination is one empty place to deliver to (a file, a stream, a
@@ -59,6 +63,9 @@ func Run(t *testing.T, fresh func(t *testing.T) Destination, f Features) {
 	t.Run("SameBytesAsMarshal", func(t *testing.T) { sameBytes(t, fresh(t), f.Reencoded) })
 	if f.Restore {
 		t.Run("RestoreAfterCrash", func(t *testing.T) { restoreAfterCrash(t, fresh(t)) })
+	}
+	if f.Refuse != nil {
+		t.Run("RefusedRecordQuarantined", func(t *testing.T) { refusedQuarantined(t, fresh(t), f) })
 	}
 	if f.DedupeByID {
 		t.Run("RedeliveryDeduped", func(t *testing.T) { redelivery(t, fresh(t)) })
@@ -370,4 +377,68 @@ func ReadJSONL(t testing.TB, path string) []record.Record {
 		out = append(out, r)
 	}
 	return out
+}
+
+// memQuarantine keeps refusals in memory.
+type memQuarantine struct {
+	mu sync.Mutex
+	rs []sink.Refusal
+}
+
+func (q *memQuarantine) Put(_ context.Context, rs []sink.Refusal) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.rs = append(q.rs, rs...)
+	return nil
+}
+
+// refusedQuarantined: the driver refuses its hostile record with
+// sink.ErrRefused (never retryable); through sink.Quarantined, a batch
+// holding it delivers every other record, in order where the sink keeps
+// order, and the refused one alone goes to the quarantine with the sink's
+// name and the reason.
+func refusedQuarantined(t *testing.T, d Destination, f Features) {
+	ctx := context.Background()
+	s := d.Open(t)
+	defer s.Close()
+	bad := f.Refuse("refused-0")
+	err := s.Write(ctx, []record.Record{bad})
+	if !errors.Is(err, sink.ErrRefused) || errors.Is(err, sink.ErrRetryable) {
+		t.Fatalf("the hostile record: Write = %v, want an error that is sink.ErrRefused and not retryable", err)
+	}
+	good := Records("q", 5)
+	batch := append(append(slices.Clone(good[:2]), bad), good[2:]...)
+	q := &memQuarantine{}
+	var counted int
+	qs := sink.Quarantined(s, q, func(n int) { counted += n })
+	if err := qs.Write(ctx, batch); err != nil {
+		t.Fatalf("a batch with one refused record: %v", err)
+	}
+	if len(q.rs) != 1 || q.rs[0].Record.ID != bad.ID || q.rs[0].Sink != sink.Describe(s) || q.rs[0].Reason == "" || counted != 1 {
+		t.Fatalf("quarantine holds %d refusals (counted %d), want the one record %s from %s with its reason: %+v", len(q.rs), counted, bad.ID, sink.Describe(s), q.rs)
+	}
+	got := d.Read(t)
+	if f.Ordered {
+		if !slices.Equal(keys(got), keys(good)) {
+			t.Fatalf("delivered, in order:\n%s", firstDiff(keys(got), keys(good)))
+		}
+	} else {
+		sameMultiset(t, got, good)
+	}
+	if c, ok := qs.(sink.Committer); ok != (f.Restore) {
+		t.Errorf("the quarantine wrapper hides the sink's token (Committer %v, want %v)", ok, f.Restore)
+	} else if ok {
+		if _, err := c.Token(); err != nil {
+			t.Errorf("token after a quarantined batch: %v", err)
+		}
+	}
+}
+
+// Oversized is a record with the given id whose encoding is over n bytes
+// (its abstract is long): a sink bounding a record's size refuses it.
+func Oversized(id string, n int) record.Record {
+	r := Records(id, 1)[0]
+	r.ID = id
+	r.Abstract = strings.Repeat("x", n)
+	return r
 }

@@ -1,0 +1,189 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
+	"github.com/litcrawl/litcrawl/state"
+)
+
+// tokenDigest names a sink token in a quarantine entry (Refusal.Pending).
+func tokenDigest(tok []byte) string {
+	sum := sha256.Sum256(tok)
+	return hex.EncodeToString(sum[:8])
+}
+
+// resolvePending settles the entries a crash left in the middle of a
+// quarantine retry: the state's sink token changed since the retry marked
+// them, so their delivery was committed (they leave the quarantine), or
+// it did not (they stay, to be retried). Every run that commits tokens
+// calls it before it commits anything, so the token can only have changed
+// by that retry's commit.
+func resolvePending(ctx context.Context, st *state.Store, path string) ([]sink.Refusal, error) {
+	rs, _, err := quarantine.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	pending := false
+	for _, r := range rs {
+		pending = pending || r.Pending != ""
+	}
+	if !pending {
+		return rs, nil
+	}
+	tok, err := st.SinkToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := tokenDigest(tok)
+	keep := rs[:0]
+	for _, r := range rs {
+		switch {
+		case r.Pending == "":
+		case r.Pending != now:
+			continue // delivered and committed
+		default:
+			r.Pending = ""
+		}
+		keep = append(keep, r)
+	}
+	if err := quarantine.Replace(path, keep); err != nil {
+		return nil, err
+	}
+	return keep, nil
+}
+
+// QuarantineRetry delivers the quarantine of a state directory again.
+type QuarantineRetry struct {
+	StateDir string
+	// Sinks are the sink URLs: each record goes to the sink it was refused
+	// by, when one of them is that sink (by its name); none: the config's.
+	Sinks []string
+}
+
+// QuarantineResult is what a retry did.
+type QuarantineResult struct {
+	Path      string
+	Delivered int // delivered and gone from the quarantine
+	Refused   int // refused again, kept
+	Unmatched int // their sink is not among the sinks given, kept
+	Bad       int // lines of the file that are no entry
+}
+
+// RetryQuarantine delivers each quarantined record to the sink that refused
+// it, as a crawl would (its sinks opened, restored to the state's token,
+// and the new token committed to the state), holding the state so that no
+// crawl runs meanwhile. Records delivered leave the quarantine; records
+// refused again stay, their tries counted. A crash at any point leaves
+// each record either delivered once or still quarantined (Refusal.Pending).
+func (e *Env) RetryQuarantine(ctx context.Context, o QuarantineRetry) (QuarantineResult, error) {
+	path := filepath.Join(o.StateDir, quarantine.Name)
+	res := QuarantineResult{Path: path}
+	rs, bad, err := quarantine.Read(path)
+	res.Bad = bad
+	if err != nil || len(rs) == 0 {
+		return res, err
+	}
+	st, err := state.Open(o.StateDir)
+	if err != nil {
+		return res, err
+	}
+	defer st.Close()
+	if rs, err = resolvePending(ctx, st, path); err != nil {
+		return res, err
+	}
+	urls := o.Sinks
+	if len(urls) == 0 {
+		urls = e.Config.Sinks
+	}
+	out, err := OpenSinks(ctx, urls, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics})
+	if err != nil {
+		return res, err
+	}
+	defer out.Close()
+	if err := restore(ctx, st, out, false, e.log()); err != nil {
+		return res, err
+	}
+	byName := map[string]sink.Sink{}
+	for _, s := range out.(*sink.Multi).Sinks() {
+		byName[sink.Describe(s)] = s
+	}
+	tok, err := st.SinkToken(ctx)
+	if err != nil {
+		return res, err
+	}
+	before := tokenDigest(tok)
+	var order []string
+	groups := map[string][]int{}
+	for i := range rs {
+		if byName[rs[i].Sink] == nil {
+			res.Unmatched++
+			continue
+		}
+		if groups[rs[i].Sink] == nil {
+			order = append(order, rs[i].Sink)
+		}
+		groups[rs[i].Sink] = append(groups[rs[i].Sink], i)
+		rs[i].Pending = before
+	}
+	if len(order) == 0 {
+		return res, nil
+	}
+	if err := quarantine.Replace(path, rs); err != nil {
+		return res, err
+	}
+	again := map[string]sink.Refusal{} // by sink and id
+	for _, name := range order {
+		recs := make([]record.Record, len(groups[name]))
+		for k, i := range groups[name] {
+			recs[k] = rs[i].Record
+		}
+		q := &collected{}
+		if err := sink.Quarantined(byName[name], q, nil).Write(ctx, recs); err != nil {
+			return res, fmt.Errorf("deliver the quarantine to %s: %w", name, err)
+		}
+		for _, r := range q.rs {
+			again[name+"\x00"+r.Record.ID] = r
+		}
+	}
+	if c, ok := out.(sink.Committer); ok {
+		tok, err := c.Token()
+		if err != nil {
+			return res, fmt.Errorf("sink token: %w", err)
+		}
+		if _, err := st.Commit(ctx, ledger.Group{SinkToken: tok}); err != nil {
+			return res, fmt.Errorf("commit the sinks' token: %w", err)
+		}
+	}
+	keep := rs[:0]
+	for _, r := range rs {
+		if r.Pending == "" {
+			keep = append(keep, r)
+			continue
+		}
+		if a, ok := again[r.Sink+"\x00"+r.Record.ID]; ok {
+			r.Pending, r.Tries, r.Reason, r.At = "", r.Tries+1, a.Reason, time.Now().UTC()
+			keep = append(keep, r)
+			res.Refused++
+			continue
+		}
+		res.Delivered++
+	}
+	return res, quarantine.Replace(path, keep)
+}
+
+// collected keeps refusals in memory.
+type collected struct{ rs []sink.Refusal }
+
+func (c *collected) Put(_ context.Context, rs []sink.Refusal) error {
+	c.rs = append(c.rs, rs...)
+	return nil
+}

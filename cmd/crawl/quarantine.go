@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
+)
+
+func newQuarantineCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "quarantine",
+		Short: "Show or deliver again the records a sink refused",
+		Long: `A record a sink refuses for its content (PostgreSQL refusing a NUL, a
+record over a broker's message size or the JSONL line limit) never blocks
+the crawl: it goes to the quarantine, a JSON-lines file beside the crawl
+state (quarantine.jsonl: the sink, the reason, when, and the record), the
+rest of the page is delivered and committed, and the run exits 3 naming
+the file. crawl quarantine list shows what it holds; crawl quarantine
+retry delivers it again (after the sink or the record was fixed).`,
+		Args: noArgs("quarantine"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("quarantine: give a subcommand: list or retry")}
+		},
+	}
+	cmd.AddCommand(newQuarantineListCmd(), newQuarantineRetryCmd())
+	return cmd
+}
+
+func newQuarantineListCmd() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--state-dir DIR] [--json]",
+		Short: "List the records a sink refused",
+		Long: `list prints each quarantined record, oldest first: when it was refused,
+by which sink, its id, DOI and title, how many times, and why. --json
+prints the entries as JSON lines, as the file holds them.
+
+Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
+		Example: `  crawl quarantine list --state-dir crawl-state
+  crawl quarantine list --json | jq -r .record.id`,
+		Args: noArgs("quarantine list"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, _, err := stateDirOf(cmd, dir)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(dir, quarantine.Name)
+			rs, bad, err := quarantine.Read(path)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
+				for _, r := range rs {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+			} else {
+				if len(rs) == 0 {
+					fmt.Fprintf(out, "the quarantine %s is empty\n", path)
+				} else {
+					fmt.Fprintf(out, "%d records in the quarantine %s:\n", len(rs), path)
+				}
+				for _, r := range rs {
+					fmt.Fprintf(out, "%s  %s  %s  refused %d× by %s: %s\n", r.At.Format(time.RFC3339), shown(r.Record.ID, 80),
+						shown(r.Record.Title, 60), r.Tries, redact.URL(r.Sink), shown(r.Reason, 300))
+				}
+			}
+			if bad > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d lines of %s are no entry (torn by a crash or edited): left out\n", bad, path)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON lines")
+	return cmd
+}
+
+// shown is s made safe and short for a terminal line.
+func shown(s string, n int) string {
+	s = record.StripControl(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newQuarantineRetryCmd() *cobra.Command {
+	var dir string
+	var sinks []string
+	cmd := &cobra.Command{
+		Use:   "retry [--state-dir DIR] [--sink URL …]",
+		Short: "Deliver the quarantined records again",
+		Long: `retry delivers each quarantined record to the sink that refused it — one
+of the configured sinks (or --sink), known by its URL with secrets
+redacted — as a crawl delivers: holding the crawl state, its sinks
+restored to the state's last commit and their new position committed.
+Records delivered leave the quarantine; records refused again stay, their
+tries counted; records whose sink is not given stay as they are. A crash
+at any point leaves each record delivered once or still quarantined.
+
+Exit codes: 0 the quarantine is empty, 1 a sink or the state failed, 2
+usage, 3 records remain in the quarantine.`,
+		Example: `  crawl quarantine retry --state-dir crawl-state
+  crawl quarantine retry --sink 'postgres://crawler@db/papers?table=papers'`,
+		Args: noArgs("quarantine retry"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, env, err := stateDirOf(cmd, dir)
+			if err != nil {
+				return err
+			}
+			res, err := env.RetryQuarantine(cmd.Context(), app.QuarantineRetry{StateDir: dir, Sinks: sinks})
+			if err != nil {
+				return err
+			}
+			left := res.Refused + res.Unmatched
+			fmt.Fprintf(cmd.ErrOrStderr(), "quarantine %s: %d delivered, %d refused again, %d for sinks not given; %d left\n",
+				res.Path, res.Delivered, res.Refused, res.Unmatched, left)
+			if left > 0 {
+				return quietExit{app.ExitIncomplete}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "a sink `URL` (repeatable; default: the config's sinks)")
+	return cmd
+}

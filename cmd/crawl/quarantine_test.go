@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/litcrawl/litcrawl/internal/natstest"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
+)
+
+// A paper a sink refuses for its content never blocks it: the NATS server
+// takes messages of at most max_payload bytes, and the largest papers of
+// the listing are over it. The backfill delivers every other paper to
+// NATS and all of them to JSONL, commits every page, keeps the refused ones
+// in the quarantine beside the state and exits 3 naming it. A rerun has
+// nothing to do. After the server's limit is raised, crawl quarantine
+// retry delivers them, each once, and empties the quarantine.
+func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
+	_, srv := fixtureSite(t)
+	dir := t.TempDir()
+	// The sizes of the papers as the sinks encode them.
+	probe := filepath.Join(dir, "probe.jsonl")
+	base := []string{"backfill", "--journal", "501422", "--pages", "1-", "--base-url", srv.URL, "--delay", "0"}
+	if code, _, errs := crawl(t, append(base, "--state-dir", filepath.Join(dir, "probe"), "--sink", "jsonl:"+probe)...); code != exitOK {
+		t.Fatalf("probe: exit %d: %s", code, errs)
+	}
+	data, _ := os.ReadFile(probe)
+	var sizes []int
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		sizes = append(sizes, len(l))
+	}
+	limit := slices.Max(sizes) + 20
+	n := natstest.Start(t, func(o *server.Options) { o.MaxPayload = int32(limit) })
+	natsURL := n.URL() + "/papers.new?stream=PAPERS"
+	out := filepath.Join(dir, "papers.jsonl")
+	stateDir := filepath.Join(dir, "state")
+	args := append(base, "--state-dir", stateDir, "--sink", "jsonl:"+out, "--sink", natsURL)
+	code, _, errs := crawl(t, args...)
+	qpath := filepath.Join(stateDir, quarantine.Name)
+	if code != exitIncomplete || !strings.Contains(errs, qpath) || !strings.Contains(errs, "crawl quarantine list") {
+		t.Fatalf("exit %d, want 3 naming the quarantine %s: %s", code, qpath, errs)
+	}
+	rs, bad, err := quarantine.Read(qpath)
+	if err != nil || bad != 0 || len(rs) == 0 || len(rs) >= len(sizes) {
+		t.Fatalf("quarantine: %d entries (%d bad, %v) of %d papers", len(rs), bad, err, len(sizes))
+	}
+	for _, r := range rs {
+		if !strings.HasPrefix(r.Sink, "nats://") || !strings.Contains(r.Reason, "max_payload") || r.Record.ID == "" {
+			t.Errorf("entry: %+v", r)
+		}
+	}
+	if got := countLines(t, out); got != len(sizes) {
+		t.Errorf("JSONL holds %d papers, want all %d", got, len(sizes))
+	}
+	if got := natstest.RecordIDs(t, n.URL(), "PAPERS"); len(got) != len(sizes)-len(rs) {
+		t.Errorf("the stream holds %d papers, want %d", len(got), len(sizes)-len(rs))
+	}
+	code, stdout, _ := crawl(t, "quarantine", "list", "--state-dir", stateDir)
+	if code != exitOK || !strings.Contains(stdout, rs[0].Record.ID) || !strings.Contains(stdout, "max_payload") {
+		t.Errorf("quarantine list: exit %d: %s", code, stdout)
+	}
+	code, stdout, _ = crawl(t, "quarantine", "list", "--state-dir", stateDir, "--json")
+	var e sink.Refusal
+	if code != exitOK || json.Unmarshal([]byte(strings.SplitN(stdout, "\n", 2)[0]), &e) != nil || e.Record.ID != rs[0].Record.ID {
+		t.Errorf("quarantine list --json: exit %d: %s", code, stdout)
+	}
+	// Every page was committed: a rerun delivers nothing.
+	if code, _, errs := crawl(t, args...); code != exitOK || !strings.Contains(errs, "skipped") {
+		t.Errorf("rerun: exit %d: %s", code, errs)
+	}
+	// The sink still refuses them: retry keeps them, their tries counted.
+	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", "jsonl:"+out, "--sink", natsURL)
+	if again, _, _ := quarantine.Read(qpath); code != exitIncomplete || len(again) != len(rs) || again[0].Tries != 2 {
+		t.Fatalf("retry against the same limit: exit %d, %d left: %s", code, len(again), errs)
+	}
+	n.RestartWith(func(o *server.Options) { o.MaxPayload = int32(2 * limit) })
+	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", "jsonl:"+out, "--sink", natsURL)
+	if code != exitOK || !strings.Contains(errs, "0 left") {
+		t.Fatalf("retry: exit %d: %s", code, errs)
+	}
+	got := natstest.RecordIDs(t, n.URL(), "PAPERS")
+	if len(got) != len(sizes) {
+		t.Errorf("after retry the stream holds %d papers, want %d", len(got), len(sizes))
+	}
+	for _, r := range rs {
+		if got[r.Record.ID] != 1 {
+			t.Errorf("paper %s is %d times in the stream", r.Record.ID, got[r.Record.ID])
+		}
+	}
+	if _, err := os.Stat(qpath); !os.IsNotExist(err) {
+		t.Errorf("an emptied quarantine leaves its file: %v", err)
+	}
+	// The JSONL sink was restored and committed, not cut: a crawl after the
+	// retry finds it whole.
+	if code, _, errs := crawl(t, args...); code != exitOK || countLines(t, out) != len(sizes) {
+		t.Errorf("after retry: exit %d, %d lines: %s", code, countLines(t, out), errs)
+	}
+}
