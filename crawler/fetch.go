@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
+	neturl "net/url"
 	"sync"
 	"time"
 
@@ -90,7 +92,15 @@ func (f *fetcher) fetch(ctx context.Context, url string) (*Fetched, error) {
 	fctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	c := f.base.Clone()
-	c.Context = fctx
+	// The host answered once it sent a byte of a response, whatever comes
+	// of it (a body over the cap, a gzip bomb, headers over the limit): it
+	// is then never taken for a wrong base URL (ErrUnreachable).
+	host := hostOf(url)
+	c.Context = httptrace.WithClientTrace(fctx, &httptrace.ClientTrace{GotFirstResponseByte: func() {
+		f.mu.Lock()
+		f.answered[host] = true
+		f.mu.Unlock()
+	}})
 	var out *Fetched
 	c.OnResponse(func(r *colly.Response) {
 		h := r.Headers.Clone()
@@ -117,6 +127,15 @@ func (f *fetcher) fetch(ctx context.Context, url string) (*Fetched, error) {
 		return nil, asFetchError(url, err)
 	}
 	return out, nil
+}
+
+// hostOf is a URL's host name ("" when it does not parse).
+func hostOf(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // asFetchError keeps a transport FetchError, and otherwise makes one: a

@@ -2,8 +2,10 @@ package crawler_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -237,5 +239,46 @@ func TestUnreadableCrawlDelayIsReadPolitely(t *testing.T) {
 		if !strings.Contains(logs.String(), "max_crawl_delay") {
 			t.Errorf("Crawl-delay %s: not logged: %s", delay, logs.String())
 		}
+	}
+}
+
+// A host that answered is never "has not answered once": a robots.txt over
+// the body cap, a robots.txt gzip bomb, or response headers over the
+// client's limit fail the host's pages with that cause (permanently, for
+// the run), not with ErrUnreachable and "check the base URL".
+func TestRobotsThatAnsweredBadlyIsNotUnreachable(t *testing.T) {
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(bytes.Repeat([]byte("Disallow: /nothing\n"), 200_000)) // 3.8 MB from a few KB
+	zw.Close()
+	cases := map[string]http.HandlerFunc{
+		"body over the cap": func(w http.ResponseWriter, r *http.Request) {
+			w.Write(bytes.Repeat([]byte("# robots\n"), 300_000))
+		},
+		"gzip bomb": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(bomb.Bytes())
+		},
+		"headers over the limit": func(w http.ResponseWriter, r *http.Request) {
+			big := strings.Repeat("x", 1<<20)
+			for i := range 11 {
+				w.Header().Set(fmt.Sprintf("X-Big-%d", i), big)
+			}
+			w.Write([]byte("User-agent: *\n"))
+		},
+	}
+	for name, h := range cases {
+		t.Run(name, func(t *testing.T) {
+			ts, srv := synthSite(t, 2)
+			ts.HandlePrefix("/robots.txt", h)
+			f, err := crawler.New(quick(srv.URL), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 1})
+			if err == nil || errors.Is(err, crawler.ErrUnreachable) || strings.Contains(err.Error(), "has not answered") || !strings.Contains(err.Error(), "robots.txt") {
+				t.Fatalf("err = %v; want the robots.txt cause, not unreachable", err)
+			}
+		})
 	}
 }

@@ -621,3 +621,64 @@ func synthFleet(t *testing.T, journal int64, pageCount int) (*natstest.Server, *
 	t.Cleanup(srv.Close)
 	return n, site, srv, connect(t, n.URL(), frontier.Options{})
 }
+
+// Jobs published by hand to the work subject are checked as flags are: a
+// run id of 50 KB, with a NUL, an ESC or markup, a negative max_pages,
+// junk marks, a job that is no JSON — each is dead-lettered with its
+// reason, never run: no record carries it, no mark is written.
+func TestHandPublishedJobsAreValidated(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(62, 2, 5)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	n := natstest.Start(t)
+	fr := connect(t, n.URL(), frontier.Options{AckWait: time.Second})
+	bad := map[string]string{
+		"long run id":   fmt.Sprintf(`{"journal":62,"page":1,"run_id":%q}`, strings.Repeat("r", 50<<10)),
+		"NUL in run id": `{"journal":62,"page":1,"run_id":"r\u0000x"}`,
+		"ESC in run id": `{"journal":62,"page":2,"run_id":"r\u001b[2J"}`,
+		"markup run id": `{"journal":62,"page":2,"run_id":"<script>alert(1)</script>"}`,
+		"max_pages -5":  `{"journal":62,"page":1,"run_id":"r","nightly":true,"max_pages":-5,"stop_after_known":1}`,
+		"junk marks":    `{"journal":62,"page":1,"run_id":"r","nightly":true,"max_pages":5,"stop_after_known":1,"marks":[{"page":-3,"papers":["\u001b"]}]}`,
+		"no JSON":       `not a job`,
+		"page 0":        `{"journal":62,"page":0,"run_id":"r"}`,
+	}
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	i := 0
+	for name, data := range bad {
+		i++
+		subj := fmt.Sprintf("%s.62.%d", frontier.JobsSubject, 100+i)
+		if strings.Contains(data, `"nightly":true`) {
+			subj = fmt.Sprintf("%s.%d.walk", frontier.JobsSubject, 62)
+		}
+		if _, err := js.Publish(ctx, subj, []byte(data)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if subj == fmt.Sprintf("%s.%d.walk", frontier.JobsSubject, 62) {
+			// One walk job at a time per subject: run the worker now.
+			w := newWorker(t, n.URL(), srv.URL, n.URL()+"/papers.v?stream=V", frontier.WorkerOptions{IdleExit: 300 * time.Millisecond})
+			if err := w.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w := newWorker(t, n.URL(), srv.URL, n.URL()+"/papers.v?stream=V", frontier.WorkerOptions{IdleExit: 300 * time.Millisecond})
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := fr.Status(ctx)
+	if err != nil || st.Pending != 0 || st.Dead != uint64(len(bad)) {
+		t.Fatalf("status: %+v %v; want every bad job dead-lettered (%d)", st, err, len(bad))
+	}
+	if marks, err := fr.Ledger().WalkMarks(ctx, 62); err != nil || len(marks) != 0 {
+		t.Errorf("a rejected walk wrote marks: %v %v", marks, err)
+	}
+	if ids := natstest.RecordIDs(t, n.URL(), "V"); len(ids) != 0 {
+		t.Errorf("rejected jobs delivered %d records", len(ids))
+	}
+}

@@ -125,6 +125,9 @@ func (f *Frontier) EnqueueSeq(ctx context.Context, jobs iter.Seq[Job]) (Enqueued
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
+		if err := j.Validate(); err != nil {
+			return n, fmt.Errorf("frontier: enqueue journal %d page %d: %w", j.Journal, j.Page, err)
+		}
 		data, _ := json.Marshal(j)
 		ack, err := f.js.PublishMsg(ctx, &nats.Msg{Subject: j.Subject(), Data: data},
 			jetstream.WithMsgID(j.MsgID()), jetstream.WithExpectLastSequencePerSubject(0))

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/internal/backoff"
@@ -184,8 +185,17 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	var job Job
-	if err := json.Unmarshal(msg.Data(), &job); err != nil || job.Journal <= 0 || job.Page < 1 {
-		w.giveUp(ctx, msg, job, fmt.Errorf("unreadable job %q", msg.Data()), md.NumDelivered)
+	var bad error
+	switch {
+	case len(msg.Data()) > MaxJobBytes:
+		bad = fmt.Errorf("job of %d bytes: expected at most %d", len(msg.Data()), MaxJobBytes)
+	case json.Unmarshal(msg.Data(), &job) != nil:
+		bad = errors.New("unreadable job: expected a JSON job")
+	default:
+		bad = job.Validate()
+	}
+	if bad != nil {
+		w.reject(ctx, msg, md, job, bad)
 		return
 	}
 	if w.o.OnJob != nil {
@@ -291,6 +301,31 @@ func (w *Worker) failed(ctx context.Context, msg jetstream.Msg, job Job, cause e
 	w.o.Log.Warn("job failed: retried later", "journal", job.Journal, "page", job.Page, "delivery", deliveries, "retry_in", d.Round(time.Millisecond), "error", cause)
 	if err := msg.NakWithDelay(d); err != nil {
 		w.o.Log.Warn("job nak failed: redelivered after its ack wait", "journal", job.Journal, "page", job.Page, "error", err)
+	}
+}
+
+// reject dead-letters a job that is not valid (Job.Validate) with its
+// reason, and removes it from the work queue: it is never run, and none of
+// its fields reaches a record or the ledger. The dead letter keeps only its
+// journal and page (when they are in bounds).
+func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, job Job, cause error) {
+	kept := Job{}
+	if job.Journal > 0 {
+		kept.Journal = job.Journal
+	}
+	if job.Page > 0 && job.Page <= config.MaxPageNumber {
+		kept.Page = job.Page
+	}
+	dl := DeadLetter{Job: kept, Error: "rejected: " + cause.Error(), Deliveries: md.NumDelivered, At: time.Now().UTC()}
+	if err := w.f.deadLetter(ctx, fmt.Sprintf("rejected-%d", md.Sequence.Stream), dl); err != nil {
+		w.o.Log.Warn("dead letter not published: the rejected job is tried again later", "error", err)
+		msg.NakWithDelay(w.o.Retry.Base)
+		return
+	}
+	w.dead.Add(1)
+	w.o.Log.Warn("job rejected and dead-lettered", "journal", kept.Journal, "page", kept.Page, "error", cause)
+	if err := msg.Term(); err != nil {
+		w.o.Log.Warn("job terminate failed: it may be redelivered and dead-lettered again (once)", "error", err)
 	}
 }
 
