@@ -177,7 +177,7 @@ func view(r state.Run, thresholds config.Quality) RunView {
 	}
 	if r.Finished.IsZero() {
 		v.Status = StatusKilled
-	} else if d := r.Finished.Sub(r.Started).Seconds(); d >= 0 && d <= maxRunSeconds {
+	} else if d := r.Finished.Sub(r.Started).Seconds(); d >= minRunSeconds && d <= maxRunSeconds {
 		v.DurationSeconds = d
 	}
 	if len(r.Summary) > 0 {
@@ -232,7 +232,9 @@ func sanitize(rep *RunReport) {
 			rep.QualityThresholds = nil
 		}
 	}
-	if !(rep.DurationSeconds >= 0 && rep.DurationSeconds <= maxRunSeconds) {
+	// Under a millisecond (a denormal such as 5e-324 in a tampered
+	// summary) a duration makes every rate infinite: it reads as unknown.
+	if !(rep.DurationSeconds >= minRunSeconds && rep.DurationSeconds <= maxRunSeconds) {
 		rep.DurationSeconds = 0
 	}
 	for _, m := range []map[string]int64{rep.Pages, rep.Papers} {
@@ -256,9 +258,12 @@ func sanitize(rep *RunReport) {
 // clamped, so that totals cannot overflow.
 const maxCount = 1 << 40
 
-// maxRunSeconds is longer than any run (a year): a longer duration is
-// taken as unknown.
-const maxRunSeconds = 366 * 24 * 3600
+// maxRunSeconds is longer than any run (a year), minRunSeconds shorter
+// than any (a millisecond): a duration outside them is taken as unknown.
+const (
+	maxRunSeconds = 366 * 24 * 3600
+	minRunSeconds = 1e-3
+)
 
 // journalsOf are the journals a summary names (by its per-journal counts
 // and failures), for runs that did not record theirs.

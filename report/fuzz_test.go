@@ -27,6 +27,7 @@ func FuzzReportFile(f *testing.F) {
 	f.Add([]byte(`{"run_id":"r","started":"2026-12-01T03:00:00Z","fetch_seconds":{"le":[0.05,0.1,0.25,0.5,1,2.5,5,10,30,60],"counts":[1]}}`))
 	f.Add([]byte(`{"run_id":"r","started":"not a time"}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"run_id":"r","started":"2026-12-01T03:00:00Z","duration_seconds":5e-324,"pages":{"done":7}}`))
 	f.Add([]byte(`{"run_id":"r","started":"2026-12-01T03:00:00Z","duration_seconds":1e308,"pages":{"done":-5}}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {

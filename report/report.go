@@ -17,6 +17,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -284,7 +285,9 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 			kinds[v.Kind] = s
 			kindOrder = append(kindOrder, v.Kind)
 		}
-		s.pts = append(s.pts, plotter.XY{X: xs[v.ID], Y: float64(ok) / v.DurationSeconds})
+		if y := float64(ok) / v.DurationSeconds; !math.IsInf(y, 0) && !math.IsNaN(y) {
+			s.pts = append(s.pts, plotter.XY{X: xs[v.ID], Y: y})
+		}
 	}
 	ss = nil
 	for _, k := range kindOrder {

@@ -167,6 +167,9 @@ func Check(dir string) (Counts, []error, error) {
 	var c Counts
 	var problems []error
 	path := filePath(dir)
+	if err := Stat(dir); err != nil {
+		return c, nil, err
+	}
 	err := func() (err error) {
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		defer func() {

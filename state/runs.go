@@ -51,6 +51,15 @@ func (s *Store) PutRun(r Run) error {
 func (s *Store) Runs() ([]Run, error) {
 	var out []Run
 	err := s.view(func(tx *bolt.Tx) error {
+		if s.fileFormat != 1 {
+			// A format-2 file has had every bucket since it was made: one
+			// missing is a damaged branch page, not an empty history.
+			for _, name := range [][]byte{bucketPages, bucketMeta, bucketRuns, bucketRunIDs, bucketRunNums, bucketWalks, bucketRecent} {
+				if tx.Bucket(name) == nil {
+					return &DamagedError{Path: s.path, Cause: fmt.Sprintf("the %s bucket is missing", name)}
+				}
+			}
+		}
 		b := tx.Bucket(bucketRuns)
 		if b == nil {
 			return nil
@@ -70,22 +79,33 @@ func (s *Store) Runs() ([]Run, error) {
 // ErrNoState means the state directory holds no state file.
 var ErrNoState = errors.New("no state here")
 
+// Stat checks, without opening it, that dir holds a state file that can be
+// read: there (else ErrNoState), a regular file (a FIFO would block the
+// reader for ever), and not empty (a *DamagedError).
+func Stat(dir string) error {
+	path := filePath(dir)
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("state %s: %w (no crawl has run with this state directory)", path, ErrNoState)
+	case err != nil:
+		return fmt.Errorf("state %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("state %s: not a regular file (%s)", path, info.Mode().Type())
+	case info.Size() == 0:
+		return &DamagedError{Path: path, Cause: "the file is empty"}
+	}
+	return nil
+}
+
 // OpenReadOnly opens the store in dir to read it, next to other readers.
 // It never creates anything. If a crawl holds the store, it fails with
 // ErrLocked after a short wait (see ReadSnapshot for what can be shown
 // then); if there is no store, with ErrNoState.
 func OpenReadOnly(dir string) (*Store, error) {
 	path := filePath(dir)
-	info, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("state %s: %w (no crawl has run with this state directory)", path, ErrNoState)
-	case err != nil:
-		return nil, fmt.Errorf("state %s: %w", path, err)
-	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("state %s: not a regular file (%s)", path, info.Mode().Type())
-	case info.Size() == 0:
-		return nil, &DamagedError{Path: path, Cause: "the file is empty"}
+	if err := Stat(dir); err != nil {
+		return nil, err
 	}
 	s, err := openBolt(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/state"
 	"github.com/litcrawl/litcrawl/testsite"
@@ -216,5 +218,46 @@ func TestRunsEmptyAndEarlyFailure(t *testing.T) {
 	}
 	if r := runs[0]; r.Status != app.StatusFinished || r.ExitCode == nil || *r.ExitCode != exitFatal || r.Summary == nil || r.Summary.Error == "" {
 		t.Errorf("the failed run's entry: %+v", r)
+	}
+}
+
+// A state whose branch pages lost a bucket (damage, not an empty history)
+// makes crawl runs and crawl report exit 1 with the damage message the
+// other commands give; state check refuses a FIFO at once and calls an
+// empty file damaged (not "bad file descriptor").
+func TestHistoryReadersCallDamageDamage(t *testing.T) {
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	st, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.PutRun(state.Run{ID: "20261204T000000Z-00000000", Kind: "backfill", Started: time.Now()})
+	st.Close()
+	db, err := bolt.Open(filepath.Join(stateDir, state.FileName), 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("runs")) })
+	db.Close()
+	for _, args := range [][]string{{"runs"}, {"runs", "--json"}, {"report", "-o", filepath.Join(dir, "r.html")}} {
+		code, _, errs := crawl(t, append(args, "--state-dir", stateDir)...)
+		if code != exitFatal || !strings.Contains(errs, "is damaged") || !strings.Contains(errs, "crawl state rebuild") {
+			t.Errorf("%v on a damaged state: exit %d: %s", args, code, errs)
+		}
+	}
+	fifoDir := filepath.Join(dir, "fifo")
+	os.MkdirAll(fifoDir, 0o755)
+	if err := syscall.Mkfifo(filepath.Join(fifoDir, state.FileName), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := crawl(t, "state", "check", "--state-dir", fifoDir); code != exitFatal || !strings.Contains(errs, "not a regular file") {
+		t.Errorf("state check of a FIFO: exit %d: %s", code, errs)
+	}
+	emptyDir := filepath.Join(dir, "empty")
+	os.MkdirAll(emptyDir, 0o755)
+	os.WriteFile(filepath.Join(emptyDir, state.FileName), nil, 0o644)
+	if code, _, errs := crawl(t, "state", "check", "--state-dir", emptyDir); code != exitFatal || !strings.Contains(errs, "empty") || strings.Contains(errs, "bad file descriptor") {
+		t.Errorf("state check of an empty file: exit %d: %s", code, errs)
 	}
 }

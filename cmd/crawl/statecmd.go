@@ -78,7 +78,7 @@ Exit codes: 0 sound, 1 damaged or unreadable, 2 usage.`,
 // checkHere checks in this process and prints the result as JSON.
 func checkHere(cmd *cobra.Command, dir string) error {
 	res := checkResult{File: dir + "/" + state.FileName}
-	if _, err := os.Stat(res.File); err != nil {
+	if err := state.Stat(dir); err != nil {
 		return fmt.Errorf("state check: %w", err)
 	}
 	counts, problems, err := state.Check(dir)
@@ -95,7 +95,11 @@ func checkHere(cmd *cobra.Command, dir string) error {
 // checkInChild runs the check in a process of its own and reports it.
 func checkInChild(cmd *cobra.Command, dir string) error {
 	file := dir + "/" + state.FileName
-	if _, err := os.Stat(file); err != nil {
+	if err := state.Stat(dir); err != nil {
+		var d *state.DamagedError
+		if errors.As(err, &d) {
+			return err
+		}
 		return fmt.Errorf("state check: %w", err)
 	}
 	self, err := os.Executable()
