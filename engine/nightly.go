@@ -53,6 +53,13 @@ type Walk struct {
 	// Reached is the furthest page walked: pages walked again after going
 	// back do not count towards RepeatRun.
 	Reached int
+	// Recent are the papers of the last two pages walked (ids and DOI
+	// keys), the last page's after the one before: seen again in a gap,
+	// they say the listing moved down while the walk went on, and what
+	// comes before them is not the gap's end.
+	Recent []string
+	// RecentLast is how many of Recent are the last page's.
+	RecentLast int
 	// Tail is the mark of the walk's frontier: the last papers of the
 	// last page whose last paper was not one delivered earlier in this run
 	// (when new papers push the listing down while the walk goes on, a
@@ -107,11 +114,15 @@ const tailPapers = 3
 // gap lay above them, and was walked. A walk never says "complete" past a
 // gap it has not proven closed.
 //
+// Papers arriving while the walk is in a gap push papers above the mark
+// into view: papers of the walk's last two pages (Recent) seen again are
+// not the gap's end, nor what comes before them.
+//
 // Not covered: papers removed while a walk goes on (a page it has not
-// reached moves up past it), and more than a page of papers arriving while
-// the walk is in a gap it jumped to (papers above the mark, pushed into
-// view, look like the gap's end). The next nightly does not see what that
-// hid; a backfill does.
+// reached moves up past it), and more than two pages of papers arriving
+// while the walk is in a gap it jumped to (papers from pages it skipped,
+// pushed into view, look like the gap's end). The next nightly does not
+// see what that hid; a backfill does.
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
@@ -308,10 +319,12 @@ func (w *Walk) scan(d Delivered) (back bool) {
 			}
 			continue
 		}
-		// The mark's papers on this page again (the listing moved down while
-		// the walk went on): the gap starts after them.
+		// The mark's papers, or papers delivered earlier in this run, on
+		// this page again: the listing moved down while the walk went on,
+		// and what comes before them is not the gap's end (papers above
+		// the mark, pushed into view, were delivered before too).
 		for j := i; j < len(d.Papers); j++ {
-			if in(d.Papers[j], m.Papers) {
+			if in(d.Papers[j], m.Papers) || seen(j) == ledger.SeenThisRun || in(d.Papers[j], w.Recent) {
 				i = j + 1
 			}
 		}
@@ -401,6 +414,10 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 		next.Tail = tailOf(d.Papers)
 	}
 	back := next.scan(d)
+	last := MarkOf(d.Papers)
+	keep := min(max(w.RecentLast, 0), len(w.Recent))
+	next.Recent = append(slices.Clone(w.Recent[len(w.Recent)-keep:]), last...)
+	next.RecentLast = len(last)
 	if !next.PastTop && !next.InGap && w.StopAfterKnown > 0 && next.KnownRun >= w.StopAfterKnown {
 		next.PastTop = true
 	}
@@ -565,7 +582,8 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 				}
 				last, lastD = w.Page, oc.Delivered
 				var goOn bool
-				if w, goOn = w.Next(oc.Delivered); !goOn {
+				w, goOn = w.Next(oc.Delivered)
+				if !goOn {
 					if err := r.EndWalk(ctx, journal, w, oc.Delivered); err != nil {
 						cancel(err)
 					}

@@ -228,3 +228,18 @@ func TestWalkListingShrinksPastTheMark(t *testing.T) {
 	}
 	h.check()
 }
+
+// More than a page of papers arrives while the walk is in a gap it jumped
+// to: the next page shows papers from above the mark, delivered before.
+// They are papers the walk saw on its last pages, not the gap's end.
+func TestWalkArrivalsWhileInAJumpedToGap(t *testing.T) {
+	h := newNightHarness(t, 3, pfx("91", 30))
+	h.night(1, 4, nil) // 91001-91012, mark @4 = 91010-91012
+	h.site.AfterServe(testsite.PagePath(hj, 4), func() { h.arrive(pfx("92", 8)) })
+	h.night(1, 6, nil) // page 1 known, jump to 3, the mark on 4, then 8 arrive
+	h.site.AfterServe(testsite.PagePath(hj, 4), nil)
+	for i := 0; i < 12; i++ {
+		h.night(1, 6, nil)
+	}
+	h.check()
+}

@@ -76,7 +76,8 @@ func envInt(k string, d int) int {
 // anywhere) removed between nights, and listings shrinking past the marks.
 // Every paper still listed must then have been
 // delivered exactly once, and no night may fetch more than max_pages.
-// SEEDS (default 6 per variant), SEED0, VARIANT and SHOW choose what runs:
+// SEEDS (default 6 per variant), SEED0, VARIANT and SHOW choose what runs
+// (SHOWLISTING=1 adds the final listing to a failing seed's log):
 //
 //	SEEDS=200 go test ./engine -run TestNightlyRandomNights -timeout 30m
 func TestNightlyRandomNights(t *testing.T) {
@@ -312,6 +313,9 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 		}
 	}
 	if len(dup) > 0 || len(missing) > 0 {
+		if os.Getenv("SHOWLISTING") != "" {
+			fmt.Fprintf(&log, "final listing: %v\n", listing)
+		}
 		slices.Sort(dup)
 		return fail("duplicates %v; missing %d of %d: %v", dup, len(missing), len(listing), missing)
 	}

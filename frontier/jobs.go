@@ -44,6 +44,9 @@ type Job struct {
 	SkipFrom int  `json:"skip_from,omitempty"`
 	Sweep    bool `json:"sweep,omitempty"`
 	Reached  int  `json:"reached,omitempty"`
+	// Recent and RecentLast: the papers of the walk's last two pages.
+	Recent     []string `json:"recent,omitempty"`
+	RecentLast int      `json:"recent_last,omitempty"`
 	// PrevPage is the walk's last page delivered: a walk whose job is
 	// dead-lettered leaves its mark there (its Tail), so the next walk
 	// carries on from it.
@@ -73,7 +76,7 @@ func (j Job) MsgID() string {
 func (j Job) Walk() engine.Walk {
 	w := engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, Walked: j.Walked, StopAfterKnown: j.StopAfterKnown,
 		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, PastTop: j.PastTop, InGap: j.InGap, Tail: j.Tail,
-		SkipFrom: j.SkipFrom, Sweep: j.Sweep, Reached: j.Reached}
+		SkipFrom: j.SkipFrom, Sweep: j.Sweep, Reached: j.Reached, Recent: j.Recent, RecentLast: j.RecentLast}
 	// A job enqueued before walks counted their pages: its page is how
 	// many it walked.
 	if w.Walked == 0 && w.Page > 1 && !w.Marked {
@@ -85,7 +88,7 @@ func (j Job) Walk() engine.Walk {
 // WithWalk is the job at the walk's next page.
 func (j Job) WithWalk(w engine.Walk) Job {
 	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marks, j.Marked, j.PastTop, j.InGap, j.Tail = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marks, w.Marked, w.PastTop, w.InGap, w.Tail
-	j.SkipFrom, j.Sweep, j.Reached = w.SkipFrom, w.Sweep, w.Reached
+	j.SkipFrom, j.Sweep, j.Reached, j.Recent, j.RecentLast = w.SkipFrom, w.Sweep, w.Reached, w.Recent, w.RecentLast
 	return j
 }
 

@@ -21,6 +21,9 @@ const (
 	// maxMarkEntries bounds a mark's entries: its papers' ids and DOI
 	// keys.
 	maxMarkEntries = 16
+	// maxRecent bounds the papers of a walk's last two pages (ids and DOI
+	// keys).
+	maxRecent = 4096
 )
 
 // runIDShape bounds a run id: 1 to 64 letters, digits and . _ : - (what
@@ -59,7 +62,7 @@ func (j Job) Validate() error {
 		return nil
 	}
 	for _, c := range []struct {
-		field      string
+		field     string
 		v, lo, hi int
 	}{
 		{"max_pages", j.MaxPages, 1, config.MaxPages},
@@ -83,7 +86,13 @@ func (j Job) Validate() error {
 			return err
 		}
 	}
-	return validEntries("tail", j.Tail)
+	if err := validEntries("tail", j.Tail); err != nil {
+		return err
+	}
+	if len(j.Recent) > maxRecent || j.RecentLast < 0 || j.RecentLast > len(j.Recent) {
+		return bad("recent", fmt.Sprintf("at most %d entries, recent_last within them", maxRecent))
+	}
+	return validEntriesMax("recent", j.Recent, maxRecent)
 }
 
 func validMark(field string, m ledger.WalkMark) error {
@@ -96,9 +105,11 @@ func validMark(field string, m ledger.WalkMark) error {
 	return validEntries(field+".gap", m.Gap)
 }
 
-func validEntries(field string, es []string) error {
-	if len(es) > maxMarkEntries {
-		return fmt.Errorf("job %s: expected at most %d entries", field, maxMarkEntries)
+func validEntries(field string, es []string) error { return validEntriesMax(field, es, maxMarkEntries) }
+
+func validEntriesMax(field string, es []string, most int) error {
+	if len(es) > most {
+		return fmt.Errorf("job %s: expected at most %d entries", field, most)
 	}
 	for _, e := range es {
 		if e == "" || len(e) > maxMarkEntry || record.HasControl(e) {
