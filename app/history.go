@@ -245,6 +245,7 @@ func sanitize(rep *RunReport) {
 	for k, n := range rep.Retries {
 		rep.Retries[k] = min(max(n, 0), maxCount)
 	}
+	rep.Quarantined = min(max(rep.Quarantined, 0), maxCount)
 	q := &rep.Quality
 	for _, n := range []*int{&q.Pages, &q.Records, &q.WithTitle, &q.WithDOI, &q.WithAuthor, &q.WithDate} {
 		*n = max(*n, 0)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,6 +71,9 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	var e sink.Refusal
 	if code != exitOK || json.Unmarshal([]byte(strings.SplitN(stdout, "\n", 2)[0]), &e) != nil || e.Record.ID != rs[0].Record.ID {
 		t.Errorf("quarantine list --json: exit %d: %s", code, stdout)
+	}
+	if code, stdout, _ := crawl(t, "runs", "--state-dir", stateDir); code != exitOK || !strings.Contains(stdout, fmt.Sprintf("%d quarantined", len(rs))) {
+		t.Errorf("crawl runs does not note the quarantined records: exit %d:\n%s", code, stdout)
 	}
 	// Every page was committed: a rerun delivers nothing.
 	if code, _, errs := crawl(t, args...); code != exitOK || !strings.Contains(errs, "skipped") {

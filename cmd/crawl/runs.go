@@ -239,9 +239,16 @@ func printRuns(w io.Writer, runs []app.RunView) error {
 			papers = fmt.Sprintf("%d/%d", fresh, known)
 			retries = strconv.Itoa(v.Retries())
 		}
-		notes := "-"
+		var note []string
 		if v.Summary != nil && len(v.Summary.IncompleteWalks) > 0 {
-			notes = plural(len(v.Summary.IncompleteWalks), "walk") + " cut short"
+			note = append(note, plural(len(v.Summary.IncompleteWalks), "walk")+" cut short")
+		}
+		if v.Summary != nil && v.Summary.Quarantined > 0 {
+			note = append(note, fmt.Sprintf("%d quarantined", v.Summary.Quarantined))
+		}
+		notes := "-"
+		if len(note) > 0 {
+			notes = strings.Join(note, ", ")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(v.ID), clean(v.Kind), journalList(v.Journals, 3),
 			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality, notes)
@@ -330,6 +337,9 @@ func printRun(w io.Writer, v app.RunView) error {
 	}
 	for _, iw := range s.IncompleteWalks {
 		row("incomplete", "%s", app.IncompleteText(iw))
+	}
+	if s.Quarantined > 0 {
+		row("quarantined", "%d records refused by a sink, kept in %s (crawl quarantine list)", s.Quarantined, orDash(s.Quarantine, func(s string) string { return s }))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
