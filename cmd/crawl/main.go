@@ -257,7 +257,8 @@ splits each page into paper records and delivers them to sinks: JSON-lines
 files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 
 Exit codes: 0 success, 1 fatal error (configuration, state, sink),
-2 usage error, 3 finished but some pages failed (crawls), or some inputs
+2 usage error, 3 finished but some pages failed or a sink refused records
+(crawls: kept in the quarantine, see crawl quarantine), or some inputs
 yielded nothing or some records carry warnings (parse --strict), or the
 paper is not known (state find), 4 quality alarm (the parsed papers lack
 fields, or a field does not look like what it is: the site's layout has

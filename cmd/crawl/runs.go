@@ -28,7 +28,7 @@ func exitMeaning(code int) string {
 	case exitUsage:
 		return "usage error"
 	case exitIncomplete:
-		return "some pages failed"
+		return "some pages failed, or records quarantined"
 	case exitQuality:
 		return "quality alarm"
 	case exitInterrupted:
