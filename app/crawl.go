@@ -106,8 +106,10 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, err
 	}
 	quar := quarantine.In(c.StateDir)
-	if _, err := resolvePending(ctx, st, quar.Path()); err != nil {
+	if held, err := resolvePending(ctx, st, quar.Path()); err != nil {
 		return early(fmt.Errorf("quarantine: %w", err))
+	} else if len(held) > 0 {
+		e.log().Warn("the quarantine holds records a sink refused in earlier runs: crawl quarantine list shows them, crawl quarantine retry delivers them", "records", len(held), "file", quar.Path())
 	}
 	out, err := OpenSinks(ctx, c.Sinks, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
 		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined})

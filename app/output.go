@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"github.com/litcrawl/litcrawl/internal/fskind"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func CheckOutputFile(path, stateDir string) error {
 	case info.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("is a symbolic link: give the file itself (the file is replaced, not written through the link)")
 	case !info.Mode().IsRegular():
-		return fmt.Errorf("is not a regular file (%s): expected a file name", info.Mode().Type())
+		return fmt.Errorf("is not a regular file (%s): expected a file name", fskind.Of(info.Mode()))
 	}
 	if stateDir != "" && inside(path, stateDir) {
 		return fmt.Errorf("is inside the state directory %s: write it elsewhere", stateDir)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/litcrawl/litcrawl/internal/fskind"
 	"io"
 	"io/fs"
 	"os"
@@ -91,7 +92,7 @@ func Stat(dir string) error {
 	case err != nil:
 		return fmt.Errorf("state %s: %w", path, err)
 	case !info.Mode().IsRegular():
-		return fmt.Errorf("state %s: not a regular file (%s)", path, info.Mode().Type())
+		return fmt.Errorf("state %s: not a regular file (%s)", path, fskind.Of(info.Mode()))
 	case info.Size() == 0:
 		return &DamagedError{Path: path, Cause: "the file is empty"}
 	}
@@ -183,7 +184,7 @@ func ReadSnapshot(dir string) (Snapshot, error) {
 	case err != nil:
 		return sn, err
 	case !info.Mode().IsRegular():
-		return sn, fmt.Errorf("%s: not a regular file (%s)", path, info.Mode().Type())
+		return sn, fmt.Errorf("%s: not a regular file (%s)", path, fskind.Of(info.Mode()))
 	case info.Size() > MaxSnapshotBytes:
 		return sn, fmt.Errorf("%s: %d bytes, more than a snapshot holds", path, info.Size())
 	}

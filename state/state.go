@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/litcrawl/litcrawl/internal/fskind"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -118,7 +119,7 @@ func Open(dir string) (*Store, error) {
 	}
 	path := filePath(dir)
 	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("state %s: not a regular file (%s)", path, info.Mode().Type())
+		return nil, fmt.Errorf("state %s: not a regular file (%s)", path, fskind.Of(info.Mode()))
 	} else if err == nil && info.Size() == 0 {
 		return nil, &DamagedError{Path: path, Cause: "the file is empty"}
 	}

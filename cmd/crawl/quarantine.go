@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
+	"github.com/litcrawl/litcrawl/state"
 )
 
 func newQuarantineCmd() *cobra.Command {
@@ -54,6 +57,9 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 			if err != nil {
 				return err
 			}
+			if err := quarantineDirExists(dir); err != nil {
+				return err
+			}
 			path := filepath.Join(dir, quarantine.Name)
 			rs, bad, err := quarantine.Read(path)
 			if err != nil {
@@ -75,8 +81,14 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 					fmt.Fprintf(out, "%d records in the quarantine %s:\n", len(rs), path)
 				}
 				for _, r := range rs {
-					fmt.Fprintf(out, "%s  %s  %s  refused %d× by %s: %s\n", r.At.Format(time.RFC3339), shown(r.Record.ID, 80),
-						shown(r.Record.Title, 60), r.Tries, redact.URL(r.Sink), shown(r.Reason, 300))
+					sinkName := redact.URL(r.Sink)
+					reason := r.Reason
+					// The driver's error names the sink again: once is enough.
+					if i := strings.Index(reason, r.Sink+": "); i >= 0 && i < 16 {
+						reason = reason[i+len(r.Sink)+2:]
+					}
+					fmt.Fprintf(out, "%s  %s  doi %s  %s  refused %d× by %s: %s\n", r.At.Format(time.RFC3339), shown(r.Record.ID, 80),
+						shown(r.Record.DOI, 80), shown(r.Record.Title, 60), r.Tries, sinkName, shown(reason, 300))
 				}
 			}
 			if bad > 0 {
@@ -88,6 +100,19 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON lines")
 	return cmd
+}
+
+// quarantineDirExists refuses a state directory that holds neither a
+// state nor a quarantine (a mistyped --state-dir is no empty quarantine).
+func quarantineDirExists(dir string) error {
+	err := state.Stat(dir)
+	if !errors.Is(err, state.ErrNoState) {
+		return nil
+	}
+	if _, qerr := os.Lstat(filepath.Join(dir, quarantine.Name)); qerr == nil {
+		return nil // a fleet worker's quarantine: no state beside it
+	}
+	return err
 }
 
 // shown is s made safe and short for a terminal line.
@@ -124,6 +149,9 @@ usage, 3 records remain in the quarantine.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, env, err := stateDirOf(cmd, dir)
 			if err != nil {
+				return err
+			}
+			if err := quarantineDirExists(dir); err != nil {
 				return err
 			}
 			res, err := env.RetryQuarantine(cmd.Context(), app.QuarantineRetry{StateDir: dir, Sinks: sinks})

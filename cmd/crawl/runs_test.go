@@ -72,7 +72,7 @@ func TestRunsHistory(t *testing.T) {
 	}
 
 	code, out, _ = crawl(t, "runs", "show", r.ID[:12], "--state-dir", stateDir)
-	for _, want := range []string{"exit 3 (some pages failed)", "failed pages (1):", "journal 501422 page 2: ", "HTTP 403", "per journal:", "quality      ok"} {
+	for _, want := range []string{"exit 3 (some pages failed, or records quarantined)", "failed pages (1):", "journal 501422 page 2: ", "HTTP 403", "per journal:", "quality      ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs show lacks %q (exit %d):\n%s", want, code, out)
 		}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/litcrawl/litcrawl/internal/fskind"
 	"io"
 	"io/fs"
 	"os"
@@ -122,7 +123,7 @@ func regularOrAbsent(path string) error {
 	case err != nil:
 		return fmt.Errorf("quarantine: %w", err)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("quarantine %s: not a regular file (%s)", path, st.Mode().Type())
+		return fmt.Errorf("quarantine %s: not a regular file (%s)", path, fskind.Of(st.Mode()))
 	}
 	return nil
 }
