@@ -174,12 +174,14 @@ func (w Walk) cut(d Delivered, last int, why string) WalkEnd {
 	}
 	here := ledger.WalkMark{Page: last, Papers: tail}
 	switch {
-	case w.InGap && !slices.Contains(marks[0].Papers, lastID(tail)):
+	case w.InGap && len(marks) > 0 && !slices.Contains(marks[0].Papers, lastID(tail)):
 		marks[0] = here // the gap goes on below the frontier
-	case w.InGap:
-		// The frontier is the mark's own papers: the gap starts below,
-		// after the mark's papers still to come.
-		marks[0].Page = max(marks[0].Page, last)
+	case w.InGap && len(marks) > 0:
+		// The frontier is the mark's own papers, found on this page: the
+		// gap starts below, after the mark's papers still to come. (The
+		// page the mark was found on, not the one it had: after going
+		// back, the mark lies above it.)
+		marks[0].Page = last
 	case w.PastTop && len(marks) > 0 && (w.Below || w.Sweep && len(w.Tail) == 0):
 		// Landed below the mark, and no page left to go back over what the
 		// jump skipped: the next walk jumps to where this one's jump began.
@@ -287,6 +289,16 @@ func (w *Walk) scan(d Delivered) (back bool) {
 	i := 0
 	for i < len(d.Papers) && len(w.Marks) > 0 {
 		m := w.Marks[0]
+		if !w.InGap && m.Loose {
+			// The papers the gap starts after, met on the way (the
+			// papers to carry on from may be gone): the mark is found.
+			if gf, _ := find(i, m.Gap); gf >= 0 {
+				ms := slices.Clone(w.Marks)
+				ms[0] = ledger.WalkMark{Page: m.Page, Papers: m.Gap}
+				w.Marks = ms
+				continue
+			}
+		}
 		if !w.InGap {
 			first, last := find(i, m.Papers)
 			before := func(j int) bool { return j >= 0 && (first < 0 || j < first) }

@@ -321,3 +321,28 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 	}
 	return ""
 }
+
+// Scenarios of the random harness that once failed, run in every test run:
+// a jump that went back every night at the minimum max_pages and never
+// got further (shrinks 1187 and 1276, removals 2248, 1005 and 2050), a
+// loose mark whose papers were removed while the papers its gap starts
+// after were met on the way (removals 1253), and papers removed above a
+// mark while others arrived (all 2260).
+func TestNightlyRegressionSeeds(t *testing.T) {
+	byName := map[string]variant{}
+	for _, v := range []variant{
+		{name: "removals", removals: true, sakChoices: []int{1, 2}},
+		{name: "shrinks", shrinks: true, removals: true, failures: true, stops: true, sakChoices: []int{1, 2}},
+		{name: "all", failures: true, stops: true, deletions: true, midRun: true, sakChoices: []int{1, 2}},
+	} {
+		byName[v.name] = v
+	}
+	for _, c := range []struct {
+		variant string
+		seed    int64
+	}{{"shrinks", 1187}, {"shrinks", 1276}, {"removals", 2248}, {"removals", 1005}, {"removals", 2050}, {"removals", 1253}, {"all", 2260}} {
+		if msg := attackNight(t, byName[c.variant], c.seed); msg != "" {
+			t.Errorf("%s seed %d:\n%s", c.variant, c.seed, msg)
+		}
+	}
+}

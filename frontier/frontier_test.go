@@ -642,6 +642,7 @@ func TestHandPublishedJobsAreValidated(t *testing.T) {
 		"junk marks":    `{"journal":62,"page":1,"run_id":"r","nightly":true,"max_pages":5,"stop_after_known":1,"marks":[{"page":-3,"papers":["\u001b"]}]}`,
 		"no JSON":       `not a job`,
 		"page 0":        `{"journal":62,"page":0,"run_id":"r"}`,
+		"gap, no marks": `{"journal":62,"page":2,"run_id":"r1","nightly":true,"max_pages":5,"stop_after_known":1,"in_gap":true,"prev_page":1}`,
 	}
 	nc, err := nats.Connect(n.URL())
 	if err != nil {

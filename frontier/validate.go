@@ -78,6 +78,9 @@ func (j Job) Validate() error {
 			return err
 		}
 	}
+	if (j.InGap || j.Sweep || j.SkipFrom > 0) && len(j.Marks) == 0 {
+		return bad("in_gap, sweep and skip_from", "none without marks")
+	}
 	if len(j.Marks) > engine.MaxMarks {
 		return bad("marks", fmt.Sprintf("at most %d", engine.MaxMarks))
 	}
