@@ -26,12 +26,26 @@ func tokenDigest(tok []byte) string {
 // them, so their delivery was committed (they leave the quarantine), or
 // it did not (they stay, to be retried). Every run that commits tokens
 // calls it before it commits anything, so the token can only have changed
-// by that retry's commit.
+// by that retry's commit. It returns the entries the quarantine holds.
 func resolvePending(ctx context.Context, st *state.Store, path string) ([]sink.Refusal, error) {
-	rs, _, err := quarantine.Read(path)
-	if err != nil {
-		return nil, err
-	}
+	var out []sink.Refusal
+	err := quarantine.Locked(path, func() error {
+		c, err := quarantine.Read(path)
+		if err != nil {
+			return err
+		}
+		c.Entries, err = settle(ctx, st, c.Entries)
+		if err != nil {
+			return err
+		}
+		out = c.Entries
+		return quarantine.Replace(path, c)
+	})
+	return out, err
+}
+
+// settle is resolvePending on entries read.
+func settle(ctx context.Context, st *state.Store, rs []sink.Refusal) ([]sink.Refusal, error) {
 	pending := false
 	for _, r := range rs {
 		pending = pending || r.Pending != ""
@@ -55,10 +69,18 @@ func resolvePending(ctx context.Context, st *state.Store, path string) ([]sink.R
 		}
 		keep = append(keep, r)
 	}
-	if err := quarantine.Replace(path, keep); err != nil {
-		return nil, err
-	}
 	return keep, nil
+}
+
+// retryStage, when set (tests), is called at each step of a retry that a
+// crash may follow; an error ends the retry there, as a kill would.
+var retryStage func(stage string) error
+
+func atStage(stage string) error {
+	if retryStage == nil {
+		return nil
+	}
+	return retryStage(stage)
 }
 
 // QuarantineRetry delivers the quarantine of a state directory again.
@@ -87,9 +109,9 @@ type QuarantineResult struct {
 func (e *Env) RetryQuarantine(ctx context.Context, o QuarantineRetry) (QuarantineResult, error) {
 	path := filepath.Join(o.StateDir, quarantine.Name)
 	res := QuarantineResult{Path: path}
-	rs, bad, err := quarantine.Read(path)
-	res.Bad = bad
-	if err != nil || len(rs) == 0 {
+	c, err := quarantine.Read(path)
+	res.Bad = len(c.Bad)
+	if err != nil || len(c.Entries) == 0 {
 		return res, err
 	}
 	st, err := state.Open(o.StateDir)
@@ -97,30 +119,43 @@ func (e *Env) RetryQuarantine(ctx context.Context, o QuarantineRetry) (Quarantin
 		return res, err
 	}
 	defer st.Close()
-	if rs, err = resolvePending(ctx, st, path); err != nil {
-		return res, err
+	// The quarantine is held from its read to its last rewrite: a worker
+	// quarantining meanwhile waits.
+	err = quarantine.Locked(path, func() error { return e.retryLocked(ctx, o, st, path, &res) })
+	return res, err
+}
+
+func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Store, path string, res *QuarantineResult) error {
+	c, err := quarantine.Read(path)
+	if err != nil {
+		return err
 	}
+	res.Bad = len(c.Bad)
+	if c.Entries, err = settle(ctx, st, c.Entries); err != nil {
+		return err
+	}
+	rs := c.Entries
 	urls := o.Sinks
 	if len(urls) == 0 {
 		urls = e.Config.Sinks
 	}
 	out, err := OpenSinks(ctx, urls, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics})
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer out.Close()
 	if err := restore(ctx, st, out, false, e.log()); err != nil {
-		return res, err
+		return err
 	}
 	byName := map[string]sink.Sink{}
 	for _, s := range out.(*sink.Multi).Sinks() {
 		byName[sink.Describe(s)] = s
 	}
-	tok, err := st.SinkToken(ctx)
+	before, err := st.SinkToken(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
-	before := tokenDigest(tok)
+	digest := tokenDigest(before)
 	var order []string
 	groups := map[string][]int{}
 	for i := range rs {
@@ -132,13 +167,18 @@ func (e *Env) RetryQuarantine(ctx context.Context, o QuarantineRetry) (Quarantin
 			order = append(order, rs[i].Sink)
 		}
 		groups[rs[i].Sink] = append(groups[rs[i].Sink], i)
-		rs[i].Pending = before
+		rs[i].Pending = digest
 	}
 	if len(order) == 0 {
-		return res, nil
+		return quarantine.Replace(path, c)
 	}
-	if err := quarantine.Replace(path, rs); err != nil {
-		return res, err
+	// Marked before anything is delivered: a crash from here on is
+	// settled by the next run (settle).
+	if err := quarantine.Replace(path, c); err != nil {
+		return err
+	}
+	if err := atStage("marked"); err != nil {
+		return err
 	}
 	again := map[string]sink.Refusal{} // by sink and id
 	for _, name := range order {
@@ -148,36 +188,49 @@ func (e *Env) RetryQuarantine(ctx context.Context, o QuarantineRetry) (Quarantin
 		}
 		q := &collected{}
 		if err := sink.Quarantined(byName[name], q, nil).Write(ctx, recs); err != nil {
-			return res, fmt.Errorf("deliver the quarantine to %s: %w", name, err)
+			return fmt.Errorf("deliver the quarantine to %s: %w", name, err)
 		}
 		for _, r := range q.rs {
 			again[name+"\x00"+r.Record.ID] = r
 		}
 	}
-	if c, ok := out.(sink.Committer); ok {
-		tok, err := c.Token()
+	// The records refused again are kept (no longer pending) before the
+	// commit that makes the pending ones count as delivered.
+	for i := range rs {
+		if a, ok := again[rs[i].Sink+"\x00"+rs[i].Record.ID]; ok && rs[i].Pending != "" {
+			rs[i].Pending, rs[i].Tries, rs[i].Reason, rs[i].At = "", rs[i].Tries+1, a.Reason, time.Now().UTC()
+			res.Refused++
+		}
+	}
+	if err := quarantine.Replace(path, c); err != nil {
+		return err
+	}
+	if cm, ok := out.(sink.Committer); ok {
+		tok, err := cm.Token()
 		if err != nil {
-			return res, fmt.Errorf("sink token: %w", err)
+			return fmt.Errorf("sink token: %w", err)
+		}
+		// The sinks not given keep their positions in the state's token.
+		if tok, err = sink.MergeTokens(before, tok); err != nil {
+			return fmt.Errorf("sink token: %w", err)
 		}
 		if _, err := st.Commit(ctx, ledger.Group{SinkToken: tok}); err != nil {
-			return res, fmt.Errorf("commit the sinks' token: %w", err)
+			return fmt.Errorf("commit the sinks' token: %w", err)
 		}
+	}
+	if err := atStage("committed"); err != nil {
+		return err
 	}
 	keep := rs[:0]
 	for _, r := range rs {
-		if r.Pending == "" {
-			keep = append(keep, r)
+		if r.Pending != "" {
+			res.Delivered++
 			continue
 		}
-		if a, ok := again[r.Sink+"\x00"+r.Record.ID]; ok {
-			r.Pending, r.Tries, r.Reason, r.At = "", r.Tries+1, a.Reason, time.Now().UTC()
-			keep = append(keep, r)
-			res.Refused++
-			continue
-		}
-		res.Delivered++
+		keep = append(keep, r)
 	}
-	return res, quarantine.Replace(path, keep)
+	c.Entries = keep
+	return quarantine.Replace(path, c)
 }
 
 // collected keeps refusals in memory.

@@ -101,6 +101,29 @@ func (m *Multi) Token() ([]byte, error) {
 	return json.Marshal(t)
 }
 
+// MergeTokens is the Multi token next with the entries of prev (an
+// earlier Multi token) for the sinks next does not name: a run with fewer
+// sinks (crawl quarantine retry to one of them) keeps the others'
+// positions. A prev of the older form (by position) or none is dropped.
+func MergeTokens(prev, next []byte) ([]byte, error) {
+	var p, n multiToken
+	if err := json.Unmarshal(next, &n); err != nil {
+		return nil, fmt.Errorf("merge tokens: bad token: %w", err)
+	}
+	if len(prev) == 0 || json.Unmarshal(prev, &p) != nil || p.Sinks == nil {
+		return next, nil
+	}
+	if n.Sinks == nil {
+		n.Sinks = map[string]json.RawMessage{}
+	}
+	for k, v := range p.Sinks {
+		if _, ok := n.Sinks[k]; !ok {
+			n.Sinks[k] = v
+		}
+	}
+	return json.Marshal(n)
+}
+
 // Restore hands each child the token stored under its name. A child with
 // no token of its own (a sink added since) starts from where it is; a
 // token whose sink is no longer configured is left alone. Tokens of the

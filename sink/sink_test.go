@@ -356,3 +356,15 @@ func TestQuarantinedIsolatesEveryRefusedRecord(t *testing.T) {
 		t.Errorf("a closed sink: %v, %d quarantined", err, len(q.rs))
 	}
 }
+
+// MergeTokens keeps the positions of the sinks the new token does not
+// name, and takes the new token's for those it does.
+func TestMergeTokens(t *testing.T) {
+	got, err := sink.MergeTokens([]byte(`{"sinks":{"a":1,"b":2}}`), []byte(`{"sinks":{"b":3}}`))
+	if err != nil || string(got) != `{"sinks":{"a":1,"b":3}}` {
+		t.Errorf("merged %s, %v", got, err)
+	}
+	if got, _ := sink.MergeTokens(nil, []byte(`{"sinks":{"b":3}}`)); string(got) != `{"sinks":{"b":3}}` {
+		t.Errorf("with no earlier token: %s", got)
+	}
+}

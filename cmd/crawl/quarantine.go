@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/internal/redact"
-	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -61,10 +61,11 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 				return err
 			}
 			path := filepath.Join(dir, quarantine.Name)
-			rs, bad, err := quarantine.Read(path)
+			c, err := quarantine.Read(path)
 			if err != nil {
 				return err
 			}
+			rs, bad := c.Entries, len(c.Bad)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -92,7 +93,7 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 				}
 			}
 			if bad > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d lines of %s are no entry (torn by a crash or edited): left out\n", bad, path)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d lines of %s are no entry (torn by a crash or edited): kept in the file, not shown\n", bad, path)
 			}
 			return nil
 		},
@@ -115,9 +116,15 @@ func quarantineDirExists(dir string) error {
 	return err
 }
 
-// shown is s made safe and short for a terminal line.
+// shown is s made safe and short for a terminal line: no control or
+// format character (an ESC, a bidi override, a zero-width space).
 func shown(s string, n int) string {
-	s = record.StripControl(s)
+	s = strings.Map(func(r rune) rune {
+		if unicode.In(r, unicode.Cc, unicode.Cf) {
+			return -1
+		}
+		return r
+	}, s)
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
+	"github.com/litcrawl/litcrawl/state"
 )
 
 // A paper a sink refuses for its content never blocks it: the NATS server
@@ -48,9 +50,10 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	if code != exitIncomplete || !strings.Contains(errs, qpath) || !strings.Contains(errs, "crawl quarantine list") {
 		t.Fatalf("exit %d, want 3 naming the quarantine %s: %s", code, qpath, errs)
 	}
-	rs, bad, err := quarantine.Read(qpath)
-	if err != nil || bad != 0 || len(rs) == 0 || len(rs) >= len(sizes) {
-		t.Fatalf("quarantine: %d entries (%d bad, %v) of %d papers", len(rs), bad, err, len(sizes))
+	c, err := quarantine.Read(qpath)
+	rs := c.Entries
+	if err != nil || len(c.Bad) != 0 || len(rs) == 0 || len(rs) >= len(sizes) {
+		t.Fatalf("quarantine: %d entries (%d bad, %v) of %d papers", len(rs), len(c.Bad), err, len(sizes))
 	}
 	for _, r := range rs {
 		if !strings.HasPrefix(r.Sink, "nats://") || !strings.Contains(r.Reason, "max_payload") || r.Record.ID == "" {
@@ -80,9 +83,20 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 		t.Errorf("rerun: exit %d: %s", code, errs)
 	}
 	// The sink still refuses them: retry keeps them, their tries counted.
-	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", "jsonl:"+out, "--sink", natsURL)
-	if again, _, _ := quarantine.Read(qpath); code != exitIncomplete || len(again) != len(rs) || again[0].Tries != 2 {
-		t.Fatalf("retry against the same limit: exit %d, %d left: %s", code, len(again), errs)
+	// Given only the refusing sink, it keeps the JSONL sink's position in
+	// the state's token (a crash after it must not duplicate JSONL lines).
+	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", natsURL)
+	if again, _ := quarantine.Read(qpath); code != exitIncomplete || len(again.Entries) != len(rs) || again.Entries[0].Tries != 2 {
+		t.Fatalf("retry against the same limit: exit %d, %d left: %s", code, len(again.Entries), errs)
+	}
+	st, err := state.OpenReadOnly(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := st.SinkToken(context.Background())
+	st.Close()
+	if !strings.Contains(string(tok), "papers.jsonl") {
+		t.Errorf("a retry to one sink dropped the other's position from the state's token: %s", tok)
 	}
 	n.RestartWith(func(o *server.Options) { o.MaxPayload = int32(2 * limit) })
 	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", "jsonl:"+out, "--sink", natsURL)

@@ -323,7 +323,15 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			return retryableUnlessAPI(fmt.Errorf("nats %s: no ack for %s: %w", s.cfg.description, f.Msg().Header.Get(jetstream.MsgIDHeader), err))
+			err = fmt.Errorf("nats %s: no ack for %s: %w", s.cfg.description, f.Msg().Header.Get(jetstream.MsgIDHeader), err)
+			var api *jetstream.APIError
+			if errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum {
+				// The stream's max_msg_size: the record, not the sink.
+				// The others of the batch may be stored; sent again, they
+				// are deduplicated by their msg-id.
+				return sink.Refused(err)
+			}
+			return retryableUnlessAPI(err)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

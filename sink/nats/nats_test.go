@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -242,3 +243,40 @@ func replicasOn(t *testing.T, url string) {
 		t.Errorf("the stream has %d replicas on a single server", st.Replicas)
 	}
 }
+
+// A stream made with a max_msg_size below the server's max_payload refuses
+// a larger record with JetStream error 10054: that is a refusal (the
+// record goes to the quarantine), not a sink failure that blocks every
+// later run.
+func TestStreamMaxMsgSizeIsARefusal(t *testing.T) {
+	n := natstest.Start(t)
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"papers.small"}, MaxMsgSize: 4000}); err != nil {
+		t.Fatal(err)
+	}
+	s := sinktest.Open(t, n.URL()+"/papers.small?stream=SMALL", sink.Options{})
+	defer s.Close()
+	good := sinktest.Records("m", 3)
+	bad := sinktest.Oversized("m-big", 5000)
+	err = s.Write(context.Background(), []record.Record{good[0], bad})
+	if !errors.Is(err, sink.ErrRefused) || errors.Is(err, sink.ErrRetryable) {
+		t.Fatalf("Write = %v, want a refusal", err)
+	}
+	var kept []sink.Refusal
+	q := quarantineFunc(func(rs []sink.Refusal) { kept = append(kept, rs...) })
+	if err := sink.Quarantined(s, q, nil).Write(context.Background(), []record.Record{good[0], bad, good[1], good[2]}); err != nil {
+		t.Fatal(err)
+	}
+	if ids := natstest.RecordIDs(t, n.URL(), "SMALL"); len(kept) != 1 || len(ids) != 3 || ids["m-0"] != 1 {
+		t.Errorf("quarantined %d, stream %v", len(kept), ids)
+	}
+}
+
+type quarantineFunc func([]sink.Refusal)
+
+func (f quarantineFunc) Put(_ context.Context, rs []sink.Refusal) error { f(rs); return nil }

@@ -33,14 +33,30 @@ const MaxBytes = 256 << 20
 
 var limit int64 = MaxBytes // tests lower it
 
-// maxLine bounds one entry when read: a record's line (sink.MaxLine) and
-// the entry's own fields.
-const maxLine = sink.MaxLine + 64<<10
 
-// File is a quarantine file. Its Put is safe for concurrent use.
+// File is a quarantine file. Its Put is safe for concurrent use, also by
+// several processes (a lock file beside it, Locked).
 type File struct {
 	path string
 	mu   sync.Mutex
+}
+
+// Locked runs fn holding the quarantine at path for this process alone
+// (an flock on path+".lock"), so that Puts of other processes (a fleet
+// worker beside a retry) wait until it returns.
+func Locked(path string, fn func() error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("quarantine: %w", err)
+	}
+	lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("quarantine: %w", err)
+	}
+	defer lf.Close() // releases the lock
+	if err := lockFile(lf); err != nil {
+		return fmt.Errorf("quarantine %s: lock: %w", path, err)
+	}
+	return fn()
 }
 
 // New is the quarantine kept at path (made on the first Put).
@@ -76,9 +92,10 @@ func (f *File) Put(ctx context.Context, rs []sink.Refusal) error {
 	if err := regularOrAbsent(f.path); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
-		return fmt.Errorf("quarantine: %w", err)
-	}
+	return Locked(f.path, func() error { return f.put(buf) })
+}
+
+func (f *File) put(buf bytes.Buffer) error {
 	fh, err := os.OpenFile(f.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("quarantine: %w", err)
@@ -128,51 +145,68 @@ func regularOrAbsent(path string) error {
 	return nil
 }
 
-// Read is what the quarantine at path holds, oldest first; none when there
-// is no file. Lines that are no entry (torn by a crash, edited by hand) are
-// counted in bad and left out.
-func Read(path string) (rs []sink.Refusal, bad int, err error) {
+// Contents is what a quarantine file holds.
+type Contents struct {
+	// Entries, oldest first, one per sink and record: an entry written
+	// again for the same record and sink (a page quarantined, then crawled
+	// again before it was committed) replaces the earlier one in its place.
+	Entries []sink.Refusal
+	// Bad are the lines that are no entry (torn by a crash, edited by
+	// hand): kept as they are by Replace, never dropped unseen.
+	Bad [][]byte
+}
+
+// Read is what the quarantine at path holds; nothing when there is no
+// file.
+func Read(path string) (Contents, error) {
+	var c Contents
 	if err := regularOrAbsent(path); err != nil {
-		return nil, 0, err
+		return c, err
 	}
 	fh, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return c, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("quarantine: %w", err)
+		return c, fmt.Errorf("quarantine: %w", err)
 	}
 	defer fh.Close()
+	at := map[string]int{} // sink and record id → index in Entries
 	br := bufio.NewReaderSize(fh, 64<<10)
 	for {
 		line, err := readLine(br)
 		if len(bytes.TrimSpace(line)) > 0 {
 			var r sink.Refusal
 			if json.Unmarshal(line, &r) == nil && r.Record.ID != "" && r.Sink != "" {
-				rs = append(rs, r)
+				k := r.Sink + "\x00" + r.Record.ID
+				if i, ok := at[k]; ok {
+					r.Tries = max(r.Tries, c.Entries[i].Tries)
+					c.Entries[i] = r
+				} else {
+					at[k] = len(c.Entries)
+					c.Entries = append(c.Entries, r)
+				}
 			} else {
-				bad++
+				c.Bad = append(c.Bad, bytes.TrimSuffix(line, []byte("\n")))
 			}
 		}
 		if err == io.EOF {
-			return rs, bad, nil
+			return c, nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("quarantine %s: %w", path, err)
+			return Contents{}, fmt.Errorf("quarantine %s: %w", path, err)
 		}
 	}
 }
 
-// readLine reads one line; a line over maxLine is skipped whole and read
-// as a bad one.
+// readLine reads one line. A line is at most the file's bound (Put never
+// writes a longer one), so every entry Put wrote is read back.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) <= maxLine {
+		if int64(len(line)+len(chunk)) <= limit {
 			line = append(line, chunk...)
-		} else {
-			line = []byte("-") // too long: counted as bad
 		}
 		if err == bufio.ErrBufferFull {
 			continue
@@ -181,19 +215,25 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// Replace makes the quarantine hold exactly rs (none: the file is
-// removed), durably: a crash leaves the old file or the new one.
-func Replace(path string, rs []sink.Refusal) error {
+// Replace makes the quarantine hold exactly c (nothing: the file is
+// removed), durably: a crash leaves the old file or the new one. Callers
+// hold the lock (Locked) from the Read to the Replace.
+func Replace(path string, c Contents) error {
 	if err := regularOrAbsent(path); err != nil {
 		return err
 	}
-	if len(rs) == 0 {
+	rs := c.Entries
+	if len(rs) == 0 && len(c.Bad) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("quarantine: %w", err)
 		}
 		return atomicfile.SyncDir(filepath.Dir(path))
 	}
 	return atomicfile.Write(path, func(w *bufio.Writer) error {
+		for _, b := range c.Bad {
+			w.Write(b)
+			w.WriteByte('\n')
+		}
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, r := range rs {
