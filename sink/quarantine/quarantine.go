@@ -33,7 +33,6 @@ const MaxBytes = 256 << 20
 
 var limit int64 = MaxBytes // tests lower it
 
-
 // File is a quarantine file. Its Put is safe for concurrent use, also by
 // several processes (a lock file beside it, Locked).
 type File struct {
