@@ -119,10 +119,13 @@ const tailPapers = 3
 // not the gap's end, nor what comes before them.
 //
 // Not covered: papers removed while a walk goes on (a page it has not
-// reached moves up past it), and more than two pages of papers arriving
-// while the walk is in a gap it jumped to (papers from pages it skipped,
-// pushed into view, look like the gap's end). The next nightly does not
-// see what that hid; a backfill does.
+// reached moves up past it); papers arriving while a walk goes on that
+// then stops short (the page it stops on may show papers that arrived
+// meanwhile, and its mark then lies above papers it never reached); and
+// more than two pages of papers arriving while the walk is in a gap it
+// jumped to (papers from pages it skipped, pushed into view, look like the
+// gap's end). The next nightly does not see what that hid; a backfill
+// does.
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
