@@ -60,6 +60,16 @@ type Walk struct {
 	Recent []string
 	// RecentLast is how many of Recent are the last page's.
 	RecentLast int
+	// Shifted: a page showed papers the walk had met before (papers
+	// arrived at the top while it went on, pushing the listing down): the
+	// page it stops on may show papers that arrived meanwhile, above where
+	// it got to, so the mark it leaves is loose (End: the next walk goes on
+	// page by page from it, to the next mark or the end of the listing).
+	Shifted bool
+	// MarkAt is, in a gap, the place in Marks[0].Papers of the last of the
+	// mark's papers met: one met again at or before it, on a later page,
+	// says the listing moved down (Shifted).
+	MarkAt int
 	// Tail is the mark of the walk's frontier: the last papers of the
 	// last page whose last paper was not one delivered earlier in this run
 	// (when new papers push the listing down while the walk goes on, a
@@ -114,18 +124,20 @@ const tailPapers = 3
 // gap lay above them, and was walked. A walk never says "complete" past a
 // gap it has not proven closed.
 //
-// Papers arriving while the walk is in a gap push papers above the mark
-// into view: papers of the walk's last two pages (Recent) seen again are
-// not the gap's end, nor what comes before them.
+// Papers arriving while a walk goes on push the listing down: a page can
+// show papers the walk met before (delivered earlier in the run, on its
+// last two pages (Recent), or the mark's papers behind where its gap
+// stands). Such a page lies above where the walk got to: it is not its
+// Tail, and what comes before those papers is not a gap's end. A walk that
+// saw one (Shifted) and then stops short leaves a loose mark with no gap
+// to look for: the next walk goes on page by page from it, to the next
+// mark or the end of the listing.
 //
 // Not covered: papers removed while a walk goes on (a page it has not
-// reached moves up past it); papers arriving while a walk goes on that
-// then stops short (the page it stops on may show papers that arrived
-// meanwhile, and its mark then lies above papers it never reached); and
-// more than two pages of papers arriving while the walk is in a gap it
-// jumped to (papers from pages it skipped, pushed into view, look like the
-// gap's end). The next nightly does not see what that hid; a backfill
-// does.
+// reached moves up past it), and more than two pages of papers arriving
+// while the walk is in a gap it jumped to (papers from pages it skipped,
+// pushed into view, look like the gap's end). The next nightly does not
+// see what that hid; a backfill does.
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
@@ -176,7 +188,15 @@ func (w Walk) cut(d Delivered, last int, why string) WalkEnd {
 		tail = tailOf(d.Papers)
 	}
 	here := ledger.WalkMark{Page: last, Papers: tail}
+	if w.Shifted {
+		// Where the walk got to is uncertain: carry on page by page from
+		// here, with no gap to look for (the next mark, or the end of the
+		// listing, ends it).
+		here.Loose = true
+	}
 	switch {
+	case w.InGap && len(marks) > 0 && w.Shifted:
+		marks[0] = here
 	case w.InGap && len(marks) > 0 && !slices.Contains(marks[0].Papers, lastID(tail)):
 		marks[0] = here // the gap goes on below the frontier
 	case w.InGap && len(marks) > 0:
@@ -243,6 +263,19 @@ func MarkOf(papers []ledger.Paper) []string {
 		}
 	}
 	return mark
+}
+
+// markIndex is the place of paper p in a mark's entries (its id or DOI
+// key), or -1.
+func markIndex(p ledger.Paper, mark []string) int {
+	k := p.DOIKey()
+	at := -1
+	for i, m := range mark {
+		if p.ID == m || k != "" && "doi:"+k == m {
+			at = i
+		}
+	}
+	return at
 }
 
 // in says whether paper p is one of the mark's.
@@ -331,6 +364,7 @@ func (w *Walk) scan(d Delivered) (back bool) {
 				w.Marks, w.SkipFrom, w.Sweep, i = ms, 0, true, last+1
 			default:
 				w.InGap, w.SkipFrom, w.Sweep, i = true, 0, false, last+1
+				w.MarkAt = markIndex(d.Papers[last], m.Papers)
 			}
 			continue
 		}
@@ -427,6 +461,29 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	next.Reached = max(w.Reached, w.Page)
 	if n := len(d.Papers); n > 0 && (revisit || n > len(d.Seen) || d.Seen[n-1] != ledger.SeenThisRun) {
 		next.Tail = tailOf(d.Papers)
+	}
+	// Papers the walk met before, on this page: the listing moved down
+	// while it went on, and this page lies above where it got to (it is
+	// not where the walk stands, Tail).
+	moved := false
+	for i, p := range d.Papers {
+		if revisit {
+			break
+		}
+		if i < len(d.Seen) && d.Seen[i] == ledger.SeenThisRun || in(p, w.Recent) {
+			moved = true
+		}
+		if w.InGap && len(w.Marks) > 0 {
+			if k := markIndex(p, w.Marks[0].Papers); k >= 0 && k <= w.MarkAt {
+				moved = true
+			} else if k > w.MarkAt {
+				next.MarkAt = k // the mark's papers spilling onto this page
+			}
+		}
+	}
+	if moved {
+		next.Shifted = true
+		next.Tail = w.Tail
 	}
 	back := next.scan(d)
 	last := MarkOf(d.Papers)

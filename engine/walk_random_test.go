@@ -326,21 +326,25 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 // a jump that went back every night at the minimum max_pages and never
 // got further (shrinks 1187 and 1276, removals 2248, 1005 and 2050), a
 // loose mark whose papers were removed while the papers its gap starts
-// after were met on the way (removals 1253), and papers removed above a
-// mark while others arrived (all 2260).
+// after were met on the way (removals 1253), papers removed above a mark
+// while others arrived (all 2260), and papers arriving while a walk went
+// on that then stopped short, its last page above where it got to
+// (midrun 1010, 1052, 1147, 1174, 1295; all 1224 and 2027).
 func TestNightlyRegressionSeeds(t *testing.T) {
 	byName := map[string]variant{}
 	for _, v := range []variant{
 		{name: "removals", removals: true, sakChoices: []int{1, 2}},
 		{name: "shrinks", shrinks: true, removals: true, failures: true, stops: true, sakChoices: []int{1, 2}},
 		{name: "all", failures: true, stops: true, deletions: true, midRun: true, sakChoices: []int{1, 2}},
+		{name: "midrun", midRun: true, sakChoices: []int{1, 2}},
 	} {
 		byName[v.name] = v
 	}
 	for _, c := range []struct {
 		variant string
 		seed    int64
-	}{{"shrinks", 1187}, {"shrinks", 1276}, {"removals", 2248}, {"removals", 1005}, {"removals", 2050}, {"removals", 1253}, {"all", 2260}} {
+	}{{"shrinks", 1187}, {"shrinks", 1276}, {"removals", 2248}, {"removals", 1005}, {"removals", 2050}, {"removals", 1253}, {"all", 2260},
+		{"midrun", 1010}, {"midrun", 1052}, {"midrun", 1147}, {"midrun", 1174}, {"midrun", 1295}, {"all", 1224}, {"all", 2027}} {
 		if msg := attackNight(t, byName[c.variant], c.seed); msg != "" {
 			t.Errorf("%s seed %d:\n%s", c.variant, c.seed, msg)
 		}

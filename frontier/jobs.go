@@ -47,6 +47,8 @@ type Job struct {
 	// Recent and RecentLast: the papers of the walk's last two pages.
 	Recent     []string `json:"recent,omitempty"`
 	RecentLast int      `json:"recent_last,omitempty"`
+	Shifted    bool     `json:"shifted,omitempty"`
+	MarkAt     int      `json:"mark_at,omitempty"`
 	// PrevPage is the walk's last page delivered: a walk whose job is
 	// dead-lettered leaves its mark there (its Tail), so the next walk
 	// carries on from it.
@@ -76,7 +78,7 @@ func (j Job) MsgID() string {
 func (j Job) Walk() engine.Walk {
 	w := engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, Walked: j.Walked, StopAfterKnown: j.StopAfterKnown,
 		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, PastTop: j.PastTop, InGap: j.InGap, Tail: j.Tail,
-		SkipFrom: j.SkipFrom, Sweep: j.Sweep, Reached: j.Reached, Recent: j.Recent, RecentLast: j.RecentLast}
+		SkipFrom: j.SkipFrom, Sweep: j.Sweep, Reached: j.Reached, Recent: j.Recent, RecentLast: j.RecentLast, Shifted: j.Shifted, MarkAt: j.MarkAt}
 	// A job enqueued before walks counted their pages: its page is how
 	// many it walked.
 	if w.Walked == 0 && w.Page > 1 && !w.Marked {
@@ -89,6 +91,7 @@ func (j Job) Walk() engine.Walk {
 func (j Job) WithWalk(w engine.Walk) Job {
 	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marks, j.Marked, j.PastTop, j.InGap, j.Tail = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marks, w.Marked, w.PastTop, w.InGap, w.Tail
 	j.SkipFrom, j.Sweep, j.Reached, j.Recent, j.RecentLast = w.SkipFrom, w.Sweep, w.Reached, w.Recent, w.RecentLast
+	j.Shifted, j.MarkAt = w.Shifted, w.MarkAt
 	return j
 }
 

@@ -73,6 +73,7 @@ func (j Job) Validate() error {
 		{"repeat_run", j.RepeatRun, 0, j.MaxPages},
 		{"skip_from", j.SkipFrom, 0, config.MaxPageNumber},
 		{"reached", j.Reached, 0, config.MaxPageNumber},
+		{"mark_at", j.MarkAt, 0, maxMarkEntries},
 	} {
 		if err := within(c.field, c.v, c.lo, c.hi); err != nil {
 			return err
