@@ -82,7 +82,7 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 					fmt.Fprintf(out, "%d records in the quarantine %s:\n", len(rs), path)
 				}
 				for _, r := range rs {
-					sinkName := redact.URL(r.Sink)
+					sinkName := shown(redact.URL(r.Sink), 200)
 					reason := r.Reason
 					// The driver's error names the sink again: once is enough.
 					if i := strings.Index(reason, r.Sink+": "); i >= 0 && i < 16 {
@@ -117,10 +117,11 @@ func quarantineDirExists(dir string) error {
 }
 
 // shown is s made safe and short for a terminal line: no control or
-// format character (an ESC, a bidi override, a zero-width space).
+// format character (an ESC, a bidi override, a zero-width space), no line
+// or paragraph separator, no invisible filler.
 func shown(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.In(r, unicode.Cc, unicode.Cf) {
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point) {
 			return -1
 		}
 		return r

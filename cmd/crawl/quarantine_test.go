@@ -15,6 +15,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
+	"github.com/litcrawl/litcrawl/sink/sinktest"
 	"github.com/litcrawl/litcrawl/state"
 )
 
@@ -119,5 +120,19 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	// retry finds it whole.
 	if code, _, errs := crawl(t, args...); code != exitOK || countLines(t, out) != len(sizes) {
 		t.Errorf("after retry: exit %d, %d lines: %s", code, countLines(t, out), errs)
+	}
+}
+
+// crawl quarantine list prints no terminal escape, bidi override, line
+// separator or invisible filler from an entry, its sink name included.
+func TestQuarantineListIsSafeForATerminal(t *testing.T) {
+	dir := t.TempDir()
+	rec := sinktest.Records("e", 1)[0]
+	rec.Title = "T\u202e\u2028\u3164itle"
+	quarantine.Replace(filepath.Join(dir, quarantine.Name), quarantine.Contents{Entries: []sink.Refusal{{
+		Sink: "jsonl:/x\u001b]0;pwned\u0007\u001b[2J\u202e.jsonl", Reason: "r\u001b[31m\u034f", Tries: 1, Record: rec}}})
+	code, stdout, _ := crawl(t, "quarantine", "list", "--state-dir", dir)
+	if code != exitOK || strings.ContainsAny(stdout, "\u001b\u0007\u202e\u2028\u3164\u034f") || !strings.Contains(stdout, "e-0") {
+		t.Errorf("exit %d: %q", code, stdout)
 	}
 }
