@@ -98,17 +98,15 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 					markErr = err
 					return
 				}
-				job := frontier.Job{Journal: j, RunID: runID, Nightly: true,
-					StopAfterKnown: e.Config.Nightly.StopAfterKnownPages, StopAfterRepeat: e.Config.Backfill.StopAfterRepeatPages,
-					MaxPages: e.Config.Nightly.MaxPages}.WithWalk(w)
-				job.Page = 1
+				w.Page, w.StopAfterKnown, w.StopAfterRepeat, w.MaxPages = 1, e.Config.Nightly.StopAfterKnownPages, e.Config.Backfill.StopAfterRepeatPages, e.Config.Nightly.MaxPages
+				job := frontier.Job{Journal: j, RunID: runID, Nightly: true, Walk: w}
 				if !yieldUnlessStopped(yield, job) {
 					return
 				}
 				continue
 			}
 			for p := o.From; p <= o.To; p++ {
-				if !yieldUnlessStopped(yield, frontier.Job{Journal: j, Page: p, RunID: runID}) {
+				if !yieldUnlessStopped(yield, frontier.PageJob(j, p, runID)) {
 					return
 				}
 			}

@@ -14,68 +14,68 @@ import (
 // Walk is where a nightly walk of one journal stands: the page it is at,
 // and how far it may go. A fleet's job carries it from worker to worker.
 type Walk struct {
-	Page int // the page to do next
+	Page int `json:"page"` // the page to do next
 	// KnownRun counts the pages in a row, up to Page, whose papers were
 	// all known before the run began.
-	KnownRun int
+	KnownRun int `json:"known_run,omitempty"`
 	// RepeatRun counts the pages in a row that held no paper not already
 	// met in this run (a site answering every page number with the same
 	// papers).
-	RepeatRun int
+	RepeatRun int `json:"repeat_run,omitempty"`
 	// Walked counts the pages walked so far.
-	Walked int
+	Walked int `json:"walked,omitempty"`
 	// StopAfterKnown ends the top part of the walk after KnownRun reaches
 	// it (0: never); StopAfterRepeat ends the walk after RepeatRun reaches
 	// it (0: never); MaxPages bounds the pages walked.
-	StopAfterKnown  int
-	StopAfterRepeat int
-	MaxPages        int
+	StopAfterKnown  int `json:"stop_after_known,omitempty"`
+	StopAfterRepeat int `json:"stop_after_repeat,omitempty"`
+	MaxPages        int `json:"max_pages,omitempty"`
 	// Marks are where earlier walks stopped short of known papers, topmost
 	// first (see below). Marked says the walk began with marks, which its
 	// end replaces or clears.
-	Marks  []ledger.WalkMark
-	Marked bool
+	Marks  []ledger.WalkMark `json:"marks,omitempty"`
+	Marked bool              `json:"marked,omitempty"`
 	// PastTop: the walk has left its top part (the new papers above the
 	// papers delivered before) and goes from mark to mark. InGap: it has
 	// found Marks[0] and walks the papers never delivered below it.
-	PastTop bool
-	InGap   bool
+	PastTop bool `json:"past_top,omitempty"`
+	InGap   bool `json:"in_gap,omitempty"`
 	// SkipFrom, when set, is the first page a jump to Marks[0] skipped:
 	// until the walk finds the mark, a paper never delivered met before it,
 	// or the end of the listing, proves the jump landed below the mark (papers
 	// above it were removed), and the walk goes back to SkipFrom. Sweep: the
 	// walk went back, and walks page by page to Marks[0] (no jump).
-	SkipFrom int
-	Sweep    bool
+	SkipFrom int  `json:"skip_from,omitempty"`
+	Sweep    bool `json:"sweep,omitempty"`
 	// Below: the walk found it landed below Marks[0] with no page left to
 	// go back with (End then leaves the mark where the jump began).
-	Below bool
+	Below bool `json:"below,omitempty"`
 	// Reached is the furthest page walked: pages walked again after going
 	// back do not count towards RepeatRun.
-	Reached int
+	Reached int `json:"reached,omitempty"`
 	// Recent are the papers of the last two pages walked (ids and DOI
 	// keys), the last page's after the one before: seen again in a gap,
 	// they say the listing moved down while the walk went on, and what
 	// comes before them is not the gap's end.
-	Recent []string
+	Recent []string `json:"recent,omitempty"`
 	// RecentLast is how many of Recent are the last page's.
-	RecentLast int
+	RecentLast int `json:"recent_last,omitempty"`
 	// Shifted: a page showed papers the walk had met before (papers
 	// arrived at the top while it went on, pushing the listing down): the
 	// page it stops on may show papers that arrived meanwhile, above where
 	// it got to, so the mark it leaves is loose (End: the next walk goes on
 	// page by page from it, to the next mark or the end of the listing).
-	Shifted bool
+	Shifted bool `json:"shifted,omitempty"`
 	// MarkAt is, in a gap, the place in Marks[0].Papers of the last of the
 	// mark's papers met: one met again at or before it, on a later page,
 	// says the listing moved down (Shifted).
-	MarkAt int
+	MarkAt int `json:"mark_at,omitempty"`
 	// Tail is the mark of the walk's frontier: the last papers of the
 	// last page whose last paper was not one delivered earlier in this run
 	// (when new papers push the listing down while the walk goes on, a
 	// page can show papers it already delivered: the frontier is further
 	// down).
-	Tail []string
+	Tail []string `json:"tail,omitempty"`
 }
 
 // MaxMarks bounds a journal's marks: one is added by each night that

@@ -75,7 +75,7 @@ func pages(run string, journals []int64, from, to int) []frontier.Job {
 	var jobs []frontier.Job
 	for _, j := range journals {
 		for p := from; p <= to; p++ {
-			jobs = append(jobs, frontier.Job{Journal: j, Page: p, RunID: run})
+			jobs = append(jobs, frontier.PageJob(j, p, run))
 		}
 	}
 	return jobs
@@ -199,7 +199,7 @@ func TestEnqueueIsIdempotent(t *testing.T) {
 	if err != nil || again.Added != 1 || again.Queued != 3 {
 		t.Fatalf("second enqueue of pages 1-4 while 1-3 are pending: %+v %v (want 1 added, 3 queued)", again, err)
 	}
-	walk := frontier.Job{Journal: 5, Page: 1, Nightly: true, StopAfterKnown: 1, MaxPages: 9}
+	walk := frontier.Job{Journal: 5, Nightly: true, Walk: engine.Walk{Page: 1, StopAfterKnown: 1, MaxPages: 9}}
 	for i, run := range []string{"n-1", "n-2", "n-2"} {
 		walk.RunID = run
 		got, err := fr.Enqueue(ctx, walk)
@@ -246,7 +246,7 @@ func TestNightlyWalkChain(t *testing.T) {
 	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
 	sinkURL := n.URL() + "/papers.nightly?stream=NIGHTLY"
 	night := func(run string) (pages, delivered int64) {
-		walk := frontier.Job{Journal: 21, Page: 1, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: 50}
+		walk := frontier.Job{Journal: 21, RunID: run, Nightly: true, Walk: engine.Walk{Page: 1, StopAfterKnown: 1, MaxPages: 50}}
 		if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
 			t.Fatalf("enqueue the walk: %+v %v", got, err)
 		}
@@ -258,7 +258,7 @@ func TestNightlyWalkChain(t *testing.T) {
 					OnJob: func(j frontier.Job) {
 						// Mid-walk, the walk is enqueued again: nothing is added.
 						if j.Page == 2 {
-							if got, err := fr.Enqueue(ctx, frontier.Job{Journal: 21, Page: 1, RunID: run + "-again", Nightly: true, StopAfterKnown: 1, MaxPages: 50}); err != nil || got.Added != 0 {
+							if got, err := fr.Enqueue(ctx, frontier.Job{Journal: 21, RunID: run + "-again", Nightly: true, Walk: engine.Walk{Page: 1, StopAfterKnown: 1, MaxPages: 50}}); err != nil || got.Added != 0 {
 								t.Errorf("a second walk of journal 21 was enqueued: %+v %v", got, err)
 							}
 						}
@@ -295,8 +295,8 @@ func walkNight(t *testing.T, fr *frontier.Frontier, natsURL, siteURL, sinkURL st
 	if err != nil {
 		t.Fatal(err)
 	}
-	walk := frontier.Job{Journal: journal, RunID: run, Nightly: true, StopAfterKnown: 1, MaxPages: maxPages}.WithWalk(w)
-	walk.Page = 1
+	w.Page, w.StopAfterKnown, w.MaxPages = 1, 1, maxPages
+	walk := frontier.Job{Journal: journal, RunID: run, Nightly: true, Walk: w}
 	if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
 		t.Fatalf("enqueue the walk: %+v %v", got, err)
 	}
@@ -388,7 +388,7 @@ func TestWorkerDiedOnLastTry(t *testing.T) {
 	victim := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second,
 		OnJob: func(frontier.Job) { die(); close(took) }})
 	go victim.Run(dctx)
-	fr.Enqueue(ctx, frontier.Job{Journal: 41, Page: 1, RunID: "r"})
+	fr.Enqueue(ctx, frontier.PageJob(41, 1, "r"))
 	<-took
 	// The watcher starts while the victim's try is still in its ack wait:
 	// the server gives up on the job after it, and the watcher hears so.
@@ -506,7 +506,7 @@ func TestStuckJobsAreRescued(t *testing.T) {
 	c, _ := jobs.Consumer(ctx, frontier.ConsumerName)
 	cfg := c.CachedInfo().Config
 	narrow := cfg
-	narrow.FilterSubject = frontier.Job{Journal: 91, Page: 4}.Subject()
+	narrow.FilterSubject = frontier.PageJob(91, 4, "").Subject()
 	if _, err := jobs.UpdateConsumer(ctx, narrow); err != nil {
 		t.Fatal(err)
 	}

@@ -15,44 +15,28 @@ import (
 
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/internal/jsadmin"
-	"github.com/litcrawl/litcrawl/ledger"
 )
 
-// Job is one listing page to crawl.
+// Job is one listing page to crawl. A nightly job carries its walk whole
+// (engine.Walk, embedded: its fields are the job's in the JSON), so every
+// field of a walk survives the trip from worker to worker; a page job's walk
+// holds only its page.
 type Job struct {
 	Journal int64  `json:"journal"`
-	Page    int    `json:"page"`
 	RunID   string `json:"run_id"`
 	// Nightly jobs are a journal's walk: the worker that did this page
 	// enqueues the next one unless the walk stops (engine.Walk.Next).
-	Nightly         bool `json:"nightly,omitempty"`
-	KnownRun        int  `json:"known_run,omitempty"`  // all-known pages in a row so far
-	RepeatRun       int  `json:"repeat_run,omitempty"` // pages in a row with nothing new to the run
-	StopAfterKnown  int  `json:"stop_after_known,omitempty"`
-	StopAfterRepeat int  `json:"stop_after_repeat,omitempty"`
-	MaxPages        int  `json:"max_pages,omitempty"`
-	Walked          int  `json:"walked,omitempty"` // pages walked so far
-	// Marks and Marked are the walk's (engine.Walk): where earlier walks
-	// stopped at MaxPages, until this walk has passed them.
-	Marks   []ledger.WalkMark `json:"marks,omitempty"`
-	Marked  bool              `json:"marked,omitempty"`
-	PastTop bool              `json:"past_top,omitempty"`
-	InGap   bool              `json:"in_gap,omitempty"`
-	Tail    []string          `json:"tail,omitempty"`
-	// SkipFrom, Sweep and Reached are the walk's (engine.Walk): a jump
-	// found to have landed below its mark goes back.
-	SkipFrom int  `json:"skip_from,omitempty"`
-	Sweep    bool `json:"sweep,omitempty"`
-	Reached  int  `json:"reached,omitempty"`
-	// Recent and RecentLast: the papers of the walk's last two pages.
-	Recent     []string `json:"recent,omitempty"`
-	RecentLast int      `json:"recent_last,omitempty"`
-	Shifted    bool     `json:"shifted,omitempty"`
-	MarkAt     int      `json:"mark_at,omitempty"`
+	Nightly bool `json:"nightly,omitempty"`
+	engine.Walk
 	// PrevPage is the walk's last page delivered: a walk whose job is
 	// dead-lettered leaves its mark there (its Tail), so the next walk
 	// carries on from it.
 	PrevPage int `json:"prev_page,omitempty"`
+}
+
+// PageJob is the job of one page of a journal.
+func PageJob(journal int64, page int, runID string) Job {
+	return Job{Journal: journal, RunID: runID, Walk: engine.Walk{Page: page}}
 }
 
 // Subject is the job's subject: one per page of a journal
@@ -72,27 +56,6 @@ func (j Job) MsgID() string {
 		return fmt.Sprintf("walk-%d-%d-%s", j.Journal, j.Page, j.RunID)
 	}
 	return fmt.Sprintf("%d-%d-%s", j.Journal, j.Page, j.RunID)
-}
-
-// Walk is the nightly walk a job stands at.
-func (j Job) Walk() engine.Walk {
-	w := engine.Walk{Page: j.Page, KnownRun: j.KnownRun, RepeatRun: j.RepeatRun, Walked: j.Walked, StopAfterKnown: j.StopAfterKnown,
-		StopAfterRepeat: j.StopAfterRepeat, MaxPages: j.MaxPages, Marks: j.Marks, Marked: j.Marked, PastTop: j.PastTop, InGap: j.InGap, Tail: j.Tail,
-		SkipFrom: j.SkipFrom, Sweep: j.Sweep, Reached: j.Reached, Recent: j.Recent, RecentLast: j.RecentLast, Shifted: j.Shifted, MarkAt: j.MarkAt}
-	// A job enqueued before walks counted their pages: its page is how
-	// many it walked.
-	if w.Walked == 0 && w.Page > 1 && !w.Marked {
-		w.Walked = w.Page - 1
-	}
-	return w
-}
-
-// WithWalk is the job at the walk's next page.
-func (j Job) WithWalk(w engine.Walk) Job {
-	j.Page, j.KnownRun, j.RepeatRun, j.Walked, j.Marks, j.Marked, j.PastTop, j.InGap, j.Tail = w.Page, w.KnownRun, w.RepeatRun, w.Walked, w.Marks, w.Marked, w.PastTop, w.InGap, w.Tail
-	j.SkipFrom, j.Sweep, j.Reached, j.Recent, j.RecentLast = w.SkipFrom, w.Sweep, w.Reached, w.Recent, w.RecentLast
-	j.Shifted, j.MarkAt = w.Shifted, w.MarkAt
-	return j
 }
 
 // journalOf reads the journal from a job or dead-letter subject.
@@ -185,5 +148,5 @@ func cutWalk(ctx context.Context, run *engine.Run, job Job) error {
 	if !job.Nightly || run == nil {
 		return nil
 	}
-	return run.StopWalk(ctx, job.Journal, job.Walk(), job.PrevPage, engine.Delivered{}, false, engine.WhyFailedPage)
+	return run.StopWalk(ctx, job.Journal, job.Walk, job.PrevPage, engine.Delivered{}, false, engine.WhyFailedPage)
 }

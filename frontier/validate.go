@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 
 	"github.com/litcrawl/litcrawl/config"
@@ -50,7 +51,7 @@ func (j Job) Validate() error {
 		return bad("prev_page", fmt.Sprintf("0 to %d", config.MaxPageNumber))
 	}
 	if !j.Nightly {
-		if j.MaxPages != 0 || len(j.Marks) != 0 || len(j.Tail) != 0 || j.Walked != 0 {
+		if !reflect.DeepEqual(j.Walk, engine.Walk{Page: j.Page}) {
 			return bad("walk fields", "none on a page job (they belong to nightly jobs)")
 		}
 		return nil

@@ -219,7 +219,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 	var hold func([]ledger.Paper, []ledger.Seen) bool
 	if job.Nightly {
-		hold = job.Walk().Hold()
+		hold = job.Walk.Hold()
 	}
 	oc, err := w.o.Run.Page(ctx, ledger.PageKey{Journal: job.Journal, Page: job.Page}, engine.PageOptions{RunID: job.RunID, Hold: hold})
 	switch {
@@ -239,9 +239,10 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	default:
 		if job.Nightly {
-			next, goOn := job.Walk().Next(oc.Delivered)
+			next, goOn := job.Walk.Next(oc.Delivered)
 			if goOn {
-				nj := job.WithWalk(next)
+				nj := job
+				nj.Walk = next
 				nj.PrevPage = job.Page
 				if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 					w.failed(ctx, msg, job, err, true, md.NumDelivered)
@@ -262,10 +263,10 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 // the end of the listing (engine.Walk.PastEnd); false when the job failed
 // and is not to be acknowledged.
 func (w *Worker) pastEndOfWalk(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, job Job) bool {
-	walk := job.Walk()
+	walk := job.Walk
 	if back, ok := walk.PastEnd(); ok {
-		nj := job.WithWalk(back)
-		nj.PrevPage = job.PrevPage
+		nj := job
+		nj.Walk = back
 		if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 			w.failed(ctx, msg, job, err, true, md.NumDelivered)
 			return false
@@ -309,7 +310,7 @@ func (w *Worker) failed(ctx context.Context, msg jetstream.Msg, job Job, cause e
 // its fields reaches a record or the ledger. The dead letter keeps only its
 // journal and page (when they are in bounds).
 func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, job Job, cause error) {
-	kept := Job{}
+	var kept Job
 	if job.Journal > 0 {
 		kept.Journal = job.Journal
 	}
