@@ -1,0 +1,168 @@
+package ledger
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Memory is a ledger held in memory, with every optional ability: what a
+// run that keeps no state delivers through (crawl parse, crawl replay), so
+// that it dedupes as a crawl does, and what tests of the engine's rules run
+// on. It passes the conformance suite (ledgertest). Safe for concurrent use.
+type Memory struct {
+	mu     sync.Mutex
+	ids    map[string]string // paper id → the run that delivered it first
+	dois   map[string]string // DOI key → the run that delivered it first
+	done   map[PageKey]bool
+	failed map[PageKey]string
+	token  []byte
+	marks  map[int64][]WalkMark
+}
+
+var (
+	_ Ledger     = (*Memory)(nil)
+	_ PageBook   = (*Memory)(nil)
+	_ TokenStore = (*Memory)(nil)
+	_ WalkMarks  = (*Memory)(nil)
+)
+
+// NewMemory makes an empty ledger in memory.
+func NewMemory() *Memory {
+	return &Memory{ids: map[string]string{}, dois: map[string]string{}, done: map[PageKey]bool{},
+		failed: map[PageKey]string{}, marks: map[int64][]WalkMark{}}
+}
+
+// runOf is the run that delivered p first ("" for none).
+func (m *Memory) runOf(p Paper) string {
+	if r, ok := m.ids[p.ID]; ok && p.ID != "" {
+		return r
+	}
+	if k := p.DOIKey(); k != "" {
+		return m.dois[k]
+	}
+	return ""
+}
+
+// Lookup implements Ledger.
+func (m *Memory) Lookup(ctx context.Context, papers []Paper, runID string) ([]Seen, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := make([]Seen, len(papers))
+	for i, p := range papers {
+		switch r := m.runOf(p); {
+		case r == "":
+		case r == runID:
+			seen[i] = SeenThisRun
+		default:
+			seen[i] = SeenBefore
+		}
+	}
+	return seen, nil
+}
+
+// Commit implements Ledger: all or nothing, as one transaction would.
+func (m *Memory) Commit(ctx context.Context, g Group) ([]int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fresh := make([]int, len(g.Pages))
+	for i, pg := range g.Pages {
+		for _, p := range pg.Papers {
+			run := m.runOf(p)
+			if run == "" {
+				run = pg.RunID
+				fresh[i]++
+			}
+			if _, ok := m.ids[p.ID]; !ok && p.ID != "" {
+				m.ids[p.ID] = run
+			}
+			if k := p.DOIKey(); k != "" {
+				if _, ok := m.dois[k]; !ok {
+					m.dois[k] = run
+				}
+			}
+		}
+		m.done[pg.Key] = true
+		delete(m.failed, pg.Key)
+	}
+	if g.SinkToken != nil {
+		m.token = slices.Clone(g.SinkToken)
+	}
+	return fresh, nil
+}
+
+// PageDone implements PageBook.
+func (m *Memory) PageDone(ctx context.Context, k PageKey) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.done[k], nil
+}
+
+// FailPage implements PageBook.
+func (m *Memory) FailPage(ctx context.Context, k PageKey, runID string, cause error, _ time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.done[k] {
+		m.failed[k] = cause.Error()
+	}
+	return nil
+}
+
+// SinkToken implements TokenStore.
+func (m *Memory) SinkToken(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.token), nil
+}
+
+// WalkMarks implements WalkMarks.
+func (m *Memory) WalkMarks(ctx context.Context, journal int64) ([]WalkMark, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return cloneMarks(m.marks[journal]), nil
+}
+
+// SetWalkMarks implements WalkMarks.
+func (m *Memory) SetWalkMarks(ctx context.Context, journal int64, marks []WalkMark) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(marks) == 0 {
+		delete(m.marks, journal)
+	} else {
+		m.marks[journal] = cloneMarks(marks)
+	}
+	return nil
+}
+
+func cloneMarks(ms []WalkMark) []WalkMark {
+	if ms == nil {
+		return nil
+	}
+	out := make([]WalkMark, len(ms))
+	for i, mk := range ms {
+		out[i] = WalkMark{Page: mk.Page, Papers: slices.Clone(mk.Papers), Loose: mk.Loose, Gap: slices.Clone(mk.Gap)}
+	}
+	return out
+}
