@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 
 // Env is what every command shares: the configuration (flags already
@@ -31,36 +31,6 @@ type Env struct {
 	Signalled func() int
 }
 
-// Exit codes; the README and the help list them.
-const (
-	ExitOK          = 0
-	ExitFatal       = 1
-	ExitUsage       = 2
-	ExitIncomplete  = 3
-	ExitQuality     = 4
-	ExitInterrupted = 130
-	ExitTerminated  = 143
-)
-
-// ExitCode is the process exit code for the error a command ended with.
-func ExitCode(err error) int {
-	var cfgErr *ConfigError
-	var qe *QualityError
-	switch {
-	case err == nil:
-		return ExitOK
-	case errors.As(err, &cfgErr):
-		return ExitUsage
-	case errors.As(err, &qe):
-		return ExitQuality
-	case errors.Is(err, ErrPagesFailed), errors.Is(err, ErrQuarantined):
-		return ExitIncomplete
-	case errors.Is(err, context.Canceled):
-		return ExitInterrupted
-	}
-	return ExitFatal
-}
-
 // exitCode is the code the run ends with, signals included.
 func (e *Env) exitCode(err error) int {
 	if e.Signalled != nil {
@@ -68,7 +38,7 @@ func (e *Env) exitCode(err error) int {
 			return c
 		}
 	}
-	return ExitCode(err)
+	return exitcode.Of(err)
 }
 
 func (e *Env) log() *slog.Logger {
@@ -92,6 +62,9 @@ func (e pagesFailed) Error() string {
 }
 func (e pagesFailed) Is(target error) bool { return target == ErrPagesFailed }
 
+// failedPages is the error of a run whose n pages failed (exit 3).
+func failedPages(n int64) error { return exitcode.IncompleteError(pagesFailed{n}) }
+
 // ErrQuarantined: the run finished, but a sink refused records for their
 // content; they are in the quarantine (exit 3). errors.Is tells it.
 var ErrQuarantined = errors.New("records quarantined")
@@ -106,20 +79,11 @@ func (e quarantined) Error() string {
 }
 func (e quarantined) Is(target error) bool { return target == ErrQuarantined }
 
-// QualityError is a quality alarm (exit 4): the parsed papers lack a field
-// or pages hold too few papers.
-type QualityError struct{ msg string }
-
-func (e *QualityError) Error() string { return e.msg }
-
-// ConfigError is a mistake in what the caller asked for (a usage error
-// for the command line): it names the option and what is expected.
-type ConfigError struct{ Err error }
-
-func (e *ConfigError) Error() string { return e.Err.Error() }
-func (e *ConfigError) Unwrap() error { return e.Err }
-
-func badOption(format string, a ...any) error { return &ConfigError{fmt.Errorf(format, a...)} }
+// quarantinedRecords is the error of a run that left n records in the
+// quarantine at path (exit 3).
+func quarantinedRecords(n int64, path string) error {
+	return exitcode.IncompleteError(quarantined{n, path})
+}
 
 // NewRunID names a run: its start time (ids sort by it) and 8 random hex
 // digits, so two runs never share an id, even in the same second (a

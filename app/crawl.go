@@ -10,6 +10,8 @@ import (
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -43,23 +45,23 @@ type Crawl struct {
 func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	cfg := e.Config
 	if len(c.Journals) == 0 {
-		return nil, badOption("no journal: give --journal J or set journals in the config")
+		return nil, exitcode.Usagef("no journal: give --journal J or set journals in the config")
 	}
 	for _, j := range c.Journals {
 		if j <= 0 {
-			return nil, badOption("--journal %d: expected a positive journal id", j)
+			return nil, exitcode.Usagef("--journal %d: expected a positive journal id", j)
 		}
 	}
 	if c.Kind == "backfill" && (c.From < 1 || c.To != 0 && c.To < c.From) {
-		return nil, badOption("pages %d-%d: expected 1 <= A <= B", c.From, c.To)
+		return nil, exitcode.Usagef("pages %d-%d: expected 1 <= A <= B", c.From, c.To)
 	}
 	if c.Kind == "backfill" && c.To != 0 && c.To-c.From >= cfg.Backfill.MaxPages {
-		return nil, badOption("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one run; backfill a long range in parts", c.From, c.To, cfg.Backfill.MaxPages)
+		return nil, exitcode.Usagef("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one run; backfill a long range in parts", c.From, c.To, cfg.Backfill.MaxPages)
 	}
 	if c.Report != "" {
 		for _, u := range c.Sinks {
 			if p, ok := strings.CutPrefix(u, "jsonl:"); ok && samePath(p, c.Report) {
-				return nil, badOption("--report %s: is the records' JSONL file too: give the report a file of its own", c.Report)
+				return nil, exitcode.Usagef("--report %s: is the records' JSONL file too: give the report a file of its own", c.Report)
 			}
 		}
 	}
@@ -93,7 +95,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	sum := engine.NewSummary()
 	// record ends the run in the history: its summary, with the exit code
 	// of final.
-	record := func(rep *RunReport, final error) ([]byte, error) {
+	record := func(rep *history.RunReport, final error) ([]byte, error) {
 		code := e.exitCode(final)
 		rep.Journals, rep.ExitCode = c.Journals, &code
 		data, _ := json.Marshal(rep)
@@ -156,7 +158,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages,
 			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages})
 	default:
-		runErr = badOption("run kind %q: expected backfill or nightly", c.Kind)
+		runErr = exitcode.Usagef("run kind %q: expected backfill or nightly", c.Kind)
 	}
 	run.Close()
 	stopProgress()
@@ -178,15 +180,15 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	}
 	final := runErr
 	if final == nil {
-		final = qualityAlarm(cfg.Quality, sum.QualityCounts())
+		final = history.QualityAlarm(cfg.Quality, sum.QualityCounts())
 	}
 	if final == nil && sum.Failed.Load() > 0 {
-		final = pagesFailed{sum.Failed.Load()}
+		final = failedPages(sum.Failed.Load())
 	}
 	if n := sum.Quarantined.Load(); n > 0 {
 		rep.Quarantine = quar.Path()
 		if final == nil {
-			final = quarantined{n, quar.Path()}
+			final = quarantinedRecords(n, quar.Path())
 		}
 	}
 	data, herr := record(&rep, final)

@@ -12,6 +12,7 @@ import (
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
@@ -33,13 +34,13 @@ type Fleet struct {
 func (e *Env) connect(ctx context.Context, f Fleet) (*frontier.Frontier, error) {
 	switch {
 	case f.URL == "":
-		return nil, badOption("--frontier nats://host:port is required")
+		return nil, exitcode.Usagef("--frontier nats://host:port is required")
 	case f.AckWait < 0:
-		return nil, badOption("--ack-wait %v: expected a positive duration", f.AckWait)
+		return nil, exitcode.Usagef("--ack-wait %v: expected a positive duration", f.AckWait)
 	case f.MaxDeliver < 0:
-		return nil, badOption("--max-deliver %d: expected at least 1", f.MaxDeliver)
+		return nil, exitcode.Usagef("--max-deliver %d: expected at least 1", f.MaxDeliver)
 	case f.Replicas < 0 || f.Replicas > 5:
-		return nil, badOption("--replicas %d: expected 1 to 5", f.Replicas)
+		return nil, exitcode.Usagef("--replicas %d: expected 1 to 5", f.Replicas)
 	}
 	return frontier.Connect(ctx, f.URL, frontier.Options{AckWait: f.AckWait, MaxDeliver: f.MaxDeliver, Replicas: f.Replicas, Log: e.log()})
 }
@@ -58,18 +59,18 @@ type Enqueue struct {
 // Env.Stop closes it stops, and says what it did so far.
 func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.Enqueued, err error) {
 	if len(o.Journals) == 0 {
-		return "", n, badOption("no journal: give --journal J or set journals in the config")
+		return "", n, exitcode.Usagef("no journal: give --journal J or set journals in the config")
 	}
 	for _, j := range o.Journals {
 		if j <= 0 {
-			return "", n, badOption("--journal %d: expected a positive journal id", j)
+			return "", n, exitcode.Usagef("--journal %d: expected a positive journal id", j)
 		}
 	}
 	if !o.Nightly && (o.From < 1 || o.To < o.From) {
-		return "", n, badOption("pages %d-%d: a distributed backfill needs 1 <= A <= B (A-B); use --nightly for walks", o.From, o.To)
+		return "", n, exitcode.Usagef("pages %d-%d: a distributed backfill needs 1 <= A <= B (A-B); use --nightly for walks", o.From, o.To)
 	}
 	if maxPages := e.Config.Backfill.MaxPages; !o.Nightly && o.To-o.From >= maxPages {
-		return "", n, badOption("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one enqueue; enqueue a long range in parts", o.From, o.To, maxPages)
+		return "", n, exitcode.Usagef("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one enqueue; enqueue a long range in parts", o.From, o.To, maxPages)
 	}
 	runID = NewRunID(time.Now())
 	interrupted := false
@@ -212,7 +213,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	if n := sum.Quarantined.Load(); n > 0 {
 		rep.Quarantine = quar.Path()
 		if runErr == nil {
-			runErr = quarantined{n, quar.Path()}
+			runErr = quarantinedRecords(n, quar.Path())
 		}
 	}
 	e.printSummary(rep, sum)

@@ -3,11 +3,12 @@ package app
 import (
 	"errors"
 	"fmt"
-	"github.com/litcrawl/litcrawl/internal/fskind"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/litcrawl/litcrawl/internal/fskind"
 )
 
 // CheckOutputFile checks a file the command will write by renaming a

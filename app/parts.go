@@ -12,6 +12,7 @@ import (
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -56,7 +57,7 @@ func (t Transport) open(runID string, maxBody int64) (http.RoundTripper, func() 
 func (t Transport) open1(runID string, maxBody int64) (http.RoundTripper, func() error, error) {
 	switch {
 	case t.Archive != "" && t.Offline != "":
-		return nil, nil, badOption("--archive and --offline: give one (an offline run fetches nothing to record)")
+		return nil, nil, exitcode.Usagef("--archive and --offline: give one (an offline run fetches nothing to record)")
 	case t.Offline != "":
 		a, err := archive.Load(t.Offline)
 		if err != nil {
@@ -112,7 +113,7 @@ func OpenSinks(ctx context.Context, urls []string, o SinkOptions) (sink.Sink, er
 			}
 			var ue *sink.URLError
 			if errors.As(err, &ue) {
-				return nil, &ConfigError{fmt.Errorf("--sink: %w", err)}
+				return nil, exitcode.UsageError(fmt.Errorf("--sink: %w", err))
 			}
 			return nil, fmt.Errorf("--sink: %w", err)
 		}

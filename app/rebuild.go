@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/state"
@@ -36,23 +37,23 @@ const maxLine = 16 << 20
 func Rebuild(ctx context.Context, dir string, sources []string) (Rebuilt, error) {
 	var out Rebuilt
 	if len(sources) == 0 {
-		return out, badOption("--from: give at least one jsonl:FILE of delivered records")
+		return out, exitcode.Usagef("--from: give at least one jsonl:FILE of delivered records")
 	}
 	var files []string
 	for _, s := range sources {
 		p, ok := strings.CutPrefix(s, "jsonl:")
 		if !ok || p == "" || p == "-" || strings.HasPrefix(p, "//") {
-			return out, badOption("--from %q: expected jsonl:FILE (a file the JSONL sink wrote)", redact.URL(s))
+			return out, exitcode.Usagef("--from %q: expected jsonl:FILE (a file the JSONL sink wrote)", redact.URL(s))
 		}
 		if info, err := os.Stat(p); err != nil {
 			return out, fmt.Errorf("--from %s: %w", s, err)
 		} else if !info.Mode().IsRegular() {
-			return out, badOption("--from %s: not a regular file", s)
+			return out, exitcode.Usagef("--from %s: not a regular file", s)
 		}
 		files = append(files, p)
 	}
 	if _, err := os.Stat(filepath.Join(dir, state.FileName)); err == nil {
-		return out, badOption("--state-dir %s already holds a state: give a new directory (the damaged one stays as it is)", dir)
+		return out, exitcode.Usagef("--state-dir %s already holds a state: give a new directory (the damaged one stays as it is)", dir)
 	}
 	tmp := filepath.Clean(dir) + ".rebuilding"
 	if err := os.RemoveAll(tmp); err != nil {

@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 )
 
 // reportFile is --report FILE: the run summary as one JSON document with a

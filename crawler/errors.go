@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/litcrawl/litcrawl/fetch"
 )
 
 // Sentinel errors callers branch on.
@@ -26,10 +28,9 @@ var (
 	ErrRobotsDisallowed = errors.New("disallowed by robots.txt")
 	// ErrCircuitOpen: the host is cooling down after repeated failures.
 	ErrCircuitOpen = errors.New("host circuit breaker is open")
-	// ErrUnreachable: every try of a page failed to reach a host that has
-	// not answered once (no connection, no such host): a wrong base URL
-	// rather than a host that went down. Permanent; a local run stops on it.
-	ErrUnreachable = errors.New("the host has not answered once in this run (no connection, or no such host): check the base URL")
+	// ErrUnreachable is fetch.ErrUnreachable: the host has not answered
+	// once. Permanent; a local run stops on it.
+	ErrUnreachable = fetch.ErrUnreachable
 	// ErrHostDown: the host's circuit opened fetch.breaker_max_opens times
 	// in a row; its pages fail at once for the rest of the run (the next
 	// run tries them again). Permanent for this run.

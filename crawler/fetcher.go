@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/site"
@@ -143,27 +144,15 @@ func (f *Fetcher) limiter(host string) *hostLimiter {
 	return l
 }
 
-// ErrEndOfListing: the page is past the journal's last page.
-var ErrEndOfListing = errors.New("past the end of the listing")
+// ErrEndOfListing is fetch.ErrEndOfListing: the page is past the
+// journal's last page.
+var ErrEndOfListing = fetch.ErrEndOfListing
 
-// Request names a listing page to fetch.
-type Request struct {
-	Journal int64
-	Page    int
-	// RunID is recorded in the records' source.
-	RunID string
-	// OnTryFailed, when set, is told of every try that failed with a
-	// retryable error (the last one included): summaries and metrics count
-	// retries by cause with it.
-	OnTryFailed func(err error)
-}
-
-// Result is a fetched and parsed listing page.
-type Result struct {
-	Page  *parser.Page // nil when the fetch failed
-	Tries int          // tries made
-	URL   string
-}
+// Request and Result are the fetch port's (fetch.Request, fetch.Result).
+type (
+	Request = fetch.Request
+	Result  = fetch.Result
+)
 
 // Fetch fetches and parses one listing page with the fetcher's retries,
 // politeness and checks. It returns ErrEndOfListing for a page past the
@@ -181,7 +170,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) (Result, error) {
 		res.Tries = attempt
 		res.Page, err = f.fetchPage(ctx, u, r)
 		if err != nil && IsRetryable(err) && r.OnTryFailed != nil {
-			r.OnTryFailed(err)
+			r.OnTryFailed(Cause(err))
 		}
 		return err
 	})

@@ -29,7 +29,7 @@ func TestFetchAPage(t *testing.T) {
 	}
 	var failed []string
 	res, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 2, RunID: "r1",
-		OnTryFailed: func(err error) { failed = append(failed, crawler.Cause(err)) }})
+		OnTryFailed: func(cause string) { failed = append(failed, cause) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package engine is the one engine every crawl mode drives: a local
 // backfill, a local nightly run and a fleet worker's job all fetch a page
-// through a crawler.Fetcher, deliver it through the same step, and count it
+// through the fetch port (fetch.Fetcher), deliver it through the same step, and count it
 // in the same summary.
 //
 // Files:

@@ -6,16 +6,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
-// Fetcher is what the engine fetches pages through (crawler.Fetcher).
-type Fetcher interface {
-	Fetch(ctx context.Context, r crawler.Request) (crawler.Result, error)
-}
+// Fetcher is what the engine fetches pages through: the fetch port
+// (crawler.Fetcher over HTTP, or a fake in tests).
+type Fetcher = fetch.Fetcher
 
 // Options make a run.
 type Options struct {
@@ -35,7 +34,7 @@ type Options struct {
 	// progress while it goes on; nil makes a new one.
 	Summary *Summary
 	// StopWhenUnreachable stops the run (its error) when a page fails
-	// because its host never answered (crawler.ErrUnreachable): a local
+	// because its host never answered (fetch.ErrUnreachable): a local
 	// crawl with a wrong base URL ends at once with exit 1. A fleet worker
 	// leaves it unset: its jobs wait for the host.
 	StopWhenUnreachable bool
@@ -162,16 +161,16 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			return nil
 		}
 	}
-	res, err := r.fetch.Fetch(ctx, crawler.Request{Journal: key.Journal, Page: key.Page, RunID: o.RunID,
-		OnTryFailed: func(err error) {
-			r.sum.countRetry(err)
-			r.metrics.retry(crawler.Cause(err))
+	res, err := r.fetch.Fetch(ctx, fetch.Request{Journal: key.Journal, Page: key.Page, RunID: o.RunID,
+		OnTryFailed: func(cause string) {
+			r.sum.countRetry(cause)
+			r.metrics.retry(cause)
 		}})
 	if ctx.Err() == nil {
 		r.sum.addFetchTime(time.Since(start).Seconds())
 	}
 	switch {
-	case errors.Is(err, crawler.ErrEndOfListing):
+	case errors.Is(err, fetch.ErrEndOfListing):
 		r.sum.addEnded(key.Journal)
 		report(PastEnd, res.Tries, 0, nil)
 		then(Outcome{Result: PastEnd}, nil)
@@ -179,7 +178,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 	case ctx.Err() != nil:
 		then(Outcome{}, ctx.Err())
 		return nil
-	case err != nil && r.stopWhenUnreachable && errors.Is(err, crawler.ErrUnreachable):
+	case err != nil && r.stopWhenUnreachable && errors.Is(err, fetch.ErrUnreachable):
 		r.sum.addFailure(key, err)
 		report(Failed, res.Tries, 0, err)
 		then(Outcome{}, err) // stops the run

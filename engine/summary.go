@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/quality"
@@ -261,10 +260,10 @@ func (s *Summary) addFailure(k ledger.PageKey, err error) {
 }
 
 // countRetry counts a failed try by its cause.
-func (s *Summary) countRetry(err error) {
+func (s *Summary) countRetry(cause string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.retries[crawler.Cause(err)]++
+	s.retries[cause]++
 }
 
 // CountQuarantined counts records a sink refused, kept in the quarantine.

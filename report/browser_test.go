@@ -17,9 +17,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -47,7 +47,7 @@ func chromium(t *testing.T) string {
 // alarm, failed pages, a nightly walk stopped by max_pages, a run killed
 // before its end, and a run recorded before per-journal counts, exit codes
 // and histograms were (its fetch times come from a --report page log).
-func fixtureState(t *testing.T) (dir string, logs map[string]app.PageLogSummary) {
+func fixtureState(t *testing.T) (dir string, logs map[string]history.PageLogSummary) {
 	t.Helper()
 	dir = t.TempDir()
 	st, err := state.Open(dir)
@@ -57,7 +57,7 @@ func fixtureState(t *testing.T) (dir string, logs map[string]app.PageLogSummary)
 	defer st.Close()
 	thresholds := config.Default().Quality
 	day0 := time.Date(2026, 11, 20, 3, 0, 0, 0, time.UTC)
-	put := func(r state.Run, rep *app.RunReport) {
+	put := func(r state.Run, rep *history.RunReport) {
 		t.Helper()
 		if rep != nil {
 			data, err := json.Marshal(rep)
@@ -73,12 +73,12 @@ func fixtureState(t *testing.T) (dir string, logs map[string]app.PageLogSummary)
 	// An old run: no journals, exit code, per-journal counts or histogram.
 	oldID := "20261119T030000Z-00000001"
 	started := day0.Add(-24 * time.Hour)
-	put(state.Run{ID: oldID, Kind: "backfill", Started: started, Finished: started.Add(90 * time.Second)}, &app.RunReport{
+	put(state.Run{ID: oldID, Kind: "backfill", Started: started, Finished: started.Add(90 * time.Second)}, &history.RunReport{
 		RunID: oldID, Kind: "backfill", Started: started.Format(time.RFC3339), DurationSeconds: 90,
 		Pages: map[string]int64{"done": 40, "failed": 0, "past_end": 1}, Papers: map[string]int64{"new": 800, "known": 0},
 		Retries: map[string]int{"http-5xx": 3}, Failures: []engine.PageFailure{},
 		Quality: engine.Quality{Pages: 40, Records: 800, WithTitle: 800, WithDOI: 780, WithAuthor: 790, WithDate: 800}})
-	logs = map[string]app.PageLogSummary{oldID: {
+	logs = map[string]history.PageLogSummary{oldID: {
 		FetchSeconds: engine.Histogram{LE: engine.FetchSecondsBounds, Counts: []int64{0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0}},
 	}}
 	for d := range 10 {
@@ -93,7 +93,7 @@ func fixtureState(t *testing.T) (dir string, logs map[string]app.PageLogSummary)
 			fresh += c.PapersNew
 		}
 		code := 0
-		rep := &app.RunReport{RunID: id, Kind: "nightly", Started: started.Format(time.RFC3339), DurationSeconds: 20 + float64(d),
+		rep := &history.RunReport{RunID: id, Kind: "nightly", Started: started.Format(time.RFC3339), DurationSeconds: 20 + float64(d),
 			Journals: journals, Pages: map[string]int64{"done": 20, "failed": 0, "past_end": 0},
 			Papers: map[string]int64{"new": fresh, "known": 200}, Retries: map[string]int{"http-5xx": d % 3, "timeout": d % 2, "http-429": (d + 1) % 4},
 			Failures: []engine.PageFailure{}, PerJournal: per, QualityThresholds: &thresholds, ExitCode: &code,
@@ -202,7 +202,7 @@ func open(t *testing.T, file string) (charts []chartInfo, consoleErrors, request
 // the network.
 func TestReportInBrowser(t *testing.T) {
 	dir, logs := fixtureState(t)
-	h, err := app.ReadHistory(dir, config.Default().Quality)
+	h, err := history.Read(dir, config.Default().Quality)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,13 +275,13 @@ func TestReportInBrowser(t *testing.T) {
 // A history with no summary (a run killed before its end): each chart
 // says it has no data, rather than drawing empty axes.
 func TestReportWithoutDataSaysSo(t *testing.T) {
-	v := app.RunView{ID: "20261201T030000Z-0000dead", Kind: "nightly", Status: app.StatusKilled, Started: time.Now(), Journals: []int64{1}}
+	v := history.RunView{ID: "20261201T030000Z-0000dead", Kind: "nightly", Status: history.StatusKilled, Started: time.Now(), Journals: []int64{1}}
 	out := filepath.Join(t.TempDir(), "empty.html")
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Write(f, report.Data{StateDir: "st", Runs: []app.RunView{v}, Generated: time.Now()}); err != nil {
+	if err := report.Write(f, report.Data{StateDir: "st", Runs: []history.RunView{v}, Generated: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/report"
 )
 
@@ -35,12 +35,12 @@ func FuzzReportFile(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rf, err := app.ReadReportFile(path)
+		rf, err := history.ReadReportFile(path)
 		if err != nil {
 			return
 		}
-		v := app.FromReport(rf.RunReport, config.Default().Quality)
-		d := report.Data{StateDir: "st", Runs: []app.RunView{v, v}, PageLogs: map[string]app.PageLogSummary{rf.RunID: rf.PageLog}, Generated: time.Now()}
+		v := history.FromReport(rf.RunReport, config.Default().Quality)
+		d := report.Data{StateDir: "st", Runs: []history.RunView{v, v}, PageLogs: map[string]history.PageLogSummary{rf.RunID: rf.PageLog}, Generated: time.Now()}
 		if err := report.Write(io.Discard, d); err != nil {
 			t.Fatalf("a run read from a report file cannot be drawn: %v", err)
 		}

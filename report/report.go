@@ -24,25 +24,25 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/history"
 )
 
 // Data is what a report shows.
 type Data struct {
 	// StateDir is where the history comes from (shown in the title).
 	StateDir string
-	// Runs are the history, newest first (app.History's order); HeldBy
+	// Runs are the history, newest first (history.History's order); HeldBy
 	// the run that held the state when it was read, if any.
-	Runs   []app.RunView
-	HeldBy *app.RunView
+	Runs   []history.RunView
+	HeldBy *history.RunView
 	// Thresholds judge the runs that did not record theirs.
 	Thresholds config.Quality
 	// PageLogs are what the page logs of --report files add, by run id:
 	// the fetch times of runs that recorded no histogram, the tries of
 	// failed pages.
-	PageLogs map[string]app.PageLogSummary
+	PageLogs map[string]history.PageLogSummary
 	// Sources are the --report files read.
 	Sources []string
 	// Generated is when the report was built.
@@ -100,7 +100,7 @@ func seconds(f float64) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-func exitText(v app.RunView) string { return cmp.Or(v.Outcome(), "—") }
+func exitText(v history.RunView) string { return cmp.Or(v.Outcome(), "—") }
 
 // failureRow is one failed page in the table.
 type failureRow struct {
@@ -124,9 +124,9 @@ type incompleteRow struct {
 // page is what the template fills in.
 type page struct {
 	Data
-	Latest          *app.RunView
+	Latest          *history.RunView
 	Charts          []chart
-	RunRows         []app.RunView
+	RunRows         []history.RunView
 	MoreRuns        int
 	Failures        []failureRow
 	MoreFailures    int
@@ -200,8 +200,8 @@ func Write(w io.Writer, d Data) error {
 }
 
 // buildCharts draws the charts from the runs, oldest first.
-func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
-	var done []app.RunView // runs with a summary
+func buildCharts(runs []history.RunView, d Data) ([]chart, error) {
+	var done []history.RunView // runs with a summary
 	for _, v := range runs {
 		if v.Summary != nil {
 			done = append(done, v)
@@ -342,9 +342,9 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 	}
 	var cats []string
 	for _, b := range bounds {
-		cats = append(cats, "≤"+app.SecondsLabel(b))
+		cats = append(cats, "≤"+history.SecondsLabel(b))
 	}
-	cats = append(cats, ">"+app.SecondsLabel(bounds[len(bounds)-1]))
+	cats = append(cats, ">"+history.SecondsLabel(bounds[len(bounds)-1]))
 	if err := add(barChart("fetch-times", "Page fetch times", "How long pages took to fetch, retries and their waits included.",
 		"fetch time", "pages", cats, groups, values, "no run recorded its page fetch times (runs from before they were recorded; a --report file adds them)")); err != nil {
 		return nil, err
@@ -395,7 +395,7 @@ func buildCharts(runs []app.RunView, d Data) ([]chart, error) {
 
 // histogram is a run's fetch-time counts: its recorded histogram, or the
 // one of its --report page log (nil: neither, or one of other buckets).
-func histogram(v app.RunView, fromLog engine.Histogram) []float64 {
+func histogram(v history.RunView, fromLog engine.Histogram) []float64 {
 	h := v.Summary.FetchSeconds
 	if h == nil || !slices.Equal(h.LE, engine.FetchSecondsBounds) || len(h.Counts) != len(h.LE)+1 {
 		h = &fromLog

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -44,19 +45,19 @@ func TestArchiveReplayAndOffline(t *testing.T) {
 	live := filepath.Join(dir, "live.jsonl")
 	common := []string{"--journal", "501422", "--pages", "1-", "--base-url", srv.URL, "--delay", "0", "--concurrency", "1"}
 	code, _, errs := crawl(t, append([]string{"backfill", "--state-dir", filepath.Join(dir, "s1"), "--sink", "jsonl:" + live, "--archive", warcs}, common...)...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("live: exit %d: %s", code, errs)
 	}
 	srv.Close() // nothing is fetched from here on
 
 	replayed := filepath.Join(dir, "replayed.jsonl")
 	code, _, errs = crawl(t, "replay", "--archive", warcs, "--sink", "jsonl:"+replayed)
-	if code != exitOK || !strings.Contains(errs, "4 listing pages, 20 papers") {
+	if code != exitcode.OK || !strings.Contains(errs, "4 listing pages, 20 papers") {
 		t.Fatalf("replay: exit %d: %s", code, errs)
 	}
 	offline := filepath.Join(dir, "offline.jsonl")
 	code, _, errs = crawl(t, append([]string{"backfill", "--state-dir", filepath.Join(dir, "s2"), "--sink", "jsonl:" + offline, "--offline", warcs}, common...)...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("offline: exit %d: %s", code, errs)
 	}
 	want := coreRecords(t, live)
@@ -79,11 +80,11 @@ func TestArchiveReplayAndOffline(t *testing.T) {
 	// and not "the end".
 	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "9", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "s3"), "--sink", "jsonl:"+filepath.Join(dir, "x.jsonl"), "--offline", warcs)
-	if code != exitIncomplete || !strings.Contains(errs, "not in the archive") {
+	if code != exitcode.Incomplete || !strings.Contains(errs, "not in the archive") {
 		t.Errorf("missing page offline: exit %d: %s", code, errs)
 	}
 	code, _, errs = crawl(t, append([]string{"backfill", "--archive", warcs, "--offline", warcs}, common...)...)
-	if code != exitUsage {
+	if code != exitcode.Usage {
 		t.Errorf("--archive with --offline: exit %d: %s", code, errs)
 	}
 }

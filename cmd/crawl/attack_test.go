@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/state"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -62,7 +63,7 @@ func TestAttackSiteEndToEnd(t *testing.T) {
 	if took := time.Since(start); took > 60*time.Second {
 		t.Errorf("the attack crawl took %v", took)
 	}
-	if code != exitIncomplete {
+	if code != exitcode.Incomplete {
 		t.Fatalf("exit %d, want 3 (some pages failed): %s", code, errs)
 	}
 
@@ -152,20 +153,20 @@ func TestJSONLTokenIsBoundToItsFile(t *testing.T) {
 			"--state-dir", st, "--sink", "jsonl:"+out)
 		return code, errs
 	}
-	if code, errs := backfill(p, "1-2"); code != exitOK {
+	if code, errs := backfill(p, "1-2"); code != exitcode.OK {
 		t.Fatalf("into P: exit %d: %s", code, errs)
 	}
 	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"id":"a line of my own"}` + "\n")
 	f.Close()
-	if code, errs := backfill(q, "3-4"); code != exitOK {
+	if code, errs := backfill(q, "3-4"); code != exitcode.OK {
 		t.Fatalf("into Q: exit %d: %s", code, errs)
 	}
 	if n := countLines(t, p); n != 11 {
 		t.Errorf("P has %d lines after a run into Q, want its 11 untouched", n)
 	}
 	os.Rename(q, q+".moved")
-	if code, errs := backfill(q, "5-6"); code != exitOK || !strings.Contains(errs, "gone") {
+	if code, errs := backfill(q, "5-6"); code != exitcode.OK || !strings.Contains(errs, "gone") {
 		t.Errorf("into Q after it was moved away: exit %d: %s; want a warning and success", code, errs)
 	}
 	if n := countLines(t, q); n != 10 {

@@ -12,6 +12,7 @@ import (
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 
 // crawlFlags are the flags the crawling commands share.
@@ -59,19 +60,19 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 			if err == nil {
 				shown = u.Redacted()
 			}
-			return usageError{fmt.Errorf("--base-url %q: expected an http(s) URL such as http://127.0.0.1:8089", shown)}
+			return exitcode.UsageError(fmt.Errorf("--base-url %q: expected an http(s) URL such as http://127.0.0.1:8089", shown))
 		}
 		cfg.Site.BaseURL, cfg.Site.AllowedHosts = strings.TrimRight(f.baseURL, "/"), []string{u.Hostname()}
 	}
 	if cmd.Flags().Changed("concurrency") {
 		if f.concurrency < 1 || f.concurrency > config.MaxConcurrency {
-			return usageError{fmt.Errorf("--concurrency %d: expected 1 to %d requests per host (fetch.concurrency's bounds)", f.concurrency, config.MaxConcurrency)}
+			return exitcode.UsageError(fmt.Errorf("--concurrency %d: expected 1 to %d requests per host (fetch.concurrency's bounds)", f.concurrency, config.MaxConcurrency))
 		}
 		cfg.Fetch.Concurrency = f.concurrency
 	}
 	if cmd.Flags().Changed("delay") {
 		if f.delay < 0 {
-			return usageError{fmt.Errorf("--delay %v: expected 0 or more", f.delay)}
+			return exitcode.UsageError(fmt.Errorf("--delay %v: expected 0 or more", f.delay))
 		}
 		cfg.Fetch.Delay, cfg.Fetch.Jitter = config.Duration(f.delay), config.Duration(min(cfg.Fetch.Jitter.D(), f.delay/2))
 	}
@@ -80,7 +81,7 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	for _, j := range f.journals {
 		if j <= 0 {
-			return usageError{fmt.Errorf("--journal %d: expected a positive journal id", j)}
+			return exitcode.UsageError(fmt.Errorf("--journal %d: expected a positive journal id", j))
 		}
 	}
 	if len(f.journals) > 0 {
@@ -91,7 +92,7 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	// The flags obey the same bounds as the file: one validation for both.
 	if err := cfg.Validate(); err != nil {
-		return usageError{fmt.Errorf("with the command-line flags: %w", err)}
+		return exitcode.UsageError(fmt.Errorf("with the command-line flags: %w", err))
 	}
 	return nil
 }
@@ -110,7 +111,7 @@ func parsePages(s string) (from, to int, err error) {
 		to = from
 	}
 	if err != nil || from < 1 || (to != 0 && to < from) || from > config.MaxPageNumber || to > config.MaxPageNumber {
-		return 0, 0, usageError{fmt.Errorf("--pages %q: expected A-B, A- (until the listing ends) or A, with 1 <= A <= B <= %d", s, config.MaxPageNumber)}
+		return 0, 0, exitcode.UsageError(fmt.Errorf("--pages %q: expected A-B, A- (until the listing ends) or A, with 1 <= A <= B <= %d", s, config.MaxPageNumber))
 	}
 	return from, to, nil
 }
@@ -142,7 +143,7 @@ interrupted.`,
 		Args: noArgs("backfill"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if pages == "" {
-				return usageError{fmt.Errorf("--pages is required (A-B, A- or A)")}
+				return exitcode.UsageError(fmt.Errorf("--pages is required (A-B, A- or A)"))
 			}
 			from, to, err := parsePages(pages)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -41,7 +42,7 @@ func TestBackfillCommand(t *testing.T) {
 	args := []string{"backfill", "--journal", "501422", "--pages", "1-", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:" + out, "--report", rep}
 	code, stdout, errs := crawl(t, args...)
-	if code != exitOK || stdout != "" {
+	if code != exitcode.OK || stdout != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if n := countLines(t, out); n != 20 {
@@ -59,7 +60,7 @@ func TestBackfillCommand(t *testing.T) {
 	}
 	// Rerun: every page was done before.
 	code, _, errs = crawl(t, args...)
-	if code != exitOK || !strings.Contains(errs, "4 skipped") || countLines(t, out) != 20 {
+	if code != exitcode.OK || !strings.Contains(errs, "4 skipped") || countLines(t, out) != 20 {
 		t.Errorf("resume: exit %d: %s", code, errs)
 	}
 }
@@ -71,7 +72,7 @@ func TestBackfillFailedPagesExit3(t *testing.T) {
 	rep := filepath.Join(repDir, "run.json")
 	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", rep)
-	if code != exitIncomplete || !strings.Contains(errs, "failed: journal 501422 page 2") || !strings.Contains(errs, "HTTP 403") {
+	if code != exitcode.Incomplete || !strings.Contains(errs, "failed: journal 501422 page 2") || !strings.Contains(errs, "HTTP 403") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 	// The report's page log has a line for every page, the failed one with
@@ -103,14 +104,14 @@ func TestBackfillFailedPagesExit3(t *testing.T) {
 	// A report that cannot be written fails the run before it fetches.
 	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "no", "r.json"))
-	if code != exitFatal || !strings.Contains(errs, "--report "+filepath.Join(dir, "no", "r.json")) {
+	if code != exitcode.Fatal || !strings.Contains(errs, "--report "+filepath.Join(dir, "no", "r.json")) {
 		t.Errorf("unwritable report: exit %d: %s", code, errs)
 	}
 	// So does a report that names a directory.
 	hits := site.Hits(testsite.PagePath(501422, 1))
 	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--no-resume", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", repDir)
-	if code != exitFatal || !strings.Contains(errs, "is a directory") || site.Hits(testsite.PagePath(501422, 1)) != hits {
+	if code != exitcode.Fatal || !strings.Contains(errs, "is a directory") || site.Hits(testsite.PagePath(501422, 1)) != hits {
 		t.Errorf("report naming a directory: exit %d: %s", code, errs)
 	}
 }
@@ -134,7 +135,7 @@ func TestBackfillUsage(t *testing.T) {
 		{[]string{"backfill", "--journal", "1", "--pages", "1-2000000"}, "at most backfill.max_pages (100000)"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
-		if code != exitUsage || !strings.Contains(errs, tt.want) {
+		if code != exitcode.Usage || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
 		}
 	}
@@ -150,12 +151,12 @@ func TestNightlyCommand(t *testing.T) {
 	args := []string{"nightly", "--journal", "77", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:" + out}
 	code, _, errs := crawl(t, args...)
-	if code != exitOK || countLines(t, out) != 100 {
+	if code != exitcode.OK || countLines(t, out) != 100 {
 		t.Fatalf("first night: exit %d, %d papers: %s", code, countLines(t, out), errs)
 	}
 	// Nothing new: page 1 is all known, the walk stops there.
 	code, _, errs = crawl(t, args...)
-	if code != exitOK || !strings.Contains(errs, "pages: 1 ok") || !strings.Contains(errs, "papers: 0 new, 20 known") {
+	if code != exitcode.OK || !strings.Contains(errs, "pages: 1 ok") || !strings.Contains(errs, "papers: 0 new, 20 known") {
 		t.Errorf("second night: exit %d: %s", code, errs)
 	}
 }
@@ -176,7 +177,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 	stateDir, out := filepath.Join(dir, "state"), filepath.Join(dir, "papers.jsonl")
 	args := []string{"nightly", "--config", cfg, "--journal", "78", "--base-url", srv.URL, "--delay", "0", "--state-dir", stateDir, "-o", out}
 	code, _, errs := crawl(t, args...)
-	if code != exitOK || countLines(t, out) != 80 {
+	if code != exitcode.OK || countLines(t, out) != 80 {
 		t.Fatalf("first night: exit %d, %d papers: %s", code, countLines(t, out), errs)
 	}
 	for _, want := range []string{"nightly walk stopped short of known papers", "why=nightly.max_pages", "incomplete: journal 78: the walk stopped at page 4 (nightly.max_pages)"} {
@@ -188,7 +189,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 		t.Errorf("runs show: %s", stdout)
 	}
 	rep := filepath.Join(dir, "report.html")
-	if code, _, errs := crawl(t, "report", "--state-dir", stateDir, "-o", rep); code != exitOK {
+	if code, _, errs := crawl(t, "report", "--state-dir", stateDir, "-o", rep); code != exitcode.OK {
 		t.Fatalf("report: exit %d: %s", code, errs)
 	}
 	if b, _ := os.ReadFile(rep); !strings.Contains(string(b), "<td class=\"n\">78</td><td class=\"n\">4</td>") {
@@ -198,7 +199,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 	// page 3 (a page before the mark's), finds the mark on page 4 and goes
 	// on to the last page: the walk is complete.
 	code, _, errs = crawl(t, args...)
-	if code != exitOK || countLines(t, out) != 100 || strings.Contains(errs, "incomplete:") {
+	if code != exitcode.OK || countLines(t, out) != 100 || strings.Contains(errs, "incomplete:") {
 		t.Errorf("second night: exit %d, %d papers: %s", code, countLines(t, out), errs)
 	}
 }
@@ -214,7 +215,7 @@ func TestQualityAlarm(t *testing.T) {
 	}
 	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
 	code, errs, rep := backfillOnePage(t, 55, b.String())
-	if code != exitQuality || !strings.Contains(errs, "papers have a DOI (quality.min_doi_share 0.50)") {
+	if code != exitcode.Quality || !strings.Contains(errs, "papers have a DOI (quality.min_doi_share 0.50)") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var r struct {
@@ -250,7 +251,7 @@ func TestPlausibilityAlarm(t *testing.T) {
 	}
 	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
 	code, errs, rep := backfillOnePage(t, 56, b.String())
-	if code != exitQuality || !strings.Contains(errs, "have a field that does not look like one (quality.max_implausible_share 0.00)") ||
+	if code != exitcode.Quality || !strings.Contains(errs, "have a field that does not look like one (quality.max_implausible_share 0.00)") ||
 		!strings.Contains(errs, `authors in 20: "We study drifted layouts in paper 0.`) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

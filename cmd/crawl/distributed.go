@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 
 // frontierFlags name the shared frontier.
@@ -39,23 +40,23 @@ func (f *frontierFlags) register(cmd *cobra.Command, consumer bool) {
 func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, error) {
 	fl := app.Fleet{URL: f.url, Replicas: env.Config.Frontier.Replicas}
 	if f.url == "" {
-		return fl, usageError{errors.New("--frontier nats://host:port is required")}
+		return fl, exitcode.UsageError(errors.New("--frontier nats://host:port is required"))
 	}
 	if fg := cmd.Flags().Lookup("ack-wait"); fg != nil && fg.Changed {
 		if f.ackWait <= 0 {
-			return fl, usageError{fmt.Errorf("--ack-wait %v: expected a positive duration such as 2m", f.ackWait)}
+			return fl, exitcode.UsageError(fmt.Errorf("--ack-wait %v: expected a positive duration such as 2m", f.ackWait))
 		}
 		fl.AckWait = f.ackWait
 	}
 	if fg := cmd.Flags().Lookup("max-deliver"); fg != nil && fg.Changed {
 		if f.maxDeliver < 1 || f.maxDeliver > 100 {
-			return fl, usageError{fmt.Errorf("--max-deliver %d: expected 1 to 100 tries", f.maxDeliver)}
+			return fl, exitcode.UsageError(fmt.Errorf("--max-deliver %d: expected 1 to 100 tries", f.maxDeliver))
 		}
 		fl.MaxDeliver = f.maxDeliver
 	}
 	if cmd.Flags().Changed("replicas") {
 		if f.replicas < 1 || f.replicas > 5 {
-			return fl, usageError{fmt.Errorf("--replicas %d: expected 1 to 5", f.replicas)}
+			return fl, exitcode.UsageError(fmt.Errorf("--replicas %d: expected 1 to 5", f.replicas))
 		}
 		fl.Replicas = f.replicas
 	}
@@ -75,7 +76,7 @@ func (f *frontierFlags) env(cmd *cobra.Command) (*app.Env, app.Fleet, error) {
 func noArgs(name string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usageError{fmt.Errorf("%s takes no arguments, got %q", name, args)}
+			return exitcode.UsageError(fmt.Errorf("%s takes no arguments, got %q", name, args))
 		}
 		return nil
 	}
@@ -112,10 +113,10 @@ enqueued again.`,
 				journals = env.Config.Journals
 			}
 			if len(journals) == 0 {
-				return usageError{errors.New("no journal: give --journal J or set journals in the config")}
+				return exitcode.UsageError(errors.New("no journal: give --journal J or set journals in the config"))
 			}
 			if nightly == (pages != "") {
-				return usageError{errors.New("give either --pages A-B or --nightly")}
+				return exitcode.UsageError(errors.New("give either --pages A-B or --nightly"))
 			}
 			o := app.Enqueue{Fleet: fl, Journals: journals, Nightly: nightly}
 			if !nightly {
@@ -123,7 +124,7 @@ enqueued again.`,
 					return err
 				}
 				if o.To == 0 {
-					return usageError{fmt.Errorf("--pages %q: a distributed backfill needs its last page (A-B); use --nightly for walks", pages)}
+					return exitcode.UsageError(fmt.Errorf("--pages %q: a distributed backfill needs its last page (A-B); use --nightly for walks", pages))
 				}
 			}
 			runID, n, err := env.Enqueue(cmd.Context(), o)
@@ -190,7 +191,7 @@ the end the worker prints its summary (JSON with --log-format json).`,
 				return err
 			}
 			if idle < 0 {
-				return usageError{fmt.Errorf("--exit-when-idle %v: expected 0 (never) or a positive duration", idle)}
+				return exitcode.UsageError(fmt.Errorf("--exit-when-idle %v: expected 0 (never) or a positive duration", idle))
 			}
 			limitMemory(env.Config.Fetch.Concurrency)
 			ctx, cancel := stopOnSignal(cmd.Context(), env.Config.ShutdownTimeout.D())

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -36,15 +37,15 @@ func TestWorkerProcesses(t *testing.T) {
 
 	cfgPath := filepath.Join(repoRoot, "config.yaml")
 	code, _, errs := crawl(t, "enqueue", "--frontier", natsURL, "--journal", "31", "--journal", "32", "--pages", "1-5", "--ack-wait", "1s", "--config", cfgPath)
-	if code != exitOK || !strings.Contains(errs, "enqueued 10 jobs") {
+	if code != exitcode.OK || !strings.Contains(errs, "enqueued 10 jobs") {
 		t.Fatalf("enqueue: exit %d: %s", code, errs)
 	}
 	// A repeated enqueue adds nothing, and status shows each job once.
 	code, _, errs = crawl(t, "enqueue", "--frontier", natsURL, "--journal", "31", "--journal", "32", "--pages", "1-5", "--config", cfgPath)
-	if code != exitOK || !strings.Contains(errs, "enqueued nothing: 10 jobs already pending or in flight") {
+	if code != exitcode.OK || !strings.Contains(errs, "enqueued nothing: 10 jobs already pending or in flight") {
 		t.Fatalf("second enqueue: exit %d: %s", code, errs)
 	}
-	if code, out, errs := crawl(t, "status", "--frontier", natsURL); code != exitOK || !strings.Contains(out, "jobs: 10 pending (0 in flight)") {
+	if code, out, errs := crawl(t, "status", "--frontier", natsURL); code != exitcode.OK || !strings.Contains(out, "jobs: 10 pending (0 in flight)") {
 		t.Fatalf("status after two enqueues: exit %d: %s%s", code, out, errs)
 	}
 	worker := func() *exec.Cmd {
@@ -82,7 +83,7 @@ func TestWorkerProcesses(t *testing.T) {
 	wg.Wait()
 
 	code, out, errs := crawl(t, "status", "--frontier", natsURL)
-	if code != exitOK || !strings.Contains(out, "jobs: 0 pending (0 in flight), 0 dead-lettered") {
+	if code != exitcode.OK || !strings.Contains(out, "jobs: 0 pending (0 in flight), 0 dead-lettered") {
 		t.Errorf("status: exit %d: %s%s", code, out, errs)
 	}
 	ids := natstest.RecordIDs(t, natsURL, "FLEET")
@@ -111,7 +112,7 @@ func TestDistributedUsage(t *testing.T) {
 		{[]string{"status"}, "--frontier"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
-		if code != exitUsage || !strings.Contains(errs, tt.want) {
+		if code != exitcode.Usage || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
 		}
 	}
@@ -125,12 +126,12 @@ func TestWorkerJSONSummary(t *testing.T) {
 	site.SynthJournal(71, 2, 20)
 	srv := httptest.NewServer(site)
 	defer srv.Close()
-	if code, _, errs := crawl(t, "enqueue", "--frontier", natsURL, "--journal", "71", "--pages", "1-3", "--log-format", "json"); code != exitOK {
+	if code, _, errs := crawl(t, "enqueue", "--frontier", natsURL, "--journal", "71", "--pages", "1-3", "--log-format", "json"); code != exitcode.OK {
 		t.Fatalf("enqueue: exit %d: %s", code, errs)
 	}
 	code, _, errs := crawl(t, "worker", "--frontier", natsURL, "--base-url", srv.URL, "--delay", "0", "--log-format", "json",
 		"--sink", natsURL+"/papers.json?stream=JSONSUM", "--exit-when-idle", "500ms")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("worker: exit %d: %s", code, errs)
 	}
 	var summary struct {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/litcrawl/litcrawl/archive"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -205,7 +206,7 @@ func TestBackfillGracefulShutdown(t *testing.T) {
 	<-read
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.Interrupted {
 		t.Fatalf("exit: %v\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "page=3") || site.Hits(testsite.PagePath(9002, 4)) != 0 {

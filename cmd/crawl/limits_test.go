@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -25,18 +26,18 @@ func TestParseCapsItsInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := crawl(t, "parse", "--max-input-bytes", "2048", big)
-	if code != exitFatal || !strings.Contains(errs, "larger than parse.max_input_bytes (2048 bytes") {
+	if code != exitcode.Fatal || !strings.Contains(errs, "larger than parse.max_input_bytes (2048 bytes") {
 		t.Errorf("a 9,000-byte file with a 2,048-byte cap: exit %d, %q", code, errs)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
 	os.WriteFile(cfg, []byte("parse:\n  max_input_bytes: 4096\n"), 0o644)
-	if code, _, errs := crawl(t, "parse", "--config", cfg, big); code != exitFatal || !strings.Contains(errs, "(4096 bytes") {
+	if code, _, errs := crawl(t, "parse", "--config", cfg, big); code != exitcode.Fatal || !strings.Contains(errs, "(4096 bytes") {
 		t.Errorf("parse.max_input_bytes from the config: exit %d, %q", code, errs)
 	}
-	if code, _, errs := crawl(t, "parse", "--max-input-bytes", "10", big); code != exitUsage || !strings.Contains(errs, "parse.max_input_bytes: 10") {
+	if code, _, errs := crawl(t, "parse", "--max-input-bytes", "10", big); code != exitcode.Usage || !strings.Contains(errs, "parse.max_input_bytes: 10") {
 		t.Errorf("--max-input-bytes 10: exit %d, %q; want the config's bound", code, errs)
 	}
-	if code, _, errs := crawl(t, "parse", "--concurrency", "100000", big); code != exitUsage || !strings.Contains(errs, "expected 1 to 256") {
+	if code, _, errs := crawl(t, "parse", "--concurrency", "100000", big); code != exitcode.Usage || !strings.Contains(errs, "expected 1 to 256") {
 		t.Errorf("--concurrency 100000: exit %d, %q", code, errs)
 	}
 }
@@ -45,10 +46,10 @@ func TestParseCapsItsInput(t *testing.T) {
 func TestParseStrictWithNothingToParse(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "notes.json"), []byte("{}"), 0o644)
-	if code, _, errs := crawl(t, "parse", "--strict", dir); code != exitIncomplete || !strings.Contains(errs, "no page file") {
+	if code, _, errs := crawl(t, "parse", "--strict", dir); code != exitcode.Incomplete || !strings.Contains(errs, "no page file") {
 		t.Errorf("--strict on a directory without page files: exit %d, %q; want 3", code, errs)
 	}
-	if code, _, errs := crawl(t, "parse", dir); code != exitOK || !strings.Contains(errs, "no page file") {
+	if code, _, errs := crawl(t, "parse", dir); code != exitcode.OK || !strings.Contains(errs, "no page file") {
 		t.Errorf("without --strict: exit %d, %q; want 0 and a note", code, errs)
 	}
 }
@@ -82,8 +83,8 @@ func TestParseFIFOStopsOnTheFirstSignal(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("crawl parse on a FIFO did not stop on the first SIGINT: %s", errb.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-		t.Errorf("exit %d (%v), want %d: %s", code, err, exitInterrupted, errb.String())
+	if code := cmd.ProcessState.ExitCode(); code != exitcode.Interrupted {
+		t.Errorf("exit %d (%v), want %d: %s", code, err, exitcode.Interrupted, errb.String())
 	}
 }
 
@@ -95,9 +96,9 @@ func TestPanicIsExit1WithOneLine(t *testing.T) {
 		defer exitOnPanic(&errb, &code)
 		var m map[string]int
 		m["x"]++ // a nil map: a runtime panic
-		return exitOK
+		return exitcode.OK
 	}()
-	if code != exitFatal || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "internal error: assignment to entry in nil map") {
+	if code != exitcode.Fatal || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "internal error: assignment to entry in nil map") {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }
@@ -112,9 +113,9 @@ func TestStateRebuildRefusesWhatIsNotRecords(t *testing.T) {
 		from, want string
 		code       int
 	}{
-		{"jsonl:" + notes, "none of its 2 lines is a record", exitFatal},
-		{"nats://bob:PW1234@h:4222/s", "expected jsonl:FILE", exitUsage},
-		{"jsonl://bob:PW1234@h/x", "expected jsonl:FILE", exitUsage},
+		{"jsonl:" + notes, "none of its 2 lines is a record", exitcode.Fatal},
+		{"nats://bob:PW1234@h:4222/s", "expected jsonl:FILE", exitcode.Usage},
+		{"jsonl://bob:PW1234@h/x", "expected jsonl:FILE", exitcode.Usage},
 	} {
 		code, _, errs := crawl(t, "state", "rebuild", "--state-dir", filepath.Join(dir, "new"), "--from", tt.from)
 		if code != tt.code || !strings.Contains(errs, tt.want) || strings.Contains(errs, "PW1234") {
@@ -140,11 +141,11 @@ func TestUsageErrorsExit2WithTheirCommandsHint(t *testing.T) {
 		{[]string{"state", "rebuild"}, "See 'crawl state rebuild --help'."},
 	} {
 		code, _, errs := crawl(t, tt.args...)
-		if code != exitUsage || !strings.Contains(errs, tt.hint) {
+		if code != exitcode.Usage || !strings.Contains(errs, tt.hint) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tt.args, code, errs, tt.hint)
 		}
 	}
-	if code, out, _ := crawl(t, "--version"); code != exitOK || !strings.HasPrefix(out, "crawl ") {
+	if code, out, _ := crawl(t, "--version"); code != exitcode.OK || !strings.HasPrefix(out, "crawl ") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
@@ -166,7 +167,7 @@ func TestUnreachableHostFailsTheRunFast(t *testing.T) {
 	start := time.Now()
 	code, _, errs := crawl(t, "backfill", "--journal", "1", "--pages", "1-", "--base-url", base, "--state-dir", filepath.Join(dir, "s"))
 	took := time.Since(start)
-	if code != exitFatal || !strings.Contains(errs, "has not answered once in this run") {
+	if code != exitcode.Fatal || !strings.Contains(errs, "has not answered once in this run") {
 		t.Fatalf("exit %d after %v: %s", code, took, errs)
 	}
 	if took > 20*time.Second {
@@ -178,17 +179,17 @@ func TestUnreachableHostFailsTheRunFast(t *testing.T) {
 // unless --append says so.
 func TestParseRefusesToAppendWithoutAppend(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.jsonl")
-	if code, _, errs := crawl(t, "parse", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitOK {
+	if code, _, errs := crawl(t, "parse", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitcode.OK {
 		t.Fatalf("first parse: exit %d: %s", code, errs)
 	}
 	first := countLines(t, out)
-	if code, _, errs := crawl(t, "parse", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitUsage || !strings.Contains(errs, "--append") || countLines(t, out) != first {
+	if code, _, errs := crawl(t, "parse", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitcode.Usage || !strings.Contains(errs, "--append") || countLines(t, out) != first {
 		t.Errorf("second parse into the same file: exit %d: %s", code, errs)
 	}
-	if code, _, errs := crawl(t, "replay", "--archive", t.TempDir(), "--sink", "jsonl:"+out); code != exitUsage || !strings.Contains(errs, "--append") {
+	if code, _, errs := crawl(t, "replay", "--archive", t.TempDir(), "--sink", "jsonl:"+out); code != exitcode.Usage || !strings.Contains(errs, "--append") {
 		t.Errorf("replay into the same file: exit %d: %s", code, errs)
 	}
-	if code, _, errs := crawl(t, "parse", "--append", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitOK || countLines(t, out) != 2*first {
+	if code, _, errs := crawl(t, "parse", "--append", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitcode.OK || countLines(t, out) != 2*first {
 		t.Errorf("with --append: exit %d: %s", code, errs)
 	}
 }
@@ -202,11 +203,11 @@ func TestOutputShortcut(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.jsonl")
 	if code, _, errs := crawl(t, "backfill", "--journal", "1001", "--pages", "1-", "--base-url", srv.URL, "--delay", "0",
-		"--state-dir", filepath.Join(dir, "s"), "-o", out); code != exitOK || countLines(t, out) != 10 {
+		"--state-dir", filepath.Join(dir, "s"), "-o", out); code != exitcode.OK || countLines(t, out) != 10 {
 		t.Errorf("backfill -o: exit %d, %d lines: %s", code, countLines(t, out), errs)
 	}
 	parsed := filepath.Join(dir, "parsed.jsonl")
-	if code, _, errs := crawl(t, "parse", "-o", parsed, "fixtures/html/flat-p"); code != exitOK || countLines(t, parsed) == 0 {
+	if code, _, errs := crawl(t, "parse", "-o", parsed, "fixtures/html/flat-p"); code != exitcode.OK || countLines(t, parsed) == 0 {
 		t.Errorf("parse -o: exit %d: %s", code, errs)
 	}
 }

@@ -23,39 +23,8 @@ import (
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
-
-// Exit codes; the README lists them.
-const (
-	exitOK          = app.ExitOK
-	exitFatal       = app.ExitFatal
-	exitUsage       = app.ExitUsage
-	exitIncomplete  = app.ExitIncomplete
-	exitQuality     = app.ExitQuality
-	exitInterrupted = app.ExitInterrupted
-	exitTerminated  = app.ExitTerminated
-)
-
-// usageError marks a mistake in the command line (exit 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-// exitCodeError carries a specific exit code with its message.
-type exitCodeError struct {
-	code int
-	err  error
-}
-
-func (e exitCodeError) Error() string { return e.err.Error() }
-func (e exitCodeError) Unwrap() error { return e.err }
-
-// quietExit ends the command with an exit code and nothing on stderr: the
-// command printed its answer (crawl state find: not known).
-type quietExit struct{ code int }
-
-func (e quietExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // signalled is the cause of a run stopped by a signal.
 type signalled struct{ sig os.Signal }
@@ -136,9 +105,9 @@ var gotSignal atomic.Pointer[signalled]
 
 func signalExitCode(s os.Signal) int {
 	if s == syscall.SIGTERM {
-		return exitTerminated
+		return exitcode.Terminated
 	}
-	return exitInterrupted
+	return exitcode.Interrupted
 }
 
 // endFuncs run when the command has finished (see atEnd).
@@ -169,7 +138,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		failed = root
 	}
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
-		err = usageError{err} // cobra's own: a usage error like any other
+		err = exitcode.UsageError(err) // cobra's own: a usage error like any other
 	}
 	if sig := gotSignal.Load(); sig != nil {
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -178,23 +147,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return signalExitCode(sig.sig)
 	}
 	if err == nil {
-		return exitOK
+		return exitcode.OK
 	}
-	var ue usageError
-	var ce exitCodeError
-	var qe quietExit
-	if errors.As(err, &qe) {
-		return qe.code
+	if exitcode.IsQuiet(err) {
+		return exitcode.Of(err)
 	}
-	switch {
-	case errors.As(err, &ue):
-		code = exitUsage
-	case errors.As(err, &ce):
-		code = ce.code
-	default:
-		code = app.ExitCode(err)
-	}
-	if code == exitUsage {
+	code = exitcode.Of(err)
+	if code == exitcode.Usage {
 		hint := fmt.Sprintf("See '%s --help'.", failed.CommandPath())
 		if jsonStderr.Load() {
 			say(stderr, slog.LevelError, "crawl: "+err.Error(), "exit", code, "hint", hint)
@@ -241,11 +200,11 @@ func exitOnPanic(stderr io.Writer, code *int) {
 	if p == nil {
 		return
 	}
-	say(stderr, slog.LevelError, fmt.Sprintf("crawl: internal error: %v (CRAWL_TRACE=1 prints where)", p), "exit", exitFatal)
+	say(stderr, slog.LevelError, fmt.Sprintf("crawl: internal error: %v (CRAWL_TRACE=1 prints where)", p), "exit", exitcode.Fatal)
 	if os.Getenv("CRAWL_TRACE") == "1" {
 		stderr.Write(debug.Stack())
 	}
-	*code = exitFatal
+	*code = exitcode.Fatal
 }
 
 func newRootCmd() *cobra.Command {
@@ -256,20 +215,13 @@ func newRootCmd() *cobra.Command {
 splits each page into paper records and delivers them to sinks: JSON-lines
 files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 
-Exit codes: 0 success, 1 fatal error (configuration, state, sink),
-2 usage error, 3 finished but some pages failed or a sink refused records
-(crawls: kept in the quarantine, see crawl quarantine), or some inputs
-yielded nothing or some records carry warnings (parse --strict), or the
-paper is not known (state find), 4 quality alarm (the parsed papers lack
-fields, or a field does not look like what it is: the site's layout has
-probably changed; parse --strict too), 130 interrupted (SIGINT), 143
-terminated (SIGTERM).`,
+` + exitcode.Help(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
 	}
 	root.SetVersionTemplate("crawl {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitcode.UsageError(err) })
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration `FILE`; the default one may be absent, one given must exist")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
@@ -279,7 +231,7 @@ terminated (SIGTERM).`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
 			if err := app.CheckOutputFile(path, stateDirFor(cmd)); err != nil {
-				return usageError{fmt.Errorf("--metrics-file: %w", err)}
+				return exitcode.UsageError(fmt.Errorf("--metrics-file: %w", err))
 			}
 			errw := cmd.ErrOrStderr()
 			atEnd(func() {
@@ -291,7 +243,7 @@ terminated (SIGTERM).`,
 		withPprof, _ := cmd.Flags().GetBool("pprof")
 		addr, _ := cmd.Flags().GetString("metrics-addr")
 		if withPprof && addr == "" {
-			return usageError{fmt.Errorf("--pprof serves on --metrics-addr: give --metrics-addr too")}
+			return exitcode.UsageError(fmt.Errorf("--pprof serves on --metrics-addr: give --metrics-addr too"))
 		}
 		if addr != "" {
 			at, stop, err := startMetrics(addr, withPprof)
@@ -306,7 +258,7 @@ terminated (SIGTERM).`,
 			return nil
 		}
 		if err := app.CheckOutputFile(path, stateDirFor(cmd)); err != nil {
-			return usageError{fmt.Errorf("--cpuprofile %s: %w", path, err)}
+			return exitcode.UsageError(fmt.Errorf("--cpuprofile %s: %w", path, err))
 		}
 		f, err := os.Create(path)
 		if err != nil {
@@ -364,7 +316,7 @@ func newEnv(cmd *cobra.Command) (*app.Env, error) {
 func argsAtLeast(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usageError{fmt.Errorf("%s: needs at least %d argument(s), got %d", cmd.CommandPath(), n, len(args))}
+			return exitcode.UsageError(fmt.Errorf("%s: needs at least %d argument(s), got %d", cmd.CommandPath(), n, len(args)))
 		}
 		return nil
 	}
@@ -386,7 +338,7 @@ func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
-	return nil, usageError{fmt.Errorf("--log-format %q: expected text or json", f)}
+	return nil, exitcode.UsageError(fmt.Errorf("--log-format %q: expected text or json", f))
 }
 
 // stopOnSignal returns a context that is cancelled d after the command's

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 
 // repoRoot is the repository root, resolved before any test changes
@@ -40,7 +42,7 @@ func golden(t *testing.T, rel string) string {
 
 func TestParseSeedsMatchesGoldensInOrder(t *testing.T) {
 	code, out, errs := crawl(t, "parse", "--concurrency", "2", "fixtures/seeds")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	want := golden(t, "seeds/000_92928c0d02c94ff5.txt") + golden(t, "seeds/001_04a786490eff8f10.txt")
@@ -54,7 +56,7 @@ func TestParseSeedsMatchesGoldensInOrder(t *testing.T) {
 
 func TestParseWalksOnlyPageFiles(t *testing.T) {
 	code, out, errs := crawl(t, "parse", "fixtures")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -93,22 +95,22 @@ func TestParseExitCodes(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"no path", []string{"parse"}, exitUsage, "needs at least 1 argument"},
-		{"unknown flag", []string{"parse", "--nope", "fixtures"}, exitUsage, "unknown flag: --nope"},
-		{"bad format", []string{"parse", "--format", "pdf", "fixtures"}, exitUsage, `format "pdf": expected auto, html or text`},
-		{"bad charset", []string{"parse", "--charset", "klingon", "fixtures"}, exitUsage, `unknown charset "klingon"`},
-		{"bad concurrency", []string{"parse", "--concurrency", "0", "fixtures"}, exitUsage, "--concurrency 0"},
-		{"url with many files", []string{"parse", "--url", "https://m.booksci.cn/literature_d1.htm", "fixtures/seeds", "fixtures/edge"}, exitUsage, "--url"},
-		{"missing path", []string{"parse", "fixtures/seeds", "no/such/page.htm"}, exitFatal, "no/such/page.htm"},
-		{"strict with empty pages", []string{"parse", "--strict", "fixtures/edge/captcha.htm"}, exitIncomplete, "strict: 1 of 1 files yielded no record"},
-		{"strict with warnings", []string{"parse", "--strict", "fixtures/seeds/000_92928c0d02c94ff5.txt"}, exitIncomplete, "2 records have warnings"},
-		{"strict and clean", []string{"parse", "--strict", "fixtures/seeds/001_04a786490eff8f10.txt"}, exitOK, ""},
-		{"strict and misread", []string{"parse", "--strict", "cmd/crawl/testdata/misread.txt"}, exitQuality, `paper 1: authors "Straggling workers`},
-		{"misread, not strict", []string{"parse", "cmd/crawl/testdata/misread.txt"}, exitOK, `abstract "Ada Novak, Peter Lindqvist, Chen Hao" is shorter than its title`},
-		{"explain two files", []string{"parse", "--explain", "fixtures/seeds", "fixtures/edge"}, exitUsage, "--explain reads one page file"},
-		{"explain a directory", []string{"parse", "--explain", "fixtures/seeds"}, exitUsage, "is a directory"},
-		{"explain with a sink", []string{"parse", "--explain", "-o", "out.jsonl", "fixtures/edge/furniture.txt"}, exitUsage, "delivers nothing: drop --sink, -o and --append"},
-		{"explain strict misread", []string{"parse", "--explain", "--strict", "cmd/crawl/testdata/misread.txt"}, exitQuality, "strict: 4 findings"},
+		{"no path", []string{"parse"}, exitcode.Usage, "needs at least 1 argument"},
+		{"unknown flag", []string{"parse", "--nope", "fixtures"}, exitcode.Usage, "unknown flag: --nope"},
+		{"bad format", []string{"parse", "--format", "pdf", "fixtures"}, exitcode.Usage, `format "pdf": expected auto, html or text`},
+		{"bad charset", []string{"parse", "--charset", "klingon", "fixtures"}, exitcode.Usage, `unknown charset "klingon"`},
+		{"bad concurrency", []string{"parse", "--concurrency", "0", "fixtures"}, exitcode.Usage, "--concurrency 0"},
+		{"url with many files", []string{"parse", "--url", "https://m.booksci.cn/literature_d1.htm", "fixtures/seeds", "fixtures/edge"}, exitcode.Usage, "--url"},
+		{"missing path", []string{"parse", "fixtures/seeds", "no/such/page.htm"}, exitcode.Fatal, "no/such/page.htm"},
+		{"strict with empty pages", []string{"parse", "--strict", "fixtures/edge/captcha.htm"}, exitcode.Incomplete, "strict: 1 of 1 files yielded no record"},
+		{"strict with warnings", []string{"parse", "--strict", "fixtures/seeds/000_92928c0d02c94ff5.txt"}, exitcode.Incomplete, "2 records have warnings"},
+		{"strict and clean", []string{"parse", "--strict", "fixtures/seeds/001_04a786490eff8f10.txt"}, exitcode.OK, ""},
+		{"strict and misread", []string{"parse", "--strict", "cmd/crawl/testdata/misread.txt"}, exitcode.Quality, `paper 1: authors "Straggling workers`},
+		{"misread, not strict", []string{"parse", "cmd/crawl/testdata/misread.txt"}, exitcode.OK, `abstract "Ada Novak, Peter Lindqvist, Chen Hao" is shorter than its title`},
+		{"explain two files", []string{"parse", "--explain", "fixtures/seeds", "fixtures/edge"}, exitcode.Usage, "--explain reads one page file"},
+		{"explain a directory", []string{"parse", "--explain", "fixtures/seeds"}, exitcode.Usage, "is a directory"},
+		{"explain with a sink", []string{"parse", "--explain", "-o", "out.jsonl", "fixtures/edge/furniture.txt"}, exitcode.Usage, "delivers nothing: drop --sink, -o and --append"},
+		{"explain strict misread", []string{"parse", "--explain", "--strict", "cmd/crawl/testdata/misread.txt"}, exitcode.Quality, "strict: 4 findings"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,7 +118,7 @@ func TestParseExitCodes(t *testing.T) {
 			if code != tt.code || !strings.Contains(errs, tt.stderr) {
 				t.Errorf("exit %d, stderr %q; want exit %d and stderr containing %q", code, errs, tt.code, tt.stderr)
 			}
-			if tt.code == exitFatal && out != "" {
+			if tt.code == exitcode.Fatal && out != "" {
 				t.Errorf("a missing path must fail before any output, got %d bytes", len(out))
 			}
 		})
@@ -127,7 +129,7 @@ func TestParseExitCodes(t *testing.T) {
 // the list, each paper's title, names and date/DOI line.
 func TestParseExplain(t *testing.T) {
 	code, out, errs := crawl(t, "parse", "--explain", "fixtures/edge/furniture.txt")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"4 papers", "furniture      navigation, filter", "Book学术 搜索 登录", "1      title          title, title_cn",
@@ -143,7 +145,7 @@ func TestParseExplain(t *testing.T) {
 
 func TestParseSummaryAndURL(t *testing.T) {
 	code, out, errs := crawl(t, "parse", "--summary", "--url", "https://m.booksci.cn/literature_d501422_9.htm", "fixtures/seeds/000_92928c0d02c94ff5.txt")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(errs, "fixtures/seeds/000_92928c0d02c94ff5.txt: 10 records, 0 blocks dropped; record warnings: no-json=2") {
@@ -157,7 +159,7 @@ func TestParseSummaryAndURL(t *testing.T) {
 func TestHelpOnEveryCommand(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"parse", "--help"}} {
 		code, out, _ := crawl(t, args...)
-		if code != exitOK || !strings.Contains(out, "Usage:") || !strings.Contains(out, "Flags:") {
+		if code != exitcode.OK || !strings.Contains(out, "Usage:") || !strings.Contains(out, "Flags:") {
 			t.Errorf("crawl %v: exit %d, output %.200q", args, code, out)
 		}
 	}
@@ -167,7 +169,7 @@ func TestParseToSinks(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "day-{date}.jsonl")
 	code, out, errs := crawl(t, "parse", "fixtures/seeds", "--sink", "jsonl:"+a, "--sink", "jsonl:"+b)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if out != "" {
@@ -187,18 +189,18 @@ func TestParseToSinks(t *testing.T) {
 	}
 	// Explicit stdout sink.
 	code, out, _ = crawl(t, "parse", "fixtures/seeds/001_04a786490eff8f10.txt", "--sink", "-")
-	if code != exitOK || out != golden(t, "seeds/001_04a786490eff8f10.txt") {
+	if code != exitcode.OK || out != golden(t, "seeds/001_04a786490eff8f10.txt") {
 		t.Errorf("--sink - : exit %d, %d bytes", code, len(out))
 	}
 }
 
 func TestParseSinkErrors(t *testing.T) {
 	code, _, errs := crawl(t, "parse", "fixtures/seeds", "--sink", "ftp://user:pw@host/x")
-	if code != exitUsage || !strings.Contains(errs, "expected jsonl:PATH") || strings.Contains(errs, ":pw@") {
+	if code != exitcode.Usage || !strings.Contains(errs, "expected jsonl:PATH") || strings.Contains(errs, ":pw@") {
 		t.Errorf("bad sink URL: exit %d, stderr %q", code, errs)
 	}
 	code, _, errs = crawl(t, "parse", "fixtures/seeds", "--sink", "jsonl:/dev/null/x/out.jsonl")
-	if code != exitFatal || !strings.Contains(errs, "/dev/null/x") {
+	if code != exitcode.Fatal || !strings.Contains(errs, "/dev/null/x") {
 		t.Errorf("unwritable sink path: exit %d, stderr %q", code, errs)
 	}
 }
@@ -211,7 +213,7 @@ func TestParseSinksFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, errs := crawl(t, "parse", "--config", cfg, "fixtures/seeds/001_04a786490eff8f10.txt")
-	if code != exitOK || stdout != "" {
+	if code != exitcode.OK || stdout != "" {
 		t.Fatalf("exit %d, %d bytes on stdout: %s", code, len(stdout), errs)
 	}
 	if got, _ := os.ReadFile(out); string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
@@ -219,7 +221,7 @@ func TestParseSinksFromConfig(t *testing.T) {
 	}
 	// --sink replaces the configured list.
 	code, stdout, _ = crawl(t, "parse", "--config", cfg, "--sink", "-", "fixtures/seeds/001_04a786490eff8f10.txt")
-	if got, _ := os.ReadFile(out); code != exitOK || stdout == "" || string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
+	if got, _ := os.ReadFile(out); code != exitcode.OK || stdout == "" || string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
 		t.Error("--sink did not replace the configured sinks")
 	}
 }
@@ -228,11 +230,11 @@ func TestParseConfigErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("sinks:\n  - jsonl:ok.jsonl\n  - nats://h:1/s\n"), 0o644)
 	code, _, errs := crawl(t, "parse", "--config", bad, "fixtures/seeds")
-	if code != exitFatal || !strings.Contains(errs, "sinks[1]") || !strings.Contains(errs, "stream=NAME") {
+	if code != exitcode.Fatal || !strings.Contains(errs, "sinks[1]") || !strings.Contains(errs, "stream=NAME") {
 		t.Errorf("bad config: exit %d, stderr %q", code, errs)
 	}
 	code, _, errs = crawl(t, "parse", "--config", "no/such/config.yaml", "fixtures/seeds")
-	if code != exitFatal || !strings.Contains(errs, "no/such/config.yaml") {
+	if code != exitcode.Fatal || !strings.Contains(errs, "no/such/config.yaml") {
 		t.Errorf("missing explicit config: exit %d, stderr %q", code, errs)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 
 // /metrics shows what a crawl did, per page result, status class and
@@ -22,7 +24,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	dir := t.TempDir()
 	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-5", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"))
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	get := func(path string) string {
@@ -76,7 +78,7 @@ func TestPprofIsOffByDefault(t *testing.T) {
 			t.Errorf("%s without --pprof: %d, want 404", p, code)
 		}
 	}
-	if code, _, errs := crawl(t, "parse", "--pprof", "fixtures/edge/captcha.htm"); code != exitUsage || !strings.Contains(errs, "--metrics-addr") {
+	if code, _, errs := crawl(t, "parse", "--pprof", "fixtures/edge/captcha.htm"); code != exitcode.Usage || !strings.Contains(errs, "--metrics-addr") {
 		t.Errorf("--pprof without --metrics-addr: exit %d, %q", code, errs)
 	}
 }
@@ -89,14 +91,14 @@ func TestMetricsFile(t *testing.T) {
 	prom := filepath.Join(dir, "litcrawl.prom")
 	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "s"), "-o", filepath.Join(dir, "p.jsonl"), "--metrics-file", prom)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	b, err := os.ReadFile(prom)
 	if err != nil || !strings.Contains(string(b), `litcrawl_pages_total{result="done"}`) {
 		t.Errorf("metrics file: %v\n%s", err, b)
 	}
-	if code, _, errs := crawl(t, "parse", "--metrics-file", filepath.Join(dir, "no", "such", "m.prom"), "fixtures/html/flat-p"); code != exitUsage {
+	if code, _, errs := crawl(t, "parse", "--metrics-file", filepath.Join(dir, "no", "such", "m.prom"), "fixtures/html/flat-p"); code != exitcode.Usage {
 		t.Errorf("--metrics-file in a missing directory: exit %d: %s", code, errs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 )
 
@@ -17,7 +18,7 @@ func TestParseToJSONLAndNATS(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	for range 2 {
 		code, _, errs := crawl(t, "parse", "fixtures/", "--append", "--sink", "jsonl:"+out, "--sink", n.URL()+"/papers.new?stream=PAPERS")
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -76,7 +77,7 @@ func refuseAppend(urls []string, appendOK bool) error {
 		}
 		p = strings.Replace(p, "{date}", time.Now().UTC().Format("2006-01-02"), 1)
 		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Size() > 0 {
-			return usageError{fmt.Errorf("--sink %s: %s already holds records: give --append to add to it, or another file", u, p)}
+			return exitcode.UsageError(fmt.Errorf("--sink %s: %s already holds records: give --append to add to it, or another file", u, p))
 		}
 	}
 	return nil

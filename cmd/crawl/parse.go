@@ -21,6 +21,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/site"
 )
@@ -83,7 +84,7 @@ carries warnings, or the paths held no page file at all.`,
 			if cmd.Flags().Changed("max-input-bytes") {
 				cfg.Parse.MaxInputBytes = f.maxInput
 				if err := cfg.Validate(); err != nil {
-					return usageError{fmt.Errorf("--max-input-bytes: %w", err)}
+					return exitcode.UsageError(fmt.Errorf("--max-input-bytes: %w", err))
 				}
 			}
 			f.maxInput = cfg.Parse.MaxInputBytes
@@ -93,7 +94,7 @@ carries warnings, or the paths held no page file at all.`,
 			f.scheme = cfg.Site.Scheme()
 			if f.explain {
 				if cmd.Flags().Changed("sink") || f.out != "" || f.appendOK {
-					return usageError{fmt.Errorf("--explain prints what each line was taken for and delivers nothing: drop --sink, -o and --append")}
+					return exitcode.UsageError(fmt.Errorf("--explain prints what each line was taken for and delivers nothing: drop --sink, -o and --append"))
 				}
 				return runExplain(cmd.Context(), cmd.OutOrStdout(), f, args)
 			}
@@ -125,10 +126,10 @@ type parseStats struct {
 func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths []string) error {
 	format, err := parser.ParseFormat(f.format)
 	if err != nil {
-		return usageError{fmt.Errorf("--format: %w", err)}
+		return exitcode.UsageError(fmt.Errorf("--format: %w", err))
 	}
 	if f.concurrency < 1 || f.concurrency > maxParseConcurrency {
-		return usageError{fmt.Errorf("--concurrency %d: expected 1 to %d files at once", f.concurrency, maxParseConcurrency)}
+		return exitcode.UsageError(fmt.Errorf("--concurrency %d: expected 1 to %d files at once", f.concurrency, maxParseConcurrency))
 	}
 	if f.maxInput <= 0 {
 		f.maxInput = config.Default().Parse.MaxInputBytes
@@ -137,11 +138,11 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 		return err
 	}
 	if f.url != "" && len(paths) != 1 {
-		return usageError{fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths))}
+		return exitcode.UsageError(fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths)))
 	}
 	if f.charset != "" {
 		if err := parser.CheckCharset(f.charset); err != nil {
-			return usageError{fmt.Errorf("--charset: %w", err)}
+			return exitcode.UsageError(fmt.Errorf("--charset: %w", err))
 		}
 	}
 	// Every named path must exist before any output is written.
@@ -205,15 +206,15 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	case st.failed > 0:
 		return fmt.Errorf("%d of %d files could not be read", st.failed, st.files)
 	case st.files == 0 && f.strict:
-		return exitCodeError{exitIncomplete, fmt.Errorf("strict: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))}
+		return exitcode.IncompleteError(fmt.Errorf("strict: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", ")))
 	case st.files == 0:
 		sayf(stderr, slog.LevelWarn, "crawl parse: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))
 	case f.strict && st.implausible > 0:
 		ff := st.firstFinding
-		return exitCodeError{exitQuality, fmt.Errorf("strict: %d fields do not look like what they are (the layout was misread?); the first: %s, paper %d: %s %q %s",
-			st.implausible, ff.Capture, ff.Position, ff.Field, ff.Value, ff.Why)}
+		return exitcode.QualityError(fmt.Errorf("strict: %d fields do not look like what they are (the layout was misread?); the first: %s, paper %d: %s %q %s",
+			st.implausible, ff.Capture, ff.Position, ff.Field, ff.Value, ff.Why))
 	case f.strict && (st.empty > 0 || st.warned > 0):
-		return exitCodeError{exitIncomplete, fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned)}
+		return exitcode.IncompleteError(fmt.Errorf("strict: %d of %d files yielded no record, %d records have warnings", st.empty, st.files, st.warned))
 	}
 	return nil
 }
@@ -221,16 +222,16 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 // runExplain prints what each visible line of one page was taken for.
 func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []string) error {
 	if len(paths) != 1 {
-		return usageError{fmt.Errorf("--explain reads one page file, but %d paths were given", len(paths))}
+		return exitcode.UsageError(fmt.Errorf("--explain reads one page file, but %d paths were given", len(paths)))
 	}
 	if info, err := os.Stat(paths[0]); err != nil {
 		return fmt.Errorf("parse: %w", err)
 	} else if info.IsDir() {
-		return usageError{fmt.Errorf("--explain reads one page file; %s is a directory", paths[0])}
+		return exitcode.UsageError(fmt.Errorf("--explain reads one page file; %s is a directory", paths[0]))
 	}
 	format, err := parser.ParseFormat(f.format)
 	if err != nil {
-		return usageError{fmt.Errorf("--format: %w", err)}
+		return exitcode.UsageError(fmt.Errorf("--format: %w", err))
 	}
 	if f.maxInput <= 0 {
 		f.maxInput = config.Default().Parse.MaxInputBytes
@@ -270,7 +271,7 @@ func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []str
 	if len(ex.Findings) == 0 {
 		fmt.Fprintln(stdout, "no findings: every field looks like what it is")
 	} else if f.strict {
-		return exitCodeError{exitQuality, fmt.Errorf("strict: %d findings on %s", len(ex.Findings), paths[0])}
+		return exitcode.QualityError(fmt.Errorf("strict: %d findings on %s", len(ex.Findings), paths[0]))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/state"
@@ -410,7 +411,7 @@ func TestTableBehindState(t *testing.T) {
 		}
 		return append(a, extra...)
 	}
-	if code, _, errs := crawl(t, args("backfill")...); code != exitOK {
+	if code, _, errs := crawl(t, args("backfill")...); code != exitcode.OK {
 		t.Fatalf("first backfill: exit %d: %s", code, errs)
 	}
 	if err := srv.Exec(context.Background(), db, "DROP TABLE papers; DELETE FROM litcrawl_migrations WHERE table_name = 'papers'"); err != nil {
@@ -424,13 +425,13 @@ func TestTableBehindState(t *testing.T) {
 		t.Fatalf("--redeliver alone skips the pages done: it must not pass the check: exit %d: %s", code, errs)
 	}
 	code, _, errs = crawl(t, args("backfill", "--no-resume", "--redeliver")...)
-	if code != exitOK || !strings.Contains(errs, "a sink is behind the crawl state: this run delivers its pages again") {
+	if code != exitcode.OK || !strings.Contains(errs, "a sink is behind the crawl state: this run delivers its pages again") {
 		t.Fatalf("backfill --no-resume --redeliver: exit %d: %s", code, errs)
 	}
 	if n := len(tableRows(t, srv, db)); n != 80 {
 		t.Fatalf("%d papers back in the table, want 80", n)
 	}
-	if code, _, errs := crawl(t, args("nightly")...); code != exitOK {
+	if code, _, errs := crawl(t, args("nightly")...); code != exitcode.OK {
 		t.Fatalf("nightly after the redelivery: exit %d: %s", code, errs)
 	}
 }
@@ -441,7 +442,7 @@ func TestTableBehindState(t *testing.T) {
 func TestDocsExampleQueries(t *testing.T) {
 	srv := pgtest.Shared(t)
 	db := srv.NewDB(t)
-	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", srv.URL(db, "table=papers")); code != exitOK {
+	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", srv.URL(db, "table=papers")); code != exitcode.OK {
 		t.Fatalf("parse into PostgreSQL: exit %d: %s", code, errs)
 	}
 	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "postgres.md"))
@@ -522,10 +523,10 @@ func TestSinkCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	asCrawler := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?table=papers", role, srv.Port, db)
-	if code, out, errs := crawl(t, "sink", "check", "--sink", asCrawler); code != exitOK || !strings.Contains(out, "ok    ") {
+	if code, out, errs := crawl(t, "sink", "check", "--sink", asCrawler); code != exitcode.OK || !strings.Contains(out, "ok    ") {
 		t.Fatalf("the crawl user's check: exit %d: %s %s", code, out, errs)
 	}
-	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", asCrawler); code != exitOK {
+	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", asCrawler); code != exitcode.OK {
 		t.Fatalf("the crawl user writes: exit %d: %s", code, errs)
 	}
 	if code, _, _ := crawl(t, "sink", "check"); code != 2 {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 	"github.com/litcrawl/litcrawl/state"
@@ -31,7 +32,7 @@ the file. crawl quarantine list shows what it holds; crawl quarantine
 retry delivers it again (after the sink or the record was fixed).`,
 		Args: noArgs("quarantine"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("quarantine: give a subcommand: list or retry")}
+			return exitcode.UsageError(errors.New("quarantine: give a subcommand: list or retry"))
 		},
 	}
 	cmd.AddCommand(newQuarantineListCmd(), newQuarantineRetryCmd())
@@ -170,7 +171,7 @@ usage, 3 records remain in the quarantine.`,
 			fmt.Fprintf(cmd.ErrOrStderr(), "quarantine %s: %d delivered, %d refused again, %d for sinks not given; %d left\n",
 				res.Path, res.Delivered, res.Refused, res.Unmatched, left)
 			if left > 0 {
-				return quietExit{app.ExitIncomplete}
+				return exitcode.Quiet(exitcode.Incomplete)
 			}
 			return nil
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
@@ -32,7 +33,7 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	// The sizes of the papers as the sinks encode them.
 	probe := filepath.Join(dir, "probe.jsonl")
 	base := []string{"backfill", "--journal", "501422", "--pages", "1-", "--base-url", srv.URL, "--delay", "0"}
-	if code, _, errs := crawl(t, append(base, "--state-dir", filepath.Join(dir, "probe"), "--sink", "jsonl:"+probe)...); code != exitOK {
+	if code, _, errs := crawl(t, append(base, "--state-dir", filepath.Join(dir, "probe"), "--sink", "jsonl:"+probe)...); code != exitcode.OK {
 		t.Fatalf("probe: exit %d: %s", code, errs)
 	}
 	data, _ := os.ReadFile(probe)
@@ -48,7 +49,7 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	args := append(base, "--state-dir", stateDir, "--sink", "jsonl:"+out, "--sink", natsURL)
 	code, _, errs := crawl(t, args...)
 	qpath := filepath.Join(stateDir, quarantine.Name)
-	if code != exitIncomplete || !strings.Contains(errs, qpath) || !strings.Contains(errs, "crawl quarantine list") {
+	if code != exitcode.Incomplete || !strings.Contains(errs, qpath) || !strings.Contains(errs, "crawl quarantine list") {
 		t.Fatalf("exit %d, want 3 naming the quarantine %s: %s", code, qpath, errs)
 	}
 	c, err := quarantine.Read(qpath)
@@ -68,26 +69,26 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 		t.Errorf("the stream holds %d papers, want %d", len(got), len(sizes)-len(rs))
 	}
 	code, stdout, _ := crawl(t, "quarantine", "list", "--state-dir", stateDir)
-	if code != exitOK || !strings.Contains(stdout, rs[0].Record.ID) || !strings.Contains(stdout, "max_payload") {
+	if code != exitcode.OK || !strings.Contains(stdout, rs[0].Record.ID) || !strings.Contains(stdout, "max_payload") {
 		t.Errorf("quarantine list: exit %d: %s", code, stdout)
 	}
 	code, stdout, _ = crawl(t, "quarantine", "list", "--state-dir", stateDir, "--json")
 	var e sink.Refusal
-	if code != exitOK || json.Unmarshal([]byte(strings.SplitN(stdout, "\n", 2)[0]), &e) != nil || e.Record.ID != rs[0].Record.ID {
+	if code != exitcode.OK || json.Unmarshal([]byte(strings.SplitN(stdout, "\n", 2)[0]), &e) != nil || e.Record.ID != rs[0].Record.ID {
 		t.Errorf("quarantine list --json: exit %d: %s", code, stdout)
 	}
-	if code, stdout, _ := crawl(t, "runs", "--state-dir", stateDir); code != exitOK || !strings.Contains(stdout, fmt.Sprintf("%d quarantined", len(rs))) {
+	if code, stdout, _ := crawl(t, "runs", "--state-dir", stateDir); code != exitcode.OK || !strings.Contains(stdout, fmt.Sprintf("%d quarantined", len(rs))) {
 		t.Errorf("crawl runs does not note the quarantined records: exit %d:\n%s", code, stdout)
 	}
 	// Every page was committed: a rerun delivers nothing.
-	if code, _, errs := crawl(t, args...); code != exitOK || !strings.Contains(errs, "skipped") {
+	if code, _, errs := crawl(t, args...); code != exitcode.OK || !strings.Contains(errs, "skipped") {
 		t.Errorf("rerun: exit %d: %s", code, errs)
 	}
 	// The sink still refuses them: retry keeps them, their tries counted.
 	// Given only the refusing sink, it keeps the JSONL sink's position in
 	// the state's token (a crash after it must not duplicate JSONL lines).
 	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", natsURL)
-	if again, _ := quarantine.Read(qpath); code != exitIncomplete || len(again.Entries) != len(rs) || again.Entries[0].Tries != 2 {
+	if again, _ := quarantine.Read(qpath); code != exitcode.Incomplete || len(again.Entries) != len(rs) || again.Entries[0].Tries != 2 {
 		t.Fatalf("retry against the same limit: exit %d, %d left: %s", code, len(again.Entries), errs)
 	}
 	st, err := state.OpenReadOnly(stateDir)
@@ -101,7 +102,7 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	}
 	n.RestartWith(func(o *server.Options) { o.MaxPayload = int32(2 * limit) })
 	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", "jsonl:"+out, "--sink", natsURL)
-	if code != exitOK || !strings.Contains(errs, "0 left") {
+	if code != exitcode.OK || !strings.Contains(errs, "0 left") {
 		t.Fatalf("retry: exit %d: %s", code, errs)
 	}
 	got := natstest.RecordIDs(t, n.URL(), "PAPERS")
@@ -118,7 +119,7 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	}
 	// The JSONL sink was restored and committed, not cut: a crawl after the
 	// retry finds it whole.
-	if code, _, errs := crawl(t, args...); code != exitOK || countLines(t, out) != len(sizes) {
+	if code, _, errs := crawl(t, args...); code != exitcode.OK || countLines(t, out) != len(sizes) {
 		t.Errorf("after retry: exit %d, %d lines: %s", code, countLines(t, out), errs)
 	}
 }
@@ -132,7 +133,7 @@ func TestQuarantineListIsSafeForATerminal(t *testing.T) {
 	quarantine.Replace(filepath.Join(dir, quarantine.Name), quarantine.Contents{Entries: []sink.Refusal{{
 		Sink: "jsonl:/x\u001b]0;pwned\u0007\u001b[2J\u202e.jsonl", Reason: "r\u001b[31m\u034f", Tries: 1, Record: rec}}})
 	code, stdout, _ := crawl(t, "quarantine", "list", "--state-dir", dir)
-	if code != exitOK || strings.ContainsAny(stdout, "\u001b\u0007\u202e\u2028\u3164\u034f") || !strings.Contains(stdout, "e-0") {
+	if code != exitcode.OK || strings.ContainsAny(stdout, "\u001b\u0007\u202e\u2028\u3164\u034f") || !strings.Contains(stdout, "e-0") {
 		t.Errorf("exit %d: %q", code, stdout)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/archive"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -33,7 +34,7 @@ parser fix to re-derive records from what was fetched.`,
 		Args:    noArgs("replay"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return usageError{errors.New("--archive DIR is required")}
+				return exitcode.UsageError(errors.New("--archive DIR is required"))
 			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {

@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	htmlreport "github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -38,17 +40,17 @@ shows the history as it was when that crawl started.`,
   crawl report --state-dir crawl-state -o report.html reports/*.json`,
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if out == "" {
-				return usageError{errors.New("-o/--out FILE is required: where to write the HTML report")}
+				return exitcode.UsageError(errors.New("-o/--out FILE is required: where to write the HTML report"))
 			}
 			dir, env, err := stateDirOf(cmd, dir)
 			if err != nil {
 				return err
 			}
 			if err := app.CheckOutputFile(out, dir); err != nil {
-				return usageError{fmt.Errorf("-o %s: %w", out, err)}
+				return exitcode.UsageError(fmt.Errorf("-o %s: %w", out, err))
 			}
 			d := htmlreport.Data{StateDir: dir, Thresholds: env.Config.Quality, Generated: time.Now(),
-				PageLogs: map[string]app.PageLogSummary{}}
+				PageLogs: map[string]history.PageLogSummary{}}
 			h, err := readHistory(cmd, dir, env)
 			switch {
 			case err == nil:
@@ -59,18 +61,18 @@ shows the history as it was when that crawl started.`,
 				return err
 			}
 			for _, f := range files {
-				rf, err := app.ReadReportFile(f)
+				rf, err := history.ReadReportFile(f)
 				if err != nil {
 					return fmt.Errorf("report: %w", err)
 				}
 				d.Sources = append(d.Sources, f)
 				d.PageLogs[rf.RunID] = rf.PageLog
-				if !slices.ContainsFunc(d.Runs, func(v app.RunView) bool { return v.ID == rf.RunID }) {
-					d.Runs = append(d.Runs, app.FromReport(rf.RunReport, env.Config.Quality))
+				if !slices.ContainsFunc(d.Runs, func(v history.RunView) bool { return v.ID == rf.RunID }) {
+					d.Runs = append(d.Runs, history.FromReport(rf.RunReport, env.Config.Quality))
 				}
 			}
 			// Newest first, as the history is.
-			slices.SortStableFunc(d.Runs, func(a, b app.RunView) int { return b.Started.Compare(a.Started) })
+			slices.SortStableFunc(d.Runs, func(a, b history.RunView) int { return b.Started.Compare(a.Started) })
 			size, err := writeReport(out, d)
 			if err != nil {
 				return err

@@ -16,28 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
-
-// exitMeaning says what an exit code means, as the help lists them.
-func exitMeaning(code int) string {
-	switch code {
-	case exitOK:
-		return "success"
-	case exitFatal:
-		return "fatal error"
-	case exitUsage:
-		return "usage error"
-	case exitIncomplete:
-		return "some pages failed, or records quarantined"
-	case exitQuality:
-		return "quality alarm"
-	case exitInterrupted:
-		return "interrupted"
-	case exitTerminated:
-		return "terminated"
-	}
-	return "unknown"
-}
 
 // stateDirOf is --state-dir, defaulting to the config's state_dir, and
 // the command's environment.
@@ -53,7 +34,7 @@ func stateDirOf(cmd *cobra.Command, dir string) (string, *app.Env, error) {
 }
 
 // loadHistory reads the history of --state-dir dir (see readHistory).
-func loadHistory(cmd *cobra.Command, dir string) (*app.History, string, error) {
+func loadHistory(cmd *cobra.Command, dir string) (*history.History, string, error) {
 	dir, env, err := stateDirOf(cmd, dir)
 	if err != nil {
 		return nil, "", err
@@ -64,8 +45,8 @@ func loadHistory(cmd *cobra.Command, dir string) (*app.History, string, error) {
 
 // readHistory reads the history, and says on stderr when a crawl holds the
 // state (what is shown then comes from its snapshot).
-func readHistory(cmd *cobra.Command, dir string, env *app.Env) (*app.History, error) {
-	h, err := app.ReadHistory(dir, env.Config.Quality)
+func readHistory(cmd *cobra.Command, dir string, env *app.Env) (*history.History, error) {
+	h, err := history.Read(dir, env.Config.Quality)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +80,7 @@ writes then), with that crawl as running.`,
 		Args: noArgs("runs"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
-				return usageError{fmt.Errorf("--limit %d: expected 0 (all) or more", limit)}
+				return exitcode.UsageError(fmt.Errorf("--limit %d: expected 0 (all) or more", limit))
 			}
 			h, dir, err := loadHistory(cmd, dir)
 			if err != nil {
@@ -112,7 +93,7 @@ writes then), with that crawl as running.`,
 			}
 			if asJSON {
 				if runs == nil {
-					runs = []app.RunView{} // [] rather than null
+					runs = []history.RunView{} // [] rather than null
 				}
 				return writeJSON(cmd.OutOrStdout(), runs)
 			}
@@ -147,7 +128,7 @@ ID is a run id, a unique prefix of one, or "latest".`,
   crawl runs show 20261203T0300 --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError{fmt.Errorf("runs show: needs one run id (or \"latest\"), got %d arguments", len(args))}
+				return exitcode.UsageError(fmt.Errorf("runs show: needs one run id (or \"latest\"), got %d arguments", len(args)))
 			}
 			return nil
 		},
@@ -203,7 +184,7 @@ func journalList(js []int64, most int) string {
 	return strings.Join(parts, ",")
 }
 
-func duration(v app.RunView) string {
+func duration(v history.RunView) string {
 	d := time.Duration(v.DurationSeconds * float64(time.Second))
 	switch {
 	case v.DurationSeconds == 0:
@@ -225,9 +206,9 @@ func clean(s string) string {
 	}, s)
 }
 
-func exitText(v app.RunView) string { return cmp.Or(v.Outcome(), "-") }
+func exitText(v history.RunView) string { return cmp.Or(v.Outcome(), "-") }
 
-func printRuns(w io.Writer, runs []app.RunView) error {
+func printRuns(w io.Writer, runs []history.RunView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/PAST END\tPAPERS NEW/KNOWN\tRETRIES\tEXIT\tQUALITY\tNOTES")
 	for _, v := range runs {
@@ -263,7 +244,7 @@ func pct(n, of int) string {
 	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(of))
 }
 
-func printRun(w io.Writer, v app.RunView) error {
+func printRun(w io.Writer, v history.RunView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, clean(fmt.Sprintf(format, a...))) }
 	row("run", "%s", v.ID)
@@ -271,8 +252,8 @@ func printRun(w io.Writer, v app.RunView) error {
 	status := v.Status
 	switch {
 	case v.ExitCode != nil:
-		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitMeaning(*v.ExitCode))
-	case v.Status == app.StatusKilled:
+		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitcode.Meaning(*v.ExitCode))
+	case v.Status == history.StatusKilled:
 		status = "killed before its end (no end recorded); a later run resumes where it stopped"
 	}
 	row("status", "%s", status)
@@ -326,9 +307,9 @@ func printRun(w io.Writer, v app.RunView) error {
 				continue
 			}
 			if i < len(h.LE) {
-				parts = append(parts, fmt.Sprintf("≤%s: %d", app.SecondsLabel(h.LE[i]), c))
+				parts = append(parts, fmt.Sprintf("≤%s: %d", history.SecondsLabel(h.LE[i]), c))
 			} else {
-				parts = append(parts, fmt.Sprintf(">%s: %d", app.SecondsLabel(h.LE[len(h.LE)-1]), c))
+				parts = append(parts, fmt.Sprintf(">%s: %d", history.SecondsLabel(h.LE[len(h.LE)-1]), c))
 			}
 		}
 		if len(parts) > 0 {
@@ -336,7 +317,7 @@ func printRun(w io.Writer, v app.RunView) error {
 		}
 	}
 	for _, iw := range s.IncompleteWalks {
-		row("incomplete", "%s", app.IncompleteText(iw))
+		row("incomplete", "%s", history.IncompleteText(iw))
 	}
 	if s.Quarantined > 0 {
 		row("quarantined", "%d records refused by a sink, kept in %s (crawl quarantine list)", s.Quarantined, orDash(s.Quarantine, func(s string) string { return s }))

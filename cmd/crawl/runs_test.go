@@ -11,7 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/state"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -37,15 +38,15 @@ func TestRunsHistory(t *testing.T) {
 	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.Status, Status: 403})
 	args := []string{"backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl")}
-	if code, _, errs := crawl(t, args...); code != exitIncomplete {
+	if code, _, errs := crawl(t, args...); code != exitcode.Incomplete {
 		t.Fatalf("backfill: exit %d: %s", code, errs)
 	}
 
 	code, out, errs := crawl(t, "runs", "--state-dir", stateDir, "--json")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("runs --json: exit %d: %s", code, errs)
 	}
-	var runs []app.RunView
+	var runs []history.RunView
 	if err := json.Unmarshal([]byte(out), &runs); err != nil {
 		t.Fatalf("runs --json: %v\n%s", err, out)
 	}
@@ -53,20 +54,20 @@ func TestRunsHistory(t *testing.T) {
 		t.Fatalf("runs, newest first: %+v", runs)
 	}
 	r := runs[0]
-	if r.Kind != "backfill" || r.Status != app.StatusFinished || r.ExitCode == nil || *r.ExitCode != exitIncomplete ||
+	if r.Kind != "backfill" || r.Status != history.StatusFinished || r.ExitCode == nil || *r.ExitCode != exitcode.Incomplete ||
 		len(r.Journals) != 1 || r.Journals[0] != 501422 || r.Summary == nil || r.Quality != "ok" || r.PID != os.Getpid() {
 		t.Errorf("the backfill's entry: %+v", r)
 	}
 	if ok, failed, _ := r.Pages(); ok != 2 || failed != 1 || r.Summary.PerJournal["501422"].PagesFailed != 1 || r.Summary.FetchSeconds == nil {
 		t.Errorf("the backfill's counts: %+v", r.Summary)
 	}
-	if k := runs[1]; k.Status != app.StatusKilled || k.ExitCode != nil || k.Summary != nil {
+	if k := runs[1]; k.Status != history.StatusKilled || k.ExitCode != nil || k.Summary != nil {
 		t.Errorf("the killed run's entry: %+v", k)
 	}
 
 	code, out, _ = crawl(t, "runs", "--state-dir", stateDir)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[0], "RUN") || !strings.Contains(lines[1], "2/1/0") ||
+	if code != exitcode.OK || len(lines) != 3 || !strings.HasPrefix(lines[0], "RUN") || !strings.Contains(lines[1], "2/1/0") ||
 		!strings.Contains(lines[2], "killed") {
 		t.Errorf("runs: exit %d:\n%s", code, out)
 	}
@@ -77,10 +78,10 @@ func TestRunsHistory(t *testing.T) {
 			t.Errorf("runs show lacks %q (exit %d):\n%s", want, code, out)
 		}
 	}
-	if code, _, errs := crawl(t, "runs", "show", "19990101", "--state-dir", stateDir); code != exitUsage || !strings.Contains(errs, "no such run") {
+	if code, _, errs := crawl(t, "runs", "show", "19990101", "--state-dir", stateDir); code != exitcode.Usage || !strings.Contains(errs, "no such run") {
 		t.Errorf("runs show of an unknown run: exit %d: %s", code, errs)
 	}
-	if code, _, errs := crawl(t, "runs", "--state-dir", filepath.Join(dir, "none")); code != exitFatal || !strings.Contains(errs, "no crawl has run") {
+	if code, _, errs := crawl(t, "runs", "--state-dir", filepath.Join(dir, "none")); code != exitcode.Fatal || !strings.Contains(errs, "no crawl has run") {
 		t.Errorf("runs without a state: exit %d: %s", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "none")); err == nil {
@@ -107,7 +108,7 @@ func TestRunsWhileACrawlHoldsTheState(t *testing.T) {
 	}
 	start := time.Now()
 	code, out, errs := crawl(t, "runs", "--state-dir", stateDir)
-	if code != exitOK || !strings.Contains(errs, "nightly run "+cur.ID) || !strings.Contains(errs, "holds the state") ||
+	if code != exitcode.OK || !strings.Contains(errs, "nightly run "+cur.ID) || !strings.Contains(errs, "holds the state") ||
 		!strings.Contains(out, cur.ID) || !strings.Contains(out, "running") {
 		t.Errorf("runs while a crawl holds the state: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -116,7 +117,7 @@ func TestRunsWhileACrawlHoldsTheState(t *testing.T) {
 	}
 	// Without a snapshot, it says who holds the state, and fails.
 	os.Remove(filepath.Join(stateDir, state.SnapshotName))
-	if code, _, errs := crawl(t, "runs", "--state-dir", stateDir); code != exitFatal || !strings.Contains(errs, "in use by another process") {
+	if code, _, errs := crawl(t, "runs", "--state-dir", stateDir); code != exitcode.Fatal || !strings.Contains(errs, "in use by another process") {
 		t.Errorf("runs while the state is held, no snapshot: exit %d: %s", code, errs)
 	}
 }
@@ -129,13 +130,13 @@ func TestReportCommand(t *testing.T) {
 	stateDir := filepath.Join(dir, "state")
 	rep := filepath.Join(dir, "run.json")
 	if code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0",
-		"--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", rep); code != exitOK {
+		"--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", rep); code != exitcode.OK {
 		t.Fatalf("backfill: exit %d: %s", code, errs)
 	}
 	out := filepath.Join(dir, "report.html")
 	code, _, errs := crawl(t, "report", "--state-dir", stateDir, "-o", out, rep)
 	b, err := os.ReadFile(out)
-	if code != exitOK || err != nil || !strings.Contains(errs, "report: "+out) || !strings.Contains(string(b), "chart-papers") ||
+	if code != exitcode.OK || err != nil || !strings.Contains(errs, "report: "+out) || !strings.Contains(string(b), "chart-papers") ||
 		!strings.Contains(string(b), "run.json") {
 		t.Fatalf("report: exit %d (%v): %s", code, err, errs)
 	}
@@ -146,7 +147,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	// A --report file alone, its state gone.
 	out2 := filepath.Join(dir, "alone.html")
-	if code, _, errs := crawl(t, "report", "--state-dir", filepath.Join(dir, "gone"), "--out", out2, rep); code != exitOK || !strings.Contains(errs, "the --report files alone") {
+	if code, _, errs := crawl(t, "report", "--state-dir", filepath.Join(dir, "gone"), "--out", out2, rep); code != exitcode.OK || !strings.Contains(errs, "the --report files alone") {
 		t.Errorf("report from a --report file alone: exit %d: %s", code, errs)
 	}
 	// Paths a rename would wreck: a FIFO (like /dev/null, not a file), a
@@ -164,20 +165,20 @@ func TestReportCommand(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"report", "--state-dir", stateDir, "-o", fifo}, exitUsage, "is not a regular file"},
-		{[]string{"report", "--state-dir", stateDir, "-o", link}, exitUsage, "is a symbolic link"},
-		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(stateDir, "crawl.db")}, exitUsage, "is inside the state directory"},
-		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(dir, "no", "r.html")}, exitUsage, "no does not exist"},
-		{[]string{"report", "--state-dir", stateDir, "-o", out, fifo}, exitFatal, "not a regular file"},
-		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", fifo}, exitFatal, "is not a regular file"},
-		{[]string{"runs", "--state-dir", stateDir, "--metrics-file", fifo}, exitUsage, "is not a regular file"},
-		{[]string{"runs", "--state-dir", stateDir, "--metrics-file", filepath.Join(stateDir, "crawl.db")}, exitUsage, "is inside the state directory"},
-		{[]string{"runs", "--state-dir", stateDir, "--cpuprofile", filepath.Join(stateDir, "crawl.db")}, exitUsage, "is inside the state directory"},
-		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "p.jsonl")}, exitUsage, "is the records' JSONL file too"},
-		{[]string{"report", "--state-dir", stateDir}, exitUsage, "-o/--out FILE is required"},
-		{[]string{"report", "--state-dir", stateDir, "-o", dir}, exitUsage, "is a directory"},
-		{[]string{"report", "--state-dir", stateDir, "-o", out, filepath.Join(dir, "p.jsonl")}, exitFatal, "not a run report"},
-		{[]string{"report", "--state-dir", filepath.Join(dir, "gone"), "-o", out}, exitFatal, "no crawl has run"},
+		{[]string{"report", "--state-dir", stateDir, "-o", fifo}, exitcode.Usage, "is not a regular file"},
+		{[]string{"report", "--state-dir", stateDir, "-o", link}, exitcode.Usage, "is a symbolic link"},
+		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(stateDir, "crawl.db")}, exitcode.Usage, "is inside the state directory"},
+		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(dir, "no", "r.html")}, exitcode.Usage, "no does not exist"},
+		{[]string{"report", "--state-dir", stateDir, "-o", out, fifo}, exitcode.Fatal, "not a regular file"},
+		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", fifo}, exitcode.Fatal, "is not a regular file"},
+		{[]string{"runs", "--state-dir", stateDir, "--metrics-file", fifo}, exitcode.Usage, "is not a regular file"},
+		{[]string{"runs", "--state-dir", stateDir, "--metrics-file", filepath.Join(stateDir, "crawl.db")}, exitcode.Usage, "is inside the state directory"},
+		{[]string{"runs", "--state-dir", stateDir, "--cpuprofile", filepath.Join(stateDir, "crawl.db")}, exitcode.Usage, "is inside the state directory"},
+		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "p.jsonl")}, exitcode.Usage, "is the records' JSONL file too"},
+		{[]string{"report", "--state-dir", stateDir}, exitcode.Usage, "-o/--out FILE is required"},
+		{[]string{"report", "--state-dir", stateDir, "-o", dir}, exitcode.Usage, "is a directory"},
+		{[]string{"report", "--state-dir", stateDir, "-o", out, filepath.Join(dir, "p.jsonl")}, exitcode.Fatal, "not a run report"},
+		{[]string{"report", "--state-dir", filepath.Join(dir, "gone"), "-o", out}, exitcode.Fatal, "no crawl has run"},
 	} {
 		if code, _, errs := crawl(t, tt.args...); code != tt.code || !strings.Contains(errs, tt.want) {
 			t.Errorf("crawl %v: exit %d, want %d with %q: %s", tt.args, code, tt.code, tt.want, errs)
@@ -202,21 +203,21 @@ func TestRunsEmptyAndEarlyFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	if code, out, _ := crawl(t, "runs", "--json", "--state-dir", stateDir); code != exitOK || strings.TrimSpace(out) != "[]" {
+	if code, out, _ := crawl(t, "runs", "--json", "--state-dir", stateDir); code != exitcode.OK || strings.TrimSpace(out) != "[]" {
 		t.Errorf("runs --json of an empty history: exit %d: %q", code, out)
 	}
 	blocker := filepath.Join(dir, "file")
 	os.WriteFile(blocker, nil, 0o644)
 	if code, _, errs := crawl(t, "backfill", "--journal", "1", "--pages", "1", "--base-url", "http://127.0.0.1:9", "--state-dir", stateDir,
-		"--sink", "jsonl:"+filepath.Join(blocker, "p.jsonl")); code != exitFatal {
+		"--sink", "jsonl:"+filepath.Join(blocker, "p.jsonl")); code != exitcode.Fatal {
 		t.Fatalf("backfill into an unopenable sink: exit %d: %s", code, errs)
 	}
 	code, out, _ := crawl(t, "runs", "--json", "--state-dir", stateDir)
-	var runs []app.RunView
-	if err := json.Unmarshal([]byte(out), &runs); code != exitOK || err != nil || len(runs) != 1 {
+	var runs []history.RunView
+	if err := json.Unmarshal([]byte(out), &runs); code != exitcode.OK || err != nil || len(runs) != 1 {
 		t.Fatalf("runs: exit %d, %v: %s", code, err, out)
 	}
-	if r := runs[0]; r.Status != app.StatusFinished || r.ExitCode == nil || *r.ExitCode != exitFatal || r.Summary == nil || r.Summary.Error == "" {
+	if r := runs[0]; r.Status != history.StatusFinished || r.ExitCode == nil || *r.ExitCode != exitcode.Fatal || r.Summary == nil || r.Summary.Error == "" {
 		t.Errorf("the failed run's entry: %+v", r)
 	}
 }
@@ -242,7 +243,7 @@ func TestHistoryReadersCallDamageDamage(t *testing.T) {
 	db.Close()
 	for _, args := range [][]string{{"runs"}, {"runs", "--json"}, {"report", "-o", filepath.Join(dir, "r.html")}} {
 		code, _, errs := crawl(t, append(args, "--state-dir", stateDir)...)
-		if code != exitFatal || !strings.Contains(errs, "is damaged") || !strings.Contains(errs, "crawl state rebuild") {
+		if code != exitcode.Fatal || !strings.Contains(errs, "is damaged") || !strings.Contains(errs, "crawl state rebuild") {
 			t.Errorf("%v on a damaged state: exit %d: %s", args, code, errs)
 		}
 	}
@@ -251,13 +252,13 @@ func TestHistoryReadersCallDamageDamage(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(fifoDir, state.FileName), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := crawl(t, "state", "check", "--state-dir", fifoDir); code != exitFatal || !strings.Contains(errs, "not a regular file") {
+	if code, _, errs := crawl(t, "state", "check", "--state-dir", fifoDir); code != exitcode.Fatal || !strings.Contains(errs, "not a regular file") {
 		t.Errorf("state check of a FIFO: exit %d: %s", code, errs)
 	}
 	emptyDir := filepath.Join(dir, "empty")
 	os.MkdirAll(emptyDir, 0o755)
 	os.WriteFile(filepath.Join(emptyDir, state.FileName), nil, 0o644)
-	if code, _, errs := crawl(t, "state", "check", "--state-dir", emptyDir); code != exitFatal || !strings.Contains(errs, "empty") || strings.Contains(errs, "bad file descriptor") {
+	if code, _, errs := crawl(t, "state", "check", "--state-dir", emptyDir); code != exitcode.Fatal || !strings.Contains(errs, "empty") || strings.Contains(errs, "bad file descriptor") {
 		t.Errorf("state check of an empty file: exit %d: %s", code, errs)
 	}
 }

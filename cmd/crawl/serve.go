@@ -23,6 +23,8 @@ import (
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	htmlreport "github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -35,7 +37,7 @@ type synthSpec struct {
 
 func parseSynth(s string) (synthSpec, error) {
 	parts := strings.Split(s, ":")
-	bad := usageError{fmt.Errorf("--synth %q: expected JOURNAL:PAGES or JOURNAL:PAGES:PAPERS, e.g. 1001:20", s)}
+	bad := exitcode.UsageError(fmt.Errorf("--synth %q: expected JOURNAL:PAGES or JOURNAL:PAGES:PAPERS, e.g. 1001:20", s))
 	if len(parts) < 2 || len(parts) > 3 {
 		return synthSpec{}, bad
 	}
@@ -59,13 +61,13 @@ func parseSynth(s string) (synthSpec, error) {
 func loopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usageError{fmt.Errorf("--addr %q: expected HOST:PORT, e.g. 127.0.0.1:8089", addr)}
+		return exitcode.UsageError(fmt.Errorf("--addr %q: expected HOST:PORT, e.g. 127.0.0.1:8089", addr))
 	}
 	if host == "localhost" {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return usageError{fmt.Errorf("--addr %q: the test site serves on loopback only (127.0.0.1, ::1, localhost)", addr)}
+		return exitcode.UsageError(fmt.Errorf("--addr %q: the test site serves on loopback only (127.0.0.1, ::1, localhost)", addr))
 	}
 	return nil
 }
@@ -115,7 +117,7 @@ func buildSite(dir, warcDir string, synth []string, faults string, seed int64) (
 	}
 	p, err := testsite.ProfileNamed(faults)
 	if err != nil {
-		return nil, 0, usageError{fmt.Errorf("--faults: %w", err)}
+		return nil, 0, exitcode.UsageError(fmt.Errorf("--faults: %w", err))
 	}
 	site.SetProfile(p, seed)
 	if faults == "attack" {
@@ -157,7 +159,7 @@ last, or it takes the others down with it. It serves until interrupted.`,
 				return err
 			}
 			if dir == "" && warcDir == "" && len(synth) == 0 && faults != "attack" {
-				return usageError{errors.New("nothing to serve: give --dir DIR, --archive DIR and/or --synth J:PAGES (or --faults attack)")}
+				return exitcode.UsageError(errors.New("nothing to serve: give --dir DIR, --archive DIR and/or --synth J:PAGES (or --faults attack)"))
 			}
 			site, pages, err := buildSite(dir, warcDir, synth, faults, seed)
 			if err != nil {
@@ -279,7 +281,7 @@ network is needed.`,
 		Args: noArgs("demo"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, ok := testsite.Profiles[faults]; !ok {
-				return usageError{fmt.Errorf("--faults %q: expected none, flaky or hostile (crawl serve --faults attack serves the attack journals)", faults)}
+				return exitcode.UsageError(fmt.Errorf("--faults %q: expected none, flaky or hostile (crawl serve --faults attack serves the attack journals)", faults))
 			}
 			var synth []string
 			for _, j := range demoJournals {
@@ -360,7 +362,7 @@ network is needed.`,
 				}
 			}
 			reportPath := filepath.Join(outDir, "report.html")
-			if h, herr := app.ReadHistory(stateDir, env.Config.Quality); herr == nil {
+			if h, herr := history.Read(stateDir, env.Config.Quality); herr == nil {
 				if _, herr = writeReport(reportPath, htmlreport.Data{StateDir: stateDir, Runs: h.Runs, Thresholds: env.Config.Quality, Generated: time.Now()}); herr != nil {
 					return herr
 				}

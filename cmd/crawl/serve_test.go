@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/parser"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestDemo(t *testing.T) {
 	out := t.TempDir()
 	code, _, errs := crawl(t, "demo", "--out", out)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	const papers = 360 + 45 + 40 + 37
@@ -38,12 +39,12 @@ func TestDemo(t *testing.T) {
 		t.Errorf("the demo does not say where its report is and what to try next: %s", errs)
 	}
 	// Newest first, though the four runs started within the same second.
-	if code, stdout, _ := crawl(t, "runs", "--state-dir", filepath.Join(out, "demo-state")); code != exitOK || strings.Count(stdout, "nightly") != 3 ||
+	if code, stdout, _ := crawl(t, "runs", "--state-dir", filepath.Join(out, "demo-state")); code != exitcode.OK || strings.Count(stdout, "nightly") != 3 ||
 		!strings.Contains(strings.TrimSpace(stdout)[strings.LastIndex(strings.TrimSpace(stdout), "\n")+1:], "backfill") {
 		t.Errorf("the demo's runs: exit %d\n%s", code, stdout)
 	}
 	// A second demo starts afresh.
-	if code, _, errs = crawl(t, "demo", "--out", out, "--faults", "none"); code != exitOK || len(papersIn(t, filepath.Join(out, "demo.jsonl"))) != papers {
+	if code, _, errs = crawl(t, "demo", "--out", out, "--faults", "none"); code != exitcode.OK || len(papersIn(t, filepath.Join(out, "demo.jsonl"))) != papers {
 		t.Fatalf("second demo: exit %d: %s", code, errs)
 	}
 }
@@ -94,7 +95,7 @@ func TestServe(t *testing.T) {
 	rest, _ := io.ReadAll(stderr)
 	if err := cmd.Wait(); err != nil {
 		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() != exitInterrupted {
+		if errors.As(err, &ee) && ee.ExitCode() != exitcode.Interrupted {
 			t.Errorf("serve exit: %v", err)
 		}
 	}
@@ -116,12 +117,12 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"demo", "--faults", "chaos"}, "none, flaky or hostile"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
-		if code != exitUsage || !strings.Contains(errs, tt.want) {
+		if code != exitcode.Usage || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
 		}
 	}
 	// A missing archive is like a missing path: fatal, and named.
-	if code, _, errs := crawl(t, "serve", "--archive", "/no/such/dir"); code != exitFatal || !strings.Contains(errs, "/no/such/dir") {
+	if code, _, errs := crawl(t, "serve", "--archive", "/no/such/dir"); code != exitcode.Fatal || !strings.Contains(errs, "/no/such/dir") {
 		t.Errorf("missing archive: exit %d, stderr %q", code, errs)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -19,7 +20,7 @@ func newSinkCmd() *cobra.Command {
 reached and written to, before a crawl depends on it.`,
 		Args: noArgs("sink"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("sink: give a subcommand: check")}
+			return exitcode.UsageError(errors.New("sink: give a subcommand: check"))
 		},
 	}
 	cmd.AddCommand(newSinkCheckCmd())
@@ -53,10 +54,10 @@ Exit codes: 0 every sink ready, 1 a sink is not (each is named with why),
 				urls = cfg.Sinks
 			}
 			if len(urls) == 0 {
-				return usageError{errors.New("sink check: no sink: give --sink URL, or list sinks in the config")}
+				return exitcode.UsageError(errors.New("sink check: no sink: give --sink URL, or list sinks in the config"))
 			}
 			if timeout < time.Second || timeout > time.Hour {
-				return usageError{fmt.Errorf("--timeout %v: expected a duration from 1s to 1h", timeout)}
+				return exitcode.UsageError(fmt.Errorf("--timeout %v: expected a duration from 1s to 1h", timeout))
 			}
 			log, err := newLogger(cmd)
 			if err != nil {

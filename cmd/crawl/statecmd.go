@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/state"
 )
@@ -26,7 +27,7 @@ damaged (a disk fault, a copy cut short), or tells whether a paper was
 delivered and by which run (crawl state find).`,
 		Args: noArgs("state"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("state: give a subcommand: check, rebuild or find")}
+			return exitcode.UsageError(errors.New("state: give a subcommand: check, rebuild or find"))
 		},
 	}
 	cmd.AddCommand(newStateCheckCmd(), newStateRebuildCmd(), newStateFindCmd())
@@ -163,7 +164,7 @@ Exit codes: 0 built, 1 an input could not be read, 2 usage.`,
 		Args: noArgs("state rebuild"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return usageError{errors.New("--state-dir NEWDIR is required (a new directory)")}
+				return exitcode.UsageError(errors.New("--state-dir NEWDIR is required (a new directory)"))
 			}
 			got, err := app.Rebuild(cmd.Context(), dir, from)
 			if err != nil {
@@ -200,7 +201,7 @@ Exit codes: 0 known, 3 not known, 1 the state could not be read, 2 usage.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			id, doi = strings.TrimSpace(id), strings.TrimSpace(doi)
 			if id == "" && doi == "" {
-				return usageError{errors.New("state find: give --id ID, --doi DOI or both")}
+				return exitcode.UsageError(errors.New("state find: give --id ID, --doi DOI or both"))
 			}
 			if dir == "" {
 				cfg, err := loadConfig(cmd)
@@ -221,7 +222,7 @@ Exit codes: 0 known, 3 not known, 1 the state could not be read, 2 usage.`,
 			w := cmd.OutOrStdout()
 			if !known {
 				fmt.Fprintf(w, "not known: never delivered with the state in %s\n", dir)
-				return quietExit{code: 3}
+				return exitcode.Quiet(exitcode.Incomplete)
 			}
 			if run == "" {
 				run = "(a run this state did not keep)"

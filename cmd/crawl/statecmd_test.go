@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/state"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -33,24 +34,24 @@ func TestDamagedStateCheckAndRebuild(t *testing.T) {
 		return crawlBin("backfill", "--journal", "1001", "--pages", pages, "--base-url", srv.URL, "--delay", "0",
 			"--state-dir", state, "--sink", "jsonl:"+out, "--no-resume")
 	}
-	if code, msg := backfill(stateDir, "1-25"); code != exitOK {
+	if code, msg := backfill(stateDir, "1-25"); code != exitcode.OK {
 		t.Fatalf("backfill: exit %d: %s", code, msg)
 	}
-	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitOK || !strings.Contains(msg, "sound, format 2: 500 papers (1000 ids and DOIs)") {
+	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitcode.OK || !strings.Contains(msg, "sound, format 2: 500 papers (1000 ids and DOIs)") {
 		t.Fatalf("check of a sound state: exit %d: %s", code, msg)
 	}
 	// A delivered paper is found by its id and by its DOI, with its run;
 	// another is not known.
 	for _, args := range [][]string{{"--id", testsite.SynthID(1001, 3, 4)}, {"--doi", "10.9999/SYNTH." + testsite.SynthID(1001, 25, 19)}} {
 		code, msg := crawlBin(append([]string{"state", "find", "--state-dir", stateDir}, args...)...)
-		if code != exitOK || !strings.HasPrefix(msg, "known: first delivered by run 2") {
+		if code != exitcode.OK || !strings.HasPrefix(msg, "known: first delivered by run 2") {
 			t.Errorf("state find %v: exit %d: %s", args, code, msg)
 		}
 	}
 	if code, msg := crawlBin("state", "find", "--state-dir", stateDir, "--id", testsite.SynthID(1001, 26, 0)); code != 3 || !strings.HasPrefix(msg, "not known: never delivered") {
 		t.Errorf("state find of a paper never delivered: exit %d: %s", code, msg)
 	}
-	if code, msg := crawlBin("state", "find", "--state-dir", stateDir); code != exitUsage || !strings.Contains(msg, "--id ID, --doi DOI or both") {
+	if code, msg := crawlBin("state", "find", "--state-dir", stateDir); code != exitcode.Usage || !strings.Contains(msg, "--id ID, --doi DOI or both") {
 		t.Errorf("state find without a paper: exit %d: %s", code, msg)
 	}
 	// Damage every page but the two meta pages and the root pages: each
@@ -66,21 +67,21 @@ func TestDamagedStateCheckAndRebuild(t *testing.T) {
 	os.WriteFile(db, b, 0o644)
 
 	code, msg := backfill(stateDir, "1-26")
-	if code != exitFatal || !strings.Contains(msg, "damaged") || !strings.Contains(msg, "crawl state rebuild") || strings.Contains(msg, "goroutine") {
+	if code != exitcode.Fatal || !strings.Contains(msg, "damaged") || !strings.Contains(msg, "crawl state rebuild") || strings.Contains(msg, "goroutine") {
 		t.Fatalf("a crawl on a damaged state: exit %d: %s; want exit 1 saying how to rebuild", code, msg)
 	}
-	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitFatal || !strings.Contains(msg, "damaged") {
+	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitcode.Fatal || !strings.Contains(msg, "damaged") {
 		t.Errorf("check of a damaged state: exit %d: %s", code, msg)
 	}
 
 	rebuilt := filepath.Join(dir, "s2")
-	if code, msg := crawlBin("state", "rebuild", "--state-dir", rebuilt, "--from", "jsonl:"+out); code != exitOK || !strings.Contains(msg, "500 known papers") {
+	if code, msg := crawlBin("state", "rebuild", "--state-dir", rebuilt, "--from", "jsonl:"+out); code != exitcode.OK || !strings.Contains(msg, "500 known papers") {
 		t.Fatalf("rebuild: exit %d: %s", code, msg)
 	}
-	if code, msg := crawlBin("state", "rebuild", "--state-dir", rebuilt, "--from", "jsonl:"+out); code != exitUsage || !strings.Contains(msg, "already holds a state") {
+	if code, msg := crawlBin("state", "rebuild", "--state-dir", rebuilt, "--from", "jsonl:"+out); code != exitcode.Usage || !strings.Contains(msg, "already holds a state") {
 		t.Errorf("rebuild into a state: exit %d: %s", code, msg)
 	}
-	if code, msg := backfill(rebuilt, "1-26"); code != exitOK || !strings.Contains(msg, "papers: 20 new, 500 known") {
+	if code, msg := backfill(rebuilt, "1-26"); code != exitcode.OK || !strings.Contains(msg, "papers: 20 new, 500 known") {
 		t.Fatalf("backfill over the rebuilt state: exit %d: %s", code, msg)
 	}
 	if ids := papersIn(t, out); len(ids) != 520 {
