@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/litcrawl/litcrawl/ledger"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/litcrawl/litcrawl/ledger"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -240,7 +241,12 @@ func TestBackfillFailuresEndsAndCharset(t *testing.T) {
 // and each paper once.
 func deliveredOnce(t *testing.T, out string, listing []string) {
 	t.Helper()
-	got := readIDs(t, out)
+	onceEach(t, readIDs(t, out), listing)
+}
+
+// onceEach: every paper of the listing was delivered, each once.
+func onceEach(t *testing.T, got map[string]int, listing []string) {
+	t.Helper()
 	for id, n := range got {
 		if n != 1 {
 			t.Errorf("paper %s delivered %d times", id, n)
@@ -402,13 +408,10 @@ func TestNightlyNeverLeavesAPageBehind(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))
 			site := testsite.New()
-			srv := httptest.NewServer(site)
-			defer srv.Close()
 			const j, perPage, maxPages = 4545, 5, 4
 			listing := ids(fmt.Sprintf("7%d00", seed), 30)
 			site.SetListing(j, listing, perPage)
-			dir := t.TempDir()
-			out := filepath.Join(dir, "papers.jsonl")
+			l, out := ledger.NewMemory(), &memSink{}
 			fetched := func() int {
 				n := 0
 				for p := 1; p <= len(listing)/perPage+2; p++ {
@@ -424,12 +427,12 @@ func TestNightlyNeverLeavesAPageBehind(t *testing.T) {
 					site.SetListing(j, listing, perPage)
 				}
 				before := fetched()
-				r := start(t, config(srv), filepath.Join(dir, "state"), out, fmt.Sprintf("n%d", night))
-				if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: maxPages}); err != nil {
+				r := memRun(site, l, out, fmt.Sprintf("n%d", night))
+				if err := r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: maxPages}); err != nil {
 					t.Fatal(err)
 				}
-				incomplete := len(r.r.Summary().IncompleteWalks())
-				r.close()
+				r.Close()
+				incomplete := len(r.Summary().IncompleteWalks())
 				if n := fetched() - before; n > maxPages {
 					t.Fatalf("night %d fetched %d pages, max_pages is %d", night, n, maxPages)
 				}
@@ -437,7 +440,7 @@ func TestNightlyNeverLeavesAPageBehind(t *testing.T) {
 					break
 				}
 			}
-			deliveredOnce(t, out, listing)
+			onceEach(t, out.ids(), listing)
 		})
 	}
 }

@@ -3,36 +3,31 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
 // nightHarness runs nightly walks over a listing that changes between and
 // during nights, and logs each night for a failing test.
 type nightHarness struct {
-	t        *testing.T
-	site     *testsite.Site
-	srv      *httptest.Server
-	dir, out string
-	listing  []string
-	pp       int
-	n        int
-	log      strings.Builder
+	t       *testing.T
+	site    *testsite.Site
+	ledger  *ledger.Memory
+	out     *memSink
+	listing []string
+	pp      int
+	n       int
+	log     strings.Builder
 }
 
 const hj = 4848
 
 func newNightHarness(t *testing.T, pp int, initial []string) *nightHarness {
-	h := &nightHarness{t: t, site: testsite.New(), pp: pp, listing: initial}
-	h.srv = httptest.NewServer(h.site)
-	t.Cleanup(h.srv.Close)
-	h.dir = t.TempDir()
-	h.out = filepath.Join(h.dir, "papers.jsonl")
+	h := &nightHarness{t: t, site: testsite.New(), pp: pp, listing: initial, ledger: ledger.NewMemory(), out: &memSink{}}
 	h.site.SetListing(hj, h.listing, pp)
 	return h
 }
@@ -50,13 +45,13 @@ func (h *nightHarness) night(sak, maxPages int, stop chan struct{}) {
 	for p := 1; p <= 100; p++ {
 		before[p] = h.site.Hits(testsite.PagePath(hj, p))
 	}
-	r := start(h.t, config(h.srv), filepath.Join(h.dir, "state"), h.out, fmt.Sprint("n", h.n))
-	if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{hj}, StopAfterKnownPages: sak, MaxPages: maxPages, Stop: stop}); err != nil {
+	r := memRun(h.site, h.ledger, h.out, fmt.Sprint("n", h.n))
+	if err := r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{hj}, StopAfterKnownPages: sak, MaxPages: maxPages, Stop: stop}); err != nil {
 		h.t.Fatal(err)
 	}
-	marks, _ := r.store.WalkMarks(context.Background(), hj)
-	iw := r.r.Summary().IncompleteWalks()
-	r.close()
+	r.Close()
+	marks, _ := h.ledger.WalkMarks(context.Background(), hj)
+	iw := r.Summary().IncompleteWalks()
 	var pages []int
 	for p := 1; p <= 100; p++ {
 		if h.site.Hits(testsite.PagePath(hj, p)) > before[p] {
@@ -72,7 +67,7 @@ func (h *nightHarness) night(sak, maxPages int, stop chan struct{}) {
 
 // check: every paper listed was delivered, each once.
 func (h *nightHarness) check() {
-	got := readIDs(h.t, h.out)
+	got := h.out.ids()
 	var missing []string
 	for _, id := range h.listing {
 		if got[id] == 0 {

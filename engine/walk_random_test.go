@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,6 +96,7 @@ func TestNightlyRandomNights(t *testing.T) {
 			continue
 		}
 		t.Run(v.name, func(t *testing.T) {
+			t.Parallel() // each scenario has a site, a ledger and a sink of its own
 			fails := 0
 			for seed := first; seed < first+seeds; seed++ {
 				if msg := attackNight(t, v, int64(seed)); msg != "" {
@@ -120,8 +119,6 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 	site := testsite.New()
 	ft := &faulty{site: site}
 	ft.reset()
-	srv := httptest.NewServer(ft)
-	defer srv.Close()
 	const j = 4747
 	pp := 3 + rng.IntN(4)
 	sak := v.sakChoices[rng.IntN(len(v.sakChoices))]
@@ -141,8 +138,7 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 	var mu sync.Mutex // guards listing (mid-run arrivals change it from the server)
 	listing := fresh(rng.IntN(8 * pp))
 	site.SetListing(j, listing, pp)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "papers.jsonl")
+	l, out := ledger.NewMemory(), &memSink{}
 	var log strings.Builder
 	fmt.Fprintf(&log, "variant %s seed %d: per_page %d stop_after_known %d max_pages %d initial %d papers\n", v.name, seed, pp, sak, maxPages, len(listing))
 	var marks []ledger.WalkMark
@@ -250,13 +246,13 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 				})
 			}
 		}
-		r := start(t, config(srv), filepath.Join(dir, "state"), out, fmt.Sprintf("n%d", night))
-		err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: sak, MaxPages: maxPages, Stop: stop})
-		iw := r.r.Summary().IncompleteWalks()
-		newN := r.r.Summary().PapersNew.Load()
+		r := memRun(ft, l, out, fmt.Sprintf("n%d", night))
+		err := r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: sak, MaxPages: maxPages, Stop: stop})
+		r.Close()
+		iw := r.Summary().IncompleteWalks()
+		newN := r.Summary().PapersNew.Load()
 		var merr error
-		marks, merr = r.store.WalkMarks(context.Background(), j)
-		r.close()
+		marks, merr = l.WalkMarks(context.Background(), j)
 		for p := range after {
 			site.AfterServe(testsite.PagePath(j, p), nil)
 		}
@@ -298,7 +294,7 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 			return fail("still incomplete after 400 nights")
 		}
 	}
-	got := readIDs(t, out)
+	got := out.ids()
 	var dup, missing []string
 	for id, n := range got {
 		if n != 1 {
@@ -345,8 +341,11 @@ func TestNightlyRegressionSeeds(t *testing.T) {
 		seed    int64
 	}{{"shrinks", 1187}, {"shrinks", 1276}, {"removals", 2248}, {"removals", 1005}, {"removals", 2050}, {"removals", 1253}, {"all", 2260},
 		{"midrun", 1010}, {"midrun", 1052}, {"midrun", 1147}, {"midrun", 1174}, {"midrun", 1295}, {"all", 1224}, {"all", 2027}} {
-		if msg := attackNight(t, byName[c.variant], c.seed); msg != "" {
-			t.Errorf("%s seed %d:\n%s", c.variant, c.seed, msg)
-		}
+		t.Run(fmt.Sprintf("%s-%d", c.variant, c.seed), func(t *testing.T) {
+			t.Parallel()
+			if msg := attackNight(t, byName[c.variant], c.seed); msg != "" {
+				t.Errorf("%s seed %d:\n%s", c.variant, c.seed, msg)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"slices"
 	"strings"
 )
 
@@ -85,9 +86,15 @@ func (s *Site) SynthJournal(journal int64, pages, n int) {
 // the papers as new ones arrive at the top, as the live site does.
 func (s *Site) SetListing(journal int64, ids []string, perPage int) {
 	pages := (len(ids) + perPage - 1) / perPage
+	// Pages are made when asked for (a test that moves a long listing
+	// many times asks for a few of its pages each time).
+	s.mu.Lock()
 	for p := 1; p <= pages; p++ {
-		s.SetPage(journal, p, synthPage(journal, p, ids[(p-1)*perPage:min(p*perPage, len(ids))], p == pages), "")
+		chunk, last := slices.Clone(ids[(p-1)*perPage:min(p*perPage, len(ids))]), p == pages
+		s.pages[PagePath(journal, p)] = page{contentType: "text/html; charset=utf-8",
+			render: func() []byte { return synthPage(journal, p, chunk, last) }}
 	}
+	s.mu.Unlock()
 	for p := pages + 1; ; p++ {
 		s.mu.Lock()
 		_, ok := s.pages[PagePath(journal, p)]

@@ -63,8 +63,9 @@ const SoftBlockPage = `<!DOCTYPE html><html><head><meta charset="utf-8"><title>å
 type page struct {
 	body        []byte
 	contentType string
-	status      int         // 0: 200
-	header      http.Header // extra headers (archived responses)
+	status      int           // 0: 200
+	header      http.Header   // extra headers (archived responses)
+	render      func() []byte // when set, makes body when the page is asked for
 }
 
 // Site serves listing pages and injected faults. It is safe for concurrent
@@ -249,6 +250,9 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
+	if pg.render != nil {
+		pg.body = pg.render()
+	}
 
 	if fault != nil && fault.Kind == slow {
 		select {
