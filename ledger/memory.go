@@ -34,15 +34,16 @@ func NewMemory() *Memory {
 		failed: map[PageKey]string{}, marks: map[int64][]WalkMark{}}
 }
 
-// runOf is the run that delivered p first ("" for none).
-func (m *Memory) runOf(p Paper) string {
+// runOf is the run that delivered p first (ok false: none).
+func (m *Memory) runOf(p Paper) (run string, ok bool) {
 	if r, ok := m.ids[p.ID]; ok && p.ID != "" {
-		return r
+		return r, true
 	}
 	if k := p.DOIKey(); k != "" {
-		return m.dois[k]
+		r, ok := m.dois[k]
+		return r, ok
 	}
-	return ""
+	return "", false
 }
 
 // Lookup implements Ledger.
@@ -54,8 +55,8 @@ func (m *Memory) Lookup(ctx context.Context, papers []Paper, runID string) ([]Se
 	defer m.mu.Unlock()
 	seen := make([]Seen, len(papers))
 	for i, p := range papers {
-		switch r := m.runOf(p); {
-		case r == "":
+		switch r, ok := m.runOf(p); {
+		case !ok:
 		case r == runID:
 			seen[i] = SeenThisRun
 		default:
@@ -75,8 +76,8 @@ func (m *Memory) Commit(ctx context.Context, g Group) ([]int, error) {
 	fresh := make([]int, len(g.Pages))
 	for i, pg := range g.Pages {
 		for _, p := range pg.Papers {
-			run := m.runOf(p)
-			if run == "" {
+			run, ok := m.runOf(p)
+			if !ok {
 				run = pg.RunID
 				fresh[i]++
 			}

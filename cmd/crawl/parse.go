@@ -52,7 +52,9 @@ func newParseCmd() *cobra.Command {
 		Short: "Parse saved listing pages (HTML or text captures) into JSON lines",
 		Long: `parse reads saved listing pages - HTML files, plain-text captures, or
 directories of them - and prints one JSON record per paper on stdout, in
-page order. Directories are walked in lexical order for .htm, .html and
+page order: each paper once (by id and by DOI), where it first appears, as
+a crawl delivers the same pages (the engine's delivery step, with a ledger
+in memory). Directories are walked in lexical order for .htm, .html and
 .txt files; other files are skipped. A file named on the command line is
 parsed whatever its extension.
 
@@ -160,6 +162,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	}
 	var st parseStats
 	var writeErr error
+	pages := app.NewPages(out, "")
 
 	s := stream.New().WithMaxGoroutines(f.concurrency)
 	submit := func(path string) {
@@ -174,7 +177,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 				}
 				report(stderr, path, page, f.summary, &st)
 				if writeErr == nil {
-					if writeErr = out.Write(ctx, page.Records); writeErr != nil {
+					if _, writeErr = pages.Deliver(ctx, page); writeErr != nil {
 						cancel() // stop walking: nothing more can be delivered
 					}
 				}

@@ -4,15 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/parser"
-	"github.com/litcrawl/litcrawl/record"
 )
 
 func newReplayCmd() *cobra.Command {
@@ -36,65 +32,25 @@ parser fix to re-derive records from what was fetched.`,
 			if dir == "" {
 				return exitcode.UsageError(errors.New("--archive DIR is required"))
 			}
-			cfg, err := loadConfig(cmd)
+			env, err := newEnv(cmd)
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("sink") && out == "" {
-				sinks = cfg.Sinks
+				sinks = env.Config.Sinks
 			}
 			sinks = withOutput(sinks, out)
-			scheme := cfg.Site.Scheme()
-			ctx, cancel := stopOnSignal(cmd.Context(), 0)
-			defer cancel()
-			log, err := newLogger(cmd)
-			if err != nil {
-				return err
-			}
 			if err := refuseAppend(sinks, appendOK); err != nil {
 				return err
 			}
-			out, err := app.OpenSinks(ctx, sinks, app.SinkOptions{Stdout: cmd.OutOrStdout(), Log: log, Metrics: appMetrics})
+			ctx, cancel := stopOnSignal(cmd.Context(), 0)
+			defer cancel()
+			res, err := env.Replay(ctx, app.Replay{Archive: dir, Sinks: sinks})
 			if err != nil {
 				return err
 			}
-			runID := "replay-" + app.NewRunID(time.Now())
-			seen := map[string]bool{}
-			pages, records := 0, 0
-			err = archive.Responses(dir, func(r archive.Response) error {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				journal, pageNo, listing := scheme.ParseURL(r.URL)
-				if r.Status != 200 || !listing {
-					return nil
-				}
-				page, err := parser.Parse(r.Body, parser.Options{URL: r.URL, Journal: journal, Page: pageNo, ContentType: r.Header.Get("Content-Type"), FetchedAt: r.Date, RunID: runID})
-				if err != nil || !page.IsListing() {
-					return nil // a soft block or an error page, as the live run saw it
-				}
-				var fresh []record.Record
-				for _, rec := range page.Records {
-					if !seen[rec.ID] {
-						seen[rec.ID] = true
-						fresh = append(fresh, rec)
-					}
-				}
-				pages++
-				records += len(fresh)
-				if len(fresh) == 0 {
-					return nil
-				}
-				return out.Write(ctx, fresh)
-			})
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("replay: %w", err)
-			}
-			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("crawl replay %s: %d listing pages, %d papers delivered", runID, pages, records),
-				"run_id", runID, "pages", pages, "papers", records)
+			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("crawl replay %s: %d listing pages, %d papers delivered", res.RunID, res.Pages, res.Papers),
+				"run_id", res.RunID, "pages", res.Pages, "papers", res.Papers)
 			return nil
 		},
 	}
