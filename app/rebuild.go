@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/ledger"
@@ -88,7 +89,7 @@ func Rebuild(ctx context.Context, dir string, sources []string) (Rebuilt, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return out, err
 	}
-	if err := os.Rename(filepath.Join(tmp, state.FileName), filepath.Join(dir, state.FileName)); err != nil {
+	if err := atomicfile.Replace(filepath.Join(tmp, state.FileName), filepath.Join(dir, state.FileName)); err != nil {
 		return out, fmt.Errorf("move the rebuilt state into %s: %w", dir, err)
 	}
 	os.RemoveAll(tmp)

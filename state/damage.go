@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 )
 
 // ErrDamaged means the state file cannot be read safely: bbolt found (or
@@ -128,12 +130,9 @@ func upgradeOnce(path string) error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Replace(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("state %s: upgrade: %w", path, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

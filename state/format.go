@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/ledger"
 )
 
@@ -258,13 +259,9 @@ func (s *Store) migrate() error {
 		return fmt.Errorf("state %s: migrating to format %d (the file is left as it was): %w", s.path, Format, err)
 	}
 	hook("written")
-	if err := os.Rename(tmp, target); err != nil {
+	if err := atomicfile.Replace(tmp, target); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("state %s: migrating to format %d (the file is left as it was): %w", s.path, Format, err)
-	}
-	if d, err := os.Open(filepath.Dir(target)); err == nil {
-		d.Sync()
-		d.Close()
+		return fmt.Errorf("state %s: migrating to format %d: %w", s.path, Format, err)
 	}
 	hook("renamed")
 	// Marked in the old file, which no name reaches any more: a process

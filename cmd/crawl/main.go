@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -235,7 +234,7 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 			}
 			errw := cmd.ErrOrStderr()
 			atEnd(func() {
-				if err := prometheus.WriteToTextfile(path, metricsRegistry); err != nil {
+				if err := writeMetricsFile(path); err != nil {
 					sayf(errw, slog.LevelError, "crawl: --metrics-file: %v", err)
 				}
 			})

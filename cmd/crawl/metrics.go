@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,8 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 )
 
 // metricsRegistry holds every metric of the process (--metrics-addr).
@@ -50,4 +53,22 @@ func startMetrics(addr string, withPprof bool) (string, func(), error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// writeMetricsFile writes the metrics to path in the text format
+// node_exporter's textfile collector reads, durably (atomicfile): a
+// collector never reads half a file, and a power loss leaves the old one.
+func writeMetricsFile(path string) error {
+	mfs, err := metricsRegistry.Gather()
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, func(w *bufio.Writer) error {
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

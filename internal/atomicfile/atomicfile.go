@@ -1,7 +1,10 @@
-// Package atomicfile writes a file whole or not at all, durably: through a
-// temporary file next to it, fsynced, renamed over it, and the directory
-// fsynced, so that a reader never sees half a file and a crash or a power
-// loss leaves either the old file or the new one.
+// Package atomicfile is the one durable replace of a file that the project
+// writes whole (the state's migration, upgrade and rebuild, runs.json, the
+// reports, the metrics textfile, the quarantine): through a temporary file
+// next to it, fsynced, renamed over it, and the directory fsynced, so that a
+// reader never sees half a file and a crash or a power loss leaves either
+// the old file or the new one. Write writes the file; Replace puts one
+// built by another writer (bbolt) in place.
 package atomicfile
 
 import (
@@ -34,12 +37,42 @@ func Write(path string, fill func(w *bufio.Writer) error) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = SyncDir(filepath.Dir(path))
+		err = rename(tmp.Name(), path)
 	}
 	return err
+}
+
+// Replace makes the file tmp, which the caller wrote and closed (a bbolt
+// file built beside the old one), the file at path, durably: it fsyncs
+// tmp, renames it over path and fsyncs the directories. When it returns
+// nil the new file is on disk; on an error before the rename, path is as
+// it was and tmp is left to the caller.
+func Replace(tmp, path string) error {
+	f, err := os.Open(tmp)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return rename(tmp, path)
+}
+
+// rename renames a synced file and fsyncs the directories involved.
+func rename(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if from := filepath.Dir(tmp); from != filepath.Dir(path) {
+		if err := SyncDir(from); err != nil {
+			return err
+		}
+	}
+	return SyncDir(filepath.Dir(path))
 }
 
 // SyncDir fsyncs a directory, so that a file created, renamed or removed

@@ -33,3 +33,29 @@ func TestWriteIsAllOrNothing(t *testing.T) {
 		t.Errorf("%d files left in the directory", len(ents))
 	}
 }
+
+// Replace puts a file built elsewhere (another directory too) in place;
+// one that cannot be read leaves the old file as it was.
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	os.WriteFile(path, []byte("old"), 0o600)
+	if err := Replace(filepath.Join(dir, "missing"), path); err == nil {
+		t.Fatal("replacing with a missing file succeeded")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("a failed replace changed the file: %q", b)
+	}
+	other := t.TempDir()
+	tmp := filepath.Join(other, "built")
+	os.WriteFile(tmp, []byte("new"), 0o600)
+	if err := Replace(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Errorf("file %q after replace", b)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the built file is still there: %v", err)
+	}
+}
