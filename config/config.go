@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/site"
 )
@@ -238,13 +239,13 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(c.Site.BaseURL, "?#") {
 		shown := "(unreadable URL)"
 		if err == nil {
-			shown = u.Redacted()
+			shown = redact.URL(c.Site.BaseURL)
 		}
 		return bad("site.base_url", fmt.Sprintf("%q", shown), "an http(s) URL such as https://m.booksci.cn, without query or fragment")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return bad("site.base_url", fmt.Sprintf("%q", u.Redacted()), "a port from 1 to 65535")
+			return bad("site.base_url", fmt.Sprintf("%q", redact.URL(c.Site.BaseURL)), "a port from 1 to 65535")
 		}
 	}
 	if u.User != nil {

@@ -57,7 +57,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		"nightly:\n  max_pages: 2\n":                                                   "nightly.max_pages: 2: expected 4 to 1000000 pages (at least nightly.stop_after_known_pages + 3",
 		"nightly:\n  stop_after_known_pages: 3\n  max_pages: 5\n":                      "nightly.max_pages: 5: expected 6 to",
 		"parse:\n  max_input_bytes: 10\n":                                              "parse.max_input_bytes: 10",
-		"site:\n  base_url: http://ann:hunter2@h/?q=1\n":                               "xxxxx",
+		"site:\n  base_url: http://ann:hunter2@h/?q=1\n":                               "ann:REDACTED@h",
 		"site:\n  allowed_hosts: [\"a/b\"]\n":                                          "site.allowed_hosts[0]",
 		"site:\n  base_url: http://127.0.0.1:99999\n":                                  "a port from 1 to 65535",
 		"site:\n  base_url: http://h/?\n":                                              "without query or fragment",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/fetch"
+	"github.com/litcrawl/litcrawl/internal/backoff"
 )
 
 // Sentinel errors callers branch on.
@@ -71,8 +72,7 @@ func (e *FetchError) Unwrap() error { return e.Err }
 // 4xx, oversized bodies, off-site URLs, robots.txt refusals and errors
 // that say they are permanent (a Permanent() bool method) are permanent.
 func (e *FetchError) Retryable() bool {
-	var p interface{ Permanent() bool }
-	if errors.As(e.Err, &p) && p.Permanent() {
+	if backoff.IsPermanent(e.Err) {
 		return false // e.g. a URL missing from an offline archive
 	}
 	switch {
@@ -97,17 +97,14 @@ func retryableStatus(code int) bool {
 	return false
 }
 
-// IsRetryable reports whether err is a retryable fetch error.
-func IsRetryable(err error) bool {
-	// Anything in the chain that says it is permanent wins, inside a
-	// FetchError or around it (a Retry-After beyond the cap).
-	var p interface{ Permanent() bool }
-	if errors.As(err, &p) && p.Permanent() {
-		return false
-	}
-	var fe *FetchError
-	return errors.As(err, &fe) && fe.Retryable()
-}
+// Is makes a retryable FetchError say so in the project's one way:
+// errors.Is(err, backoff.ErrRetryable).
+func (e *FetchError) Is(target error) bool { return target == backoff.ErrRetryable && e.Retryable() }
+
+// IsRetryable reports whether err is a retryable fetch error
+// (backoff.IsRetryable: anything in the chain that says it is permanent
+// wins, inside a FetchError or around it, as a Retry-After beyond the cap).
+func IsRetryable(err error) bool { return backoff.IsRetryable(err) }
 
 // maxRetryAfter is the longest Retry-After read: a larger one reads as
 // this (about 292 years would overflow a time.Duration).

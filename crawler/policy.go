@@ -54,24 +54,22 @@ func (p RetryPolicy) Delay(attempt int, err error) time.Duration {
 }
 
 // Retry runs try until it succeeds, fails permanently (IsRetryable is
-// false), the policy's attempts run out, or ctx ends. Each wait is
-// cancellable. It returns the last error.
+// false), the policy's attempts run out, or ctx ends (backoff.Retry.Do).
+// A Retry-After beyond MaxRetryAfter ends it at once. It returns the last
+// error.
 func (p RetryPolicy) Retry(ctx context.Context, try func(ctx context.Context, attempt int) error) error {
-	var err error
-	for attempt := 1; attempt <= max(p.MaxAttempts, 1); attempt++ {
-		if err = try(ctx, attempt); err == nil || !IsRetryable(err) {
-			return err
-		}
+	r := backoff.Retry{Attempts: max(p.MaxAttempts, 1), Wait: p.Delay}
+	err := r.Do(ctx, func(ctx context.Context, attempt int) error {
+		err := try(ctx, attempt)
 		var fe *FetchError
-		if errors.As(err, &fe) && fe.Status != 0 && fe.RetryAfter > p.MaxRetryAfter {
+		if IsRetryable(err) && errors.As(err, &fe) && fe.Status != 0 && fe.RetryAfter > p.MaxRetryAfter {
 			return &tooLongError{err: err, asked: fe.RetryAfter, at: p.MaxRetryAfter}
 		}
-		if attempt == p.MaxAttempts {
-			break
-		}
-		if werr := backoff.Sleep(ctx, p.Delay(attempt, err)); werr != nil {
-			return werr
-		}
+		return err
+	}, nil)
+	var ex *backoff.Exhausted
+	if errors.As(err, &ex) {
+		return ex.Err
 	}
 	return err
 }

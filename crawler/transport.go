@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/litcrawl/litcrawl/internal/redact"
 )
 
 // TransportConfig is the fetch rules every request obeys.
@@ -88,7 +90,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &FetchError{URL: shown.String(), Err: fmt.Errorf("%w: a URL with user information", ErrOffsite)}
 	}
 	if !t.allowed[hostPort(req.URL)] {
-		return nil, &FetchError{URL: req.URL.Redacted(), Err: fmt.Errorf("%w: %s", ErrOffsite, req.URL.Host)}
+		return nil, &FetchError{URL: redact.URL(req.URL.String()), Err: fmt.Errorf("%w: %s", ErrOffsite, req.URL.Host)}
 	}
 	if t.cfg.UserAgent != "" && req.Header.Get("User-Agent") == "" {
 		req = req.Clone(req.Context())
@@ -109,7 +111,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.cfg.MaxBodyBytes > 0 {
 		if resp.ContentLength > t.cfg.MaxBodyBytes {
 			resp.Body.Close()
-			return nil, &FetchError{URL: req.URL.Redacted(), Status: resp.StatusCode,
+			return nil, &FetchError{URL: redact.URL(req.URL.String()), Status: resp.StatusCode,
 				Err: fmt.Errorf("%w: Content-Length %d > %d", ErrBodyTooLarge, resp.ContentLength, t.cfg.MaxBodyBytes)}
 		}
 		resp.Body = &capReader{rc: resp.Body, left: t.cfg.MaxBodyBytes, limit: t.cfg.MaxBodyBytes}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/jsadmin"
 	"github.com/litcrawl/litcrawl/internal/redact"
 )
@@ -144,7 +145,7 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 		{"JetStream", func(ctx context.Context) error {
 			_, err := f.js.AccountInfo(ctx)
 			if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-				return permanent{fmt.Errorf("JetStream is not enabled on the server: start nats-server with -js (or a jetstream block in its configuration)")}
+				return backoff.Permanent(fmt.Errorf("JetStream is not enabled on the server: start nats-server with -js (or a jetstream block in its configuration)"))
 			}
 			return err
 		}},
@@ -181,11 +182,6 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 	}
 	return nil
 }
-
-// permanent marks an error that retrying cannot mend.
-type permanent struct{ error }
-
-func (p permanent) Unwrap() error { return p.error }
 
 // stream opens a stream, creating it when it does not exist, and moves it
 // to the asked replica count.

@@ -3,7 +3,6 @@ package frontier
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,27 +20,19 @@ var retryWait = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
 // leader goes unanswered or is refused as "temporarily unavailable", and
 // is asked again. The last error is returned with ctx's.
 func retry(ctx context.Context, op func(ctx context.Context) error) error {
-	var last error
-	for n := 0; ; n++ {
+	r := backoff.Retry{Policy: retryWait, Retryable: transient}
+	return r.Do(ctx, func(ctx context.Context, _ int) error {
 		tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err := op(tctx)
-		cancel()
-		if err == nil || !transient(err) || ctx.Err() != nil && last == nil {
-			return err
-		}
-		last = err
-		if werr := backoff.Sleep(ctx, retryWait.Delay(n)); werr != nil {
-			return fmt.Errorf("%w (last error: %v)", werr, last)
-		}
-	}
+		defer cancel()
+		return op(tctx)
+	}, nil)
 }
 
 // transient reports whether err may go away by itself: no answer in
 // time, no responder, a connection being re-established, or JetStream
 // saying it is temporarily unavailable (no leader yet).
 func transient(err error) bool {
-	var p permanent
-	if errors.As(err, &p) {
+	if backoff.IsPermanent(err) {
 		return false
 	}
 	var api *jetstream.APIError

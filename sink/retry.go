@@ -43,30 +43,24 @@ var DefaultRetry = RetryPolicy{Attempts: 40, MaxElapsed: 2 * time.Minute, Base: 
 // cancellable. One loop for every retried sink operation: writes (Retry)
 // and opening (the CLI).
 func (p RetryPolicy) Do(ctx context.Context, try func() error, retrying func(tries int, err error)) error {
-	attempts := max(p.Attempts, 1)
-	wait := backoff.Policy{Base: p.Base, Max: p.Max}
-	start := time.Now()
-	for attempt := 1; ; attempt++ {
-		err := try()
-		if err == nil || !errors.Is(err, ErrRetryable) || ctx.Err() != nil {
-			return err
-		}
-		if attempt >= attempts {
-			return fmt.Errorf("gave up after %d tries: %w", attempts, err)
-		}
-		if p.MaxElapsed > 0 && time.Since(start) >= p.MaxElapsed {
-			return fmt.Errorf("gave up after %d tries in %v: %w", attempt, time.Since(start).Round(time.Second), err)
-		}
+	r := backoff.Retry{Policy: backoff.Policy{Base: p.Base, Max: p.Max}, Attempts: max(p.Attempts, 1), MaxElapsed: p.MaxElapsed}
+	err := r.Do(ctx, func(context.Context, int) error { return try() }, func(tries int, err error, _ time.Duration) error {
 		if p.OnRetry != nil {
 			p.OnRetry()
 		}
 		if retrying != nil {
-			retrying(attempt, err)
+			retrying(tries, err)
 		}
-		if werr := backoff.Sleep(ctx, wait.Delay(attempt-1)); werr != nil {
-			return fmt.Errorf("%w (after %d tries, last error: %v)", werr, attempt, err)
-		}
+		return nil
+	})
+	var ex *backoff.Exhausted
+	switch {
+	case !errors.As(err, &ex):
+		return err
+	case p.MaxElapsed > 0 && ex.Tries < max(p.Attempts, 1):
+		return fmt.Errorf("gave up after %d tries in %v: %w", ex.Tries, ex.Elapsed.Round(time.Second), ex.Err)
 	}
+	return fmt.Errorf("gave up after %d tries: %w", ex.Tries, ex.Err)
 }
 
 // Retry wraps a sink so that Writes failing with an ErrRetryable error are

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/record"
 )
 
@@ -68,24 +69,12 @@ var (
 	ErrBehind = errors.New("the sink is behind the crawl state")
 	// ErrRetryable marks errors worth retrying (a broker that is away, a
 	// timeout); errors.Is(err, ErrRetryable) tells.
-	ErrRetryable = errors.New("retryable")
+	ErrRetryable = backoff.ErrRetryable
 )
 
 // Retryable wraps err so that errors.Is(err, ErrRetryable) holds; nil
 // stays nil.
-func Retryable(err error) error {
-	if err == nil || errors.Is(err, ErrRetryable) {
-		return err
-	}
-	return retryableError{err}
-}
-
-type retryableError struct{ err error }
-
-func (e retryableError) Error() string { return e.err.Error() }
-func (e retryableError) Unwrap() []error {
-	return []error{e.err, ErrRetryable}
-}
+func Retryable(err error) error { return backoff.Retryable(err) }
 
 // Options configure the sinks that Open makes.
 type Options struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
 )
 
 // crawlFlags are the flags the crawling commands share.
@@ -58,7 +59,7 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			shown := "(unreadable URL)"
 			if err == nil {
-				shown = u.Redacted()
+				shown = redact.URL(f.baseURL)
 			}
 			return exitcode.UsageError(fmt.Errorf("--base-url %q: expected an http(s) URL such as http://127.0.0.1:8089", shown))
 		}

@@ -129,7 +129,7 @@ func TestBackfillUsage(t *testing.T) {
 		{[]string{"backfill", "--journal", "-4", "--pages", "1"}, "--journal -4"},
 		{[]string{"backfill", "extra", "--pages", "1"}, "takes no arguments"},
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--concurrency", "100000"}, "--concurrency 100000: expected 1 to 64"},
-		{[]string{"backfill", "--journal", "1", "--pages", "1", "--base-url", "http://u:pw@127.0.0.1:99999"}, `"http://u:xxxxx@127.0.0.1:99999": expected a port`},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--base-url", "http://u:pw@127.0.0.1:99999"}, `"http://u:REDACTED@127.0.0.1:99999": expected a port`},
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--delay", "100h"}, "fetch.delay: 100h0m0s: expected a duration from 0 to 1h"},
 		{[]string{"backfill", "--journal", "1", "--pages", "9223372036854775807"}, "<= 100000000"},
 		{[]string{"backfill", "--journal", "1", "--pages", "1-2000000"}, "at most backfill.max_pages (100000)"},

@@ -96,6 +96,20 @@ func Text(msg string, urls ...string) string {
 	return msg
 }
 
+// Secrets hides each secret value (of 4 bytes or more: a shorter one would
+// mask innocent text) wherever msg holds it, as written or escaped for a
+// URL's query or path: a password a client echoes in its own words.
+func Secrets(msg string, secrets ...string) string {
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s)} {
+				msg = strings.ReplaceAll(msg, form, Mask)
+			}
+		}
+	}
+	return msg
+}
+
 // Error is err's message with Text applied; "" for a nil error.
 func Error(err error, urls ...string) string {
 	if err == nil {

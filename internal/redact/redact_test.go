@@ -52,3 +52,10 @@ func TestURLQueryAndSchemeless(t *testing.T) {
 		}
 	}
 }
+
+func TestSecrets(t *testing.T) {
+	got := Secrets(`password authentication failed: "pa ss/w?rd" (pa+ss%2Fw%3Frd, pa%20ss%2Fw%3Frd), pw`, "pa ss/w?rd", "pw")
+	if strings.Contains(got, "pa ss") || strings.Contains(got, "pa+ss") || strings.Contains(got, "pa%20ss") || !strings.HasSuffix(got, ", pw") {
+		t.Fatalf("Secrets: %q", got)
+	}
+}

@@ -492,13 +492,4 @@ func parseErrorText(err error) string {
 }
 
 // scrub hides every secret of the configuration in a message.
-func (c *config) scrub(msg string) string {
-	for _, s := range c.secrets {
-		if len(s) >= 4 {
-			msg = strings.ReplaceAll(msg, s, "REDACTED")
-			msg = strings.ReplaceAll(msg, url.QueryEscape(s), "REDACTED")
-			msg = strings.ReplaceAll(msg, url.PathEscape(s), "REDACTED")
-		}
-	}
-	return msg
-}
+func (c *config) scrub(msg string) string { return redact.Secrets(msg, c.secrets...) }
