@@ -104,12 +104,12 @@ type Site struct {
 	PageN        string   `yaml:"page_n"`        // path template with {journal} and {page}
 	AllowedHosts []string `yaml:"allowed_hosts"` // the only hosts fetched ("host" or "host:port")
 
-	scheme *site.Scheme  // compiled from FirstPage and PageN by Validate
-	auth   *url.Userinfo // user info taken out of BaseURL by Validate
+	scheme *site.Scheme  // compiled from FirstPage and PageN by Normalize
+	auth   *url.Userinfo // user info taken out of BaseURL by Normalize
 	authOf string        // the BaseURL it was taken from (a new BaseURL drops it)
 }
 
-// BaseURLWithAuth is the base URL with the user info Validate took out of
+// BaseURLWithAuth is the base URL with the user info Normalize took out of
 // it (for the fetcher only, which sends it as Basic auth and never shows
 // it); BaseURL itself never holds a password once validated.
 func (s Site) BaseURLWithAuth() string {
@@ -125,7 +125,7 @@ func (s Site) BaseURLWithAuth() string {
 }
 
 // Scheme is the site's URL scheme, compiled from first_page and page_n
-// when the configuration was validated (site.Default before that).
+// by Normalize (site.Default before that).
 func (s Site) Scheme() *site.Scheme {
 	if s.scheme == nil {
 		return site.Default
@@ -183,6 +183,36 @@ type Quality struct {
 	MaxImplausibleShare float64 `yaml:"max_implausible_share" json:"max_implausible_share"`
 }
 
+// Validate checks the thresholds in the order of the file and names the
+// first bad one by its key (a run history's summary is held to it too).
+func (q Quality) Validate() error {
+	for _, s := range []struct {
+		key string
+		v   float64
+	}{
+		{"quality.min_title_share", q.MinTitleShare}, {"quality.min_doi_share", q.MinDOIShare},
+		{"quality.min_authors_share", q.MinAuthorsShare}, {"quality.min_published_share", q.MinPublishedShare},
+		{"quality.max_implausible_share", q.MaxImplausibleShare},
+	} {
+		if !(s.v >= 0 && s.v <= 1) { // NaN too
+			return fmt.Errorf("%s: %v: expected a share from 0 to 1", s.key, s.v)
+		}
+	}
+	if !(q.MinPapersPerPage >= 0 && q.MinPapersPerPage <= 10000) {
+		return fmt.Errorf("quality.min_papers_per_page: %v: expected 0 to 10000", q.MinPapersPerPage)
+	}
+	return nil
+}
+
+// CheckJournal is the rule of a journal id, wherever one enters (the
+// file's journals, --journal, a fleet job): a positive number.
+func CheckJournal(j int64) error {
+	if j <= 0 {
+		return errors.New("expected a positive journal id")
+	}
+	return nil
+}
+
 // Duration is a time.Duration written as Go writes it: "1.5s", "2m".
 type Duration time.Duration
 
@@ -230,7 +260,33 @@ func (c *Config) setDefaults() {
 	c.ShutdownTimeout = Duration(30 * time.Second)
 }
 
-// Validate checks every value and names the first bad one by its key.
+// Prepare makes a configuration ready for use: Validate, then Normalize.
+// Load does it; a command does it again after its flags changed values.
+func (c *Config) Prepare() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	c.Normalize()
+	return nil
+}
+
+// Normalize puts a valid configuration in the form the rest of the program
+// uses: the user info of site.base_url is taken out of it (sent as Basic
+// auth by the fetcher, shown nowhere: BaseURLWithAuth), and the URL scheme
+// is compiled (Scheme). It changes nothing else.
+func (c *Config) Normalize() {
+	if u, err := url.Parse(c.Site.BaseURL); err == nil && u.User != nil {
+		c.Site.auth, u.User = u.User, nil
+		c.Site.BaseURL = strings.TrimRight(u.String(), "/")
+		c.Site.authOf = c.Site.BaseURL
+	}
+	if scheme, err := site.New(c.Site.FirstPage, c.Site.PageN); err == nil {
+		c.Site.scheme = scheme
+	}
+}
+
+// Validate checks every value, in the order of the file, and names the
+// first bad one by its key. It changes nothing (Normalize does).
 func (c *Config) Validate() error {
 	bad := func(key string, v any, want string) error {
 		return fmt.Errorf("%s: %v: expected %s", key, v, want)
@@ -248,24 +304,15 @@ func (c *Config) Validate() error {
 			return bad("site.base_url", fmt.Sprintf("%q", redact.URL(c.Site.BaseURL)), "a port from 1 to 65535")
 		}
 	}
-	if u.User != nil {
-		// Sent as Basic auth by the fetcher; kept out of every URL that
-		// reaches a record, a log, a report or the state.
-		c.Site.auth, u.User = u.User, nil
-		c.Site.BaseURL = strings.TrimRight(u.String(), "/")
-		c.Site.authOf = c.Site.BaseURL
-	}
 	if !strings.HasPrefix(c.Site.FirstPage, "/") || strings.Count(c.Site.FirstPage, site.JournalVar) != 1 || strings.Contains(c.Site.FirstPage, site.PageVar) {
 		return bad("site.first_page", fmt.Sprintf("%q", c.Site.FirstPage), "a path with {journal} once and no {page}, e.g. /literature_d{journal}.htm")
 	}
 	if !strings.HasPrefix(c.Site.PageN, "/") || strings.Count(c.Site.PageN, site.JournalVar) != 1 || strings.Count(c.Site.PageN, site.PageVar) != 1 {
 		return bad("site.page_n", fmt.Sprintf("%q", c.Site.PageN), "a path with {journal} and {page} once each, e.g. /literature_d{journal}_{page}.htm")
 	}
-	scheme, err := site.New(c.Site.FirstPage, c.Site.PageN)
-	if err != nil {
+	if _, err := site.New(c.Site.FirstPage, c.Site.PageN); err != nil {
 		return fmt.Errorf("site.first_page/page_n: %w", err)
 	}
-	c.Site.scheme = scheme
 	if len(c.Site.AllowedHosts) == 0 {
 		return bad("site.allowed_hosts", "[]", "at least the host of site.base_url")
 	}
@@ -275,8 +322,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, j := range c.Journals {
-		if j <= 0 {
-			return bad(fmt.Sprintf("journals[%d]", i), j, "a positive journal id")
+		if err := CheckJournal(j); err != nil {
+			return fmt.Errorf("journals[%d]: %d: %w", i, j, err)
 		}
 	}
 	f := c.Fetch
@@ -326,15 +373,8 @@ func (c *Config) Validate() error {
 	if c.Parse.MaxInputBytes < 1024 || c.Parse.MaxInputBytes > MaxInputBytes {
 		return bad("parse.max_input_bytes", c.Parse.MaxInputBytes, fmt.Sprintf("1024 to %d bytes", MaxInputBytes))
 	}
-	for key, v := range map[string]float64{"quality.min_title_share": c.Quality.MinTitleShare, "quality.min_doi_share": c.Quality.MinDOIShare,
-		"quality.min_authors_share": c.Quality.MinAuthorsShare, "quality.min_published_share": c.Quality.MinPublishedShare,
-		"quality.max_implausible_share": c.Quality.MaxImplausibleShare} {
-		if !(v >= 0 && v <= 1) { // NaN too
-			return bad(key, v, "a share from 0 to 1")
-		}
-	}
-	if !(c.Quality.MinPapersPerPage >= 0 && c.Quality.MinPapersPerPage <= 10000) {
-		return bad("quality.min_papers_per_page", c.Quality.MinPapersPerPage, "0 to 10000")
+	if err := c.Quality.Validate(); err != nil {
+		return err
 	}
 	if c.StateDir == "" {
 		return bad("state_dir", `""`, "a directory")
@@ -419,7 +459,7 @@ func Load(path string, optional bool) (*Config, error) {
 		}
 		return nil, fmt.Errorf("config %s: line %d: a second YAML document (after ---): expected one document; merge it into the first", path, line)
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.Prepare(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil

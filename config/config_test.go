@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -139,8 +140,26 @@ func TestBaseURLUserInfoIsKeptOutOfTheURL(t *testing.T) {
 		t.Errorf("BaseURL %q, with auth %q", c.Site.BaseURL, c.Site.BaseURLWithAuth())
 	}
 	c.Site.BaseURL = "http://127.0.0.1:8089"
-	if err := c.Validate(); err != nil || c.Site.BaseURLWithAuth() != "http://127.0.0.1:8089" {
+	if err := c.Prepare(); err != nil || c.Site.BaseURLWithAuth() != "http://127.0.0.1:8089" {
 		t.Errorf("another base URL must not get the first one's password: %q (%v)", c.Site.BaseURLWithAuth(), err)
+	}
+}
+
+// Validate changes nothing, and names the first bad key in the file's
+// order whatever else is bad (the same key on every run).
+func TestValidateNeitherMutatesNorWanders(t *testing.T) {
+	c := config.Default()
+	c.Site.BaseURL = "https://ann:hunter2@example.org/"
+	c.Site.AllowedHosts = []string{"example.org"}
+	before := *c
+	if err := c.Validate(); err != nil || !reflect.DeepEqual(*c, before) {
+		t.Fatalf("Validate changed the configuration (%v): %+v", err, c.Site)
+	}
+	c.Quality.MinAuthorsShare, c.Quality.MinPublishedShare, c.Quality.MaxImplausibleShare = 2, -1, 7
+	for range 20 {
+		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "quality.min_authors_share: 2:") {
+			t.Fatalf("first bad quality key: %v", err)
+		}
 	}
 }
 

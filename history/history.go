@@ -220,16 +220,8 @@ func sanitize(rep *RunReport) {
 			}
 		}
 	}
-	if t := rep.QualityThresholds; t != nil {
-		for _, v := range []float64{t.MinTitleShare, t.MinDOIShare, t.MinAuthorsShare, t.MinPublishedShare} {
-			if !(v >= 0 && v <= 1) {
-				rep.QualityThresholds = nil
-				break
-			}
-		}
-		if t := rep.QualityThresholds; t != nil && !(t.MinPapersPerPage >= 0 && t.MinPapersPerPage <= 1e4) {
-			rep.QualityThresholds = nil
-		}
+	if t := rep.QualityThresholds; t != nil && t.Validate() != nil {
+		rep.QualityThresholds = nil
 	}
 	// Under a millisecond (a denormal such as 5e-324 in a tampered
 	// summary) a duration makes every rate infinite: it reads as unknown.

@@ -92,7 +92,7 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 		cfg.StateDir = f.stateDir
 	}
 	// The flags obey the same bounds as the file: one validation for both.
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Prepare(); err != nil {
 		return exitcode.UsageError(fmt.Errorf("with the command-line flags: %w", err))
 	}
 	return nil

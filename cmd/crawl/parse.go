@@ -85,7 +85,7 @@ carries warnings, or the paths held no page file at all.`,
 			f.sinks = withOutput(f.sinks, f.out)
 			if cmd.Flags().Changed("max-input-bytes") {
 				cfg.Parse.MaxInputBytes = f.maxInput
-				if err := cfg.Validate(); err != nil {
+				if err := cfg.Prepare(); err != nil {
 					return exitcode.UsageError(fmt.Errorf("--max-input-bytes: %w", err))
 				}
 			}
