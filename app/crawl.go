@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/history"
@@ -36,6 +37,46 @@ type Crawl struct {
 	Progress func(total int64, sum *engine.Summary) (stop func())
 }
 
+// validate checks what the values given do not say alone: a journal to
+// crawl, at most backfill.max_pages pages, a report that is not the
+// records' file. Each value was checked where it entered (the flags, the
+// configuration).
+func (c Crawl) validate(cfg *config.Config) error {
+	if err := needJournals(c.Journals); err != nil {
+		return err
+	}
+	if c.Kind == "backfill" && c.To != 0 {
+		if err := checkSpan(cfg, c.From, c.To, "run"); err != nil {
+			return err
+		}
+	}
+	if c.Report != "" {
+		for _, u := range c.Sinks {
+			if p, ok := strings.CutPrefix(u, "jsonl:"); ok && samePath(p, c.Report) {
+				return exitcode.Usagef("--report %s: is the records' JSONL file too: give the report a file of its own", c.Report)
+			}
+		}
+	}
+	return nil
+}
+
+// needJournals: a run needs journals, from --journal or the configuration.
+func needJournals(js []int64) error {
+	if len(js) == 0 {
+		return exitcode.Usagef("no journal: give --journal J or set journals in the config")
+	}
+	return nil
+}
+
+// checkSpan bounds the pages of a journal one run (or one enqueue) takes:
+// backfill.max_pages.
+func checkSpan(cfg *config.Config, from, to int, what string) error {
+	if to-from >= cfg.Backfill.MaxPages {
+		return exitcode.Usagef("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one %s; do a long range in parts", from, to, cfg.Backfill.MaxPages, what)
+	}
+	return nil
+}
+
 // Crawl runs c: it opens the state and the sinks, rolls the sinks back to
 // the state's token, records the run in the history, runs the engine,
 // prints the summary, writes the report, and applies the quality gate. It
@@ -44,26 +85,8 @@ type Crawl struct {
 // ErrPagesFailed (wrapped), ctx's error, or another (fatal) error.
 func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	cfg := e.Config
-	if len(c.Journals) == 0 {
-		return nil, exitcode.Usagef("no journal: give --journal J or set journals in the config")
-	}
-	for _, j := range c.Journals {
-		if j <= 0 {
-			return nil, exitcode.Usagef("--journal %d: expected a positive journal id", j)
-		}
-	}
-	if c.Kind == "backfill" && (c.From < 1 || c.To != 0 && c.To < c.From) {
-		return nil, exitcode.Usagef("pages %d-%d: expected 1 <= A <= B", c.From, c.To)
-	}
-	if c.Kind == "backfill" && c.To != 0 && c.To-c.From >= cfg.Backfill.MaxPages {
-		return nil, exitcode.Usagef("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one run; backfill a long range in parts", c.From, c.To, cfg.Backfill.MaxPages)
-	}
-	if c.Report != "" {
-		for _, u := range c.Sinks {
-			if p, ok := strings.CutPrefix(u, "jsonl:"); ok && samePath(p, c.Report) {
-				return nil, exitcode.Usagef("--report %s: is the records' JSONL file too: give the report a file of its own", c.Report)
-			}
-		}
+	if err := c.validate(cfg); err != nil {
+		return nil, err
 	}
 	runID := NewRunID(time.Now())
 	rt, closeRT, err := c.Transport.open(runID, cfg.Fetch.MaxBodyBytes)

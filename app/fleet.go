@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/frontier"
@@ -32,15 +33,8 @@ type Fleet struct {
 }
 
 func (e *Env) connect(ctx context.Context, f Fleet) (*frontier.Frontier, error) {
-	switch {
-	case f.URL == "":
+	if f.URL == "" {
 		return nil, exitcode.Usagef("--frontier nats://host:port is required")
-	case f.AckWait < 0:
-		return nil, exitcode.Usagef("--ack-wait %v: expected a positive duration", f.AckWait)
-	case f.MaxDeliver < 0:
-		return nil, exitcode.Usagef("--max-deliver %d: expected at least 1", f.MaxDeliver)
-	case f.Replicas < 0 || f.Replicas > 5:
-		return nil, exitcode.Usagef("--replicas %d: expected 1 to 5", f.Replicas)
 	}
 	return frontier.Connect(ctx, f.URL, frontier.Options{AckWait: f.AckWait, MaxDeliver: f.MaxDeliver, Replicas: f.Replicas, Log: e.log()})
 }
@@ -54,23 +48,28 @@ type Enqueue struct {
 	Nightly  bool
 }
 
+// validate checks what the values given do not say alone: a journal to
+// enqueue, a last page, and at most backfill.max_pages pages. Each value
+// was checked where it entered (the flags, the configuration).
+func (o Enqueue) validate(cfg *config.Config) error {
+	if err := needJournals(o.Journals); err != nil {
+		return err
+	}
+	if o.Nightly {
+		return nil
+	}
+	if o.To == 0 {
+		return exitcode.Usagef("--pages %d-: a distributed backfill needs its last page (A-B); use --nightly for walks", o.From)
+	}
+	return checkSpan(cfg, o.From, o.To, "enqueue")
+}
+
 // Enqueue publishes the jobs under a new run id, one at a time. Pages (or
 // walks) whose jobs are pending or in flight are not added again. When
 // Env.Stop closes it stops, and says what it did so far.
 func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.Enqueued, err error) {
-	if len(o.Journals) == 0 {
-		return "", n, exitcode.Usagef("no journal: give --journal J or set journals in the config")
-	}
-	for _, j := range o.Journals {
-		if j <= 0 {
-			return "", n, exitcode.Usagef("--journal %d: expected a positive journal id", j)
-		}
-	}
-	if !o.Nightly && (o.From < 1 || o.To < o.From) {
-		return "", n, exitcode.Usagef("pages %d-%d: a distributed backfill needs 1 <= A <= B (A-B); use --nightly for walks", o.From, o.To)
-	}
-	if maxPages := e.Config.Backfill.MaxPages; !o.Nightly && o.To-o.From >= maxPages {
-		return "", n, exitcode.Usagef("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one enqueue; enqueue a long range in parts", o.From, o.To, maxPages)
+	if err := o.validate(e.Config); err != nil {
+		return "", n, err
 	}
 	runID = NewRunID(time.Now())
 	interrupted := false

@@ -41,7 +41,7 @@ var runIDShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 func (j Job) Validate() error {
 	bad := func(field, want string) error { return fmt.Errorf("job %s: expected %s", field, want) }
 	switch {
-	case j.Journal <= 0:
+	case config.CheckJournal(j.Journal) != nil:
 		return bad("journal", "a positive journal id")
 	case j.Page < 1 || j.Page > config.MaxPageNumber:
 		return bad("page", fmt.Sprintf("1 to %d", config.MaxPageNumber))

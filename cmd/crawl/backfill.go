@@ -32,8 +32,7 @@ type crawlFlags struct {
 
 func (f *crawlFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.Int64SliceVar(&f.journals, "journal", nil, "a journal id `J` to crawl (repeatable); replaces the configured journals")
-	hideDefault(cmd, "journal")
+	journalsVar(fl, &f.journals, "a journal id `J` to crawl (repeatable); replaces the configured journals")
 	f.registerSite(cmd)
 	fl.StringVar(&f.stateDir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
 	fl.StringVar(&f.report, "report", "", "write the run summary as JSON to this file")
@@ -48,8 +47,8 @@ func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
 	fl.StringArrayVar(&f.sinks, "sink", nil, "a sink `URL`: jsonl:PATH, -, postgres://USER@HOST/DB?table=papers, nats://…, kafka://… (repeatable; replaces the configured sinks; default: standard output)")
 	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight per host (default: fetch.concurrency)")
-	fl.DurationVar(&f.delay, "delay", 0, "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
+	typedVar(fl, newIntIn(&f.concurrency, 0, 1, config.MaxConcurrency, "requests per host (fetch.concurrency's bounds)"), "concurrency", "requests in flight per host (default: fetch.concurrency)")
+	typedVar(fl, newDuration(&f.delay, 0, false, "0 or 1.5s"), "delay", "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
 }
 
 // apply overrides the configuration with the flags given.
@@ -66,24 +65,13 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 		cfg.Site.BaseURL, cfg.Site.AllowedHosts = strings.TrimRight(f.baseURL, "/"), []string{u.Hostname()}
 	}
 	if cmd.Flags().Changed("concurrency") {
-		if f.concurrency < 1 || f.concurrency > config.MaxConcurrency {
-			return exitcode.UsageError(fmt.Errorf("--concurrency %d: expected 1 to %d requests per host (fetch.concurrency's bounds)", f.concurrency, config.MaxConcurrency))
-		}
 		cfg.Fetch.Concurrency = f.concurrency
 	}
 	if cmd.Flags().Changed("delay") {
-		if f.delay < 0 {
-			return exitcode.UsageError(fmt.Errorf("--delay %v: expected 0 or more", f.delay))
-		}
 		cfg.Fetch.Delay, cfg.Fetch.Jitter = config.Duration(f.delay), config.Duration(min(cfg.Fetch.Jitter.D(), f.delay/2))
 	}
 	if cmd.Flags().Changed("sink") || f.out != "" {
 		cfg.Sinks = withOutput(f.sinks, f.out)
-	}
-	for _, j := range f.journals {
-		if j <= 0 {
-			return exitcode.UsageError(fmt.Errorf("--journal %d: expected a positive journal id", j))
-		}
 	}
 	if len(f.journals) > 0 {
 		cfg.Journals = f.journals

@@ -28,10 +28,10 @@ type frontierFlags struct {
 func (f *frontierFlags) register(cmd *cobra.Command, consumer bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "frontier", "", "the shared frontier: nats://[user:pass@]host:port[,host:port…] (JetStream, nats-server 2.9.10 or newer)")
-	fl.IntVar(&f.replicas, "replicas", 0, "replicas of the frontier's streams and buckets, 1 to 5, on a cluster: new ones are created with it, existing ones moved in place (default: frontier.replicas; as they are, 1 when created)")
+	typedVar(fl, newIntIn(&f.replicas, 0, 1, 5, ""), "replicas", "replicas of the frontier's streams and buckets, 1 to 5, on a cluster: new ones are created with it, existing ones moved in place (default: frontier.replicas; as they are, 1 when created)")
 	if consumer {
-		fl.DurationVar(&f.ackWait, "ack-wait", 0, "how long a worker may hold a job without a heartbeat before it is redelivered (default: as the frontier has it; 2m when it is created)")
-		fl.IntVar(&f.maxDeliver, "max-deliver", 0, "tries of a job before it is dead-lettered (default: as the frontier has it; 5 when it is created)")
+		typedVar(fl, newDuration(&f.ackWait, 0, true, "2m"), "ack-wait", "how long a worker may hold a job without a heartbeat before it is redelivered (default: as the frontier has it; 2m when it is created)")
+		typedVar(fl, newIntIn(&f.maxDeliver, 0, 1, 100, "tries"), "max-deliver", "tries of a job before it is dead-lettered (default: as the frontier has it; 5 when it is created)")
 	}
 }
 
@@ -39,27 +39,11 @@ func (f *frontierFlags) register(cmd *cobra.Command, consumer bool) {
 // leaves the frontier as it is.
 func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, error) {
 	fl := app.Fleet{URL: f.url, Replicas: env.Config.Frontier.Replicas}
-	if f.url == "" {
-		return fl, exitcode.UsageError(errors.New("--frontier nats://host:port is required"))
-	}
-	if fg := cmd.Flags().Lookup("ack-wait"); fg != nil && fg.Changed {
-		if f.ackWait <= 0 {
-			return fl, exitcode.UsageError(fmt.Errorf("--ack-wait %v: expected a positive duration such as 2m", f.ackWait))
-		}
-		fl.AckWait = f.ackWait
-	}
-	if fg := cmd.Flags().Lookup("max-deliver"); fg != nil && fg.Changed {
-		if f.maxDeliver < 1 || f.maxDeliver > 100 {
-			return fl, exitcode.UsageError(fmt.Errorf("--max-deliver %d: expected 1 to 100 tries", f.maxDeliver))
-		}
-		fl.MaxDeliver = f.maxDeliver
-	}
+	// The flags' values were checked as they were parsed (flags.go).
 	if cmd.Flags().Changed("replicas") {
-		if f.replicas < 1 || f.replicas > 5 {
-			return fl, exitcode.UsageError(fmt.Errorf("--replicas %d: expected 1 to 5", f.replicas))
-		}
 		fl.Replicas = f.replicas
 	}
+	fl.AckWait, fl.MaxDeliver = f.ackWait, f.maxDeliver
 	return fl, nil
 }
 
@@ -112,9 +96,6 @@ enqueued again.`,
 			if len(journals) == 0 {
 				journals = env.Config.Journals
 			}
-			if len(journals) == 0 {
-				return exitcode.UsageError(errors.New("no journal: give --journal J or set journals in the config"))
-			}
 			if nightly == (pages != "") {
 				return exitcode.UsageError(errors.New("give either --pages A-B or --nightly"))
 			}
@@ -122,9 +103,6 @@ enqueued again.`,
 			if !nightly {
 				if o.From, o.To, err = parsePages(pages); err != nil {
 					return err
-				}
-				if o.To == 0 {
-					return exitcode.UsageError(fmt.Errorf("--pages %q: a distributed backfill needs its last page (A-B); use --nightly for walks", pages))
 				}
 			}
 			runID, n, err := env.Enqueue(cmd.Context(), o)
@@ -151,8 +129,7 @@ enqueued again.`,
 		},
 	}
 	ff.register(cmd, true)
-	cmd.Flags().Int64SliceVar(&journals, "journal", nil, "a journal id `J` (repeatable; default: the configured journals)")
-	hideDefault(cmd, "journal")
+	journalsVar(cmd.Flags(), &journals, "a journal id `J` (repeatable; default: the configured journals)")
 	cmd.Flags().StringVar(&pages, "pages", "", "pages A-B, or a page A")
 	cmd.Flags().BoolVar(&nightly, "nightly", false, "enqueue the nightly walk of each journal")
 	return cmd
@@ -190,9 +167,6 @@ the end the worker prints its summary (JSON with --log-format json).`,
 			if err != nil {
 				return err
 			}
-			if idle < 0 {
-				return exitcode.UsageError(fmt.Errorf("--exit-when-idle %v: expected 0 (never) or a positive duration", idle))
-			}
 			limitMemory(env.Config.Fetch.Concurrency)
 			ctx, cancel := stopOnSignal(cmd.Context(), env.Config.ShutdownTimeout.D())
 			defer cancel()
@@ -201,7 +175,7 @@ the end the worker prints its summary (JSON with --log-format json).`,
 	}
 	ff.register(cmd, true)
 	f.registerSite(cmd)
-	cmd.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit after this long without a job (batch runs); 0 runs until interrupted")
+	typedVar(cmd.Flags(), newDuration(&idle, 0, false, "5s"), "exit-when-idle", "exit after this long without a job (batch runs); 0 runs until interrupted")
 	return cmd
 }
 

@@ -109,6 +109,13 @@ func TestDistributedUsage(t *testing.T) {
 		{[]string{"status", "--frontier", "nats://127.0.0.1:1", "--ack-wait", "1s"}, "unknown flag: --ack-wait"},
 		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1", "--pages", "1-2", "--replicas", "6"}, "--replicas 6: expected 1 to 5"},
 		{[]string{"worker"}, "--frontier"},
+		// Each value is checked where it enters, the message naming the
+		// flag, the value and what is expected.
+		{[]string{"worker", "--frontier", "nats://127.0.0.1:1", "--ack-wait", "0"}, "--ack-wait 0: expected a positive duration"},
+		{[]string{"worker", "--frontier", "nats://127.0.0.1:1", "--max-deliver", "0"}, "--max-deliver 0: expected 1 to 100 tries"},
+		{[]string{"worker", "--frontier", "nats://127.0.0.1:1", "--exit-when-idle", "-1s"}, "--exit-when-idle -1s: expected 0 or more"},
+		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "0", "--pages", "1-2"}, "--journal 0: expected a positive journal id"},
+		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1,x", "--pages", "1-2"}, "--journal 1,x: expected a positive journal id"},
 		{[]string{"status"}, "--frontier"},
 	} {
 		code, _, errs := crawl(t, tt.args...)

@@ -220,7 +220,7 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 		Version:       version(),
 	}
 	root.SetVersionTemplate("crawl {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitcode.UsageError(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration `FILE`; the default one may be absent, one given must exist")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")

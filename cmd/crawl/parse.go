@@ -109,7 +109,7 @@ carries warnings, or the paths held no page file at all.`,
 	fl.BoolVar(&f.strict, "strict", false, "exit 4 when a field does not look like what it is; else 3 when any input yields no record, any record has warnings, or the paths hold no page file")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
-	fl.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "files parsed at once (output order is kept)")
+	typedVar(fl, newIntIn(&f.concurrency, min(runtime.GOMAXPROCS(0), maxParseConcurrency), 1, maxParseConcurrency, "files at once"), "concurrency", "files parsed at once (output order is kept)")
 	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
 	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	fl.BoolVar(&f.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
@@ -129,9 +129,6 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	format, err := parser.ParseFormat(f.format)
 	if err != nil {
 		return exitcode.UsageError(fmt.Errorf("--format: %w", err))
-	}
-	if f.concurrency < 1 || f.concurrency > maxParseConcurrency {
-		return exitcode.UsageError(fmt.Errorf("--concurrency %d: expected 1 to %d files at once", f.concurrency, maxParseConcurrency))
 	}
 	if f.maxInput <= 0 {
 		f.maxInput = config.Default().Parse.MaxInputBytes

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
+)
+
+// Typed flag values: a flag's value is checked where it enters, when the
+// command line is parsed, and a bad one is a usage error naming the flag,
+// the value and what is expected ("--replicas 6: expected 1 to 5"), as the
+// configuration's errors name the key. Bounds that the configuration file
+// shares are checked once more only as part of the configuration
+// (config.Validate), which the flags are applied to.
+
+// intIn is an int flag within [lo, hi].
+type intIn struct {
+	v      *int
+	lo, hi int
+	what   string // what is counted, for the message ("" none)
+}
+
+func newIntIn(v *int, def, lo, hi int, what string) *intIn {
+	*v = def
+	return &intIn{v: v, lo: lo, hi: hi, what: what}
+}
+
+func (f *intIn) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < f.lo || n > f.hi {
+		return fmt.Errorf("expected %d to %d%s", f.lo, f.hi, strings.TrimRight(" "+f.what, " "))
+	}
+	*f.v = n
+	return nil
+}
+func (f *intIn) String() string { return strconv.Itoa(*f.v) }
+func (f *intIn) Type() string   { return "int" }
+
+// durationFlag is a duration flag of at least zero, or (positive) above it.
+type durationFlag struct {
+	v        *time.Duration
+	positive bool
+	example  string
+}
+
+func newDuration(v *time.Duration, def time.Duration, positive bool, example string) *durationFlag {
+	*v = def
+	return &durationFlag{v: v, positive: positive, example: example}
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return fmt.Errorf("expected a duration such as %s", f.example)
+	case f.positive && d <= 0:
+		return fmt.Errorf("expected a positive duration such as %s", f.example)
+	case d < 0:
+		return fmt.Errorf("expected 0 or more, such as %s", f.example)
+	}
+	*f.v = d
+	return nil
+}
+func (f *durationFlag) String() string { return f.v.String() }
+func (f *durationFlag) Type() string   { return "duration" }
+
+// journalsFlag is a repeatable --journal: positive ids, comma-separated
+// or one a flag (config.CheckJournal).
+type journalsFlag struct {
+	v       *[]int64
+	changed bool
+}
+
+func (f *journalsFlag) Set(s string) error {
+	if !f.changed {
+		*f.v, f.changed = nil, true
+	}
+	for _, part := range strings.Split(s, ",") {
+		j, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
+		if err != nil {
+			return fmt.Errorf("expected a positive journal id")
+		}
+		if err := config.CheckJournal(j); err != nil {
+			return err
+		}
+		*f.v = append(*f.v, j)
+	}
+	return nil
+}
+
+func (f *journalsFlag) String() string {
+	parts := make([]string, len(*f.v))
+	for i, j := range *f.v {
+		parts[i] = strconv.FormatInt(j, 10)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+func (f *journalsFlag) Type() string { return "int64Slice" }
+
+// journalsVar registers --journal.
+func journalsVar(fl *pflag.FlagSet, v *[]int64, usage string) {
+	fl.Var(&journalsFlag{v: v}, "journal", usage)
+	fl.Lookup("journal").DefValue = ""
+}
+
+// pflagInvalid is pflag's message for a value its flag refused.
+var pflagInvalid = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+
+// flagError is the usage error of a flag the command line got wrong, in
+// the project's words: "--replicas 6: expected 1 to 5".
+func flagError(err error) error {
+	if m := pflagInvalid.FindStringSubmatch(err.Error()); m != nil {
+		return exitcode.Usagef("%s %s: %s", m[2], m[1], m[3])
+	}
+	return exitcode.UsageError(err)
+}
+
+// typedVar registers a typed flag value; a zero default is not shown in
+// the help (as pflag does for its own types).
+func typedVar(fl *pflag.FlagSet, v pflag.Value, name, usage string) {
+	fl.Var(v, name, usage)
+	if d := fl.Lookup(name).DefValue; d == "0" || d == "0s" {
+		fl.Lookup(name).DefValue = ""
+	}
+}
