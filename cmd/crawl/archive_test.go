@@ -42,6 +42,7 @@ func coreRecords(t *testing.T, path string) map[string]string {
 // A live crawl with --archive, then the site goes away: crawl replay gives
 // the same records, and so does an --offline crawl.
 func TestArchiveReplayAndOffline(t *testing.T) {
+	t.Parallel()
 	site, srv := fixtureSite(t)
 	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.Status, Status: 503})
 	site.Inject(testsite.PagePath(501422, 3), testsite.Fault{Kind: testsite.SoftBlock})
@@ -104,6 +105,7 @@ var maskRun = regexp.MustCompile(`"(run_id|fetched_at)":"[^"]*"`)
 // both deliver the same records, in the same order, byte for byte but for
 // the run and the fetch time.
 func TestReplayAndOfflineDeliverAlike(t *testing.T) {
+	t.Parallel()
 	const j = 8686
 	site := testsite.New()
 	ids := []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a1", "a8", "a9", "b1", "b2", "b3", "b4", "b5"}

@@ -43,6 +43,7 @@ quality:
 // real paper is delivered once and no trap is, and the password is in no
 // record, log line, report or state file.
 func TestAttackSiteEndToEnd(t *testing.T) {
+	t.Parallel()
 	site, _, err := buildSite("", "", nil, "attack", 1) // as crawl serve --faults attack makes it
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +143,7 @@ func TestAttackSiteEndToEnd(t *testing.T) {
 // moved away does not stop the next run into Q: it starts clean, with a
 // warning.
 func TestJSONLTokenIsBoundToItsFile(t *testing.T) {
+	t.Parallel()
 	site := testsite.New()
 	site.SynthJournal(1001, 6, 5)
 	srv := httptest.NewServer(site)

@@ -36,6 +36,7 @@ func countLines(t *testing.T, path string) int {
 }
 
 func TestBackfillCommand(t *testing.T) {
+	t.Parallel()
 	_, srv := fixtureSite(t)
 	dir := t.TempDir()
 	out, rep := filepath.Join(dir, "papers.jsonl"), filepath.Join(dir, "report.json")
@@ -66,6 +67,7 @@ func TestBackfillCommand(t *testing.T) {
 }
 
 func TestBackfillFailedPagesExit3(t *testing.T) {
+	t.Parallel()
 	site, srv := fixtureSite(t)
 	site.Inject(testsite.PagePath(501422, 2), testsite.Fault{Kind: testsite.Status, Status: 403})
 	dir, repDir := t.TempDir(), t.TempDir()
@@ -117,6 +119,7 @@ func TestBackfillFailedPagesExit3(t *testing.T) {
 }
 
 func TestBackfillUsage(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -142,6 +145,7 @@ func TestBackfillUsage(t *testing.T) {
 }
 
 func TestNightlyCommand(t *testing.T) {
+	t.Parallel()
 	site := testsite.New()
 	site.SynthJournal(77, 5, 20)
 	srv := httptest.NewServer(site)
@@ -165,6 +169,7 @@ func TestNightlyCommand(t *testing.T) {
 // and the run history and the report show it; the next nightly carries on
 // to the last page.
 func TestNightlyMaxPagesSaysSo(t *testing.T) {
+	t.Parallel()
 	site := testsite.New()
 	site.SynthJournal(78, 5, 20)
 	srv := httptest.NewServer(site)
@@ -208,6 +213,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 // their meta lines and JSON. The run delivers what it parsed and exits 4,
 // naming the field that dropped.
 func TestQualityAlarm(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
 	for i := range 20 {
@@ -243,6 +249,7 @@ func TestQualityAlarm(t *testing.T) {
 // names and the next paper's names for the abstract. Presence shares stay
 // at 100%; the plausibility gate exits 4 naming the field and a value.
 func TestPlausibilityAlarm(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
 	for i := range 20 {

@@ -21,6 +21,7 @@ import (
 // site; one is killed mid-run. The frontier drains and every paper reaches
 // the records stream exactly once.
 func TestWorkerProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -98,6 +99,7 @@ func TestWorkerProcesses(t *testing.T) {
 }
 
 func TestDistributedUsage(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -128,6 +130,7 @@ func TestDistributedUsage(t *testing.T) {
 // With --log-format json every line a worker writes on stderr is JSON,
 // its summary included.
 func TestWorkerJSONSummary(t *testing.T) {
+	t.Parallel()
 	natsURL := natstest.Start(t).URL()
 	site := testsite.New()
 	site.SynthJournal(71, 2, 20)

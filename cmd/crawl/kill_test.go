@@ -80,6 +80,7 @@ func papersIn(t *testing.T, path string) map[string]string {
 // killed at several moments; after a final run the JSONL equals a clean
 // run's: every paper once, nothing missing.
 func TestBackfillSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -162,6 +163,7 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 // The first SIGINT stops starting pages; the page in flight finishes, is
 // delivered and committed; the run exits 130; a rerun does the rest.
 func TestBackfillGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

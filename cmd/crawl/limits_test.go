@@ -20,6 +20,7 @@ import (
 // crawl parse reads at most parse.max_input_bytes of an input (the flag or
 // the config), and fails naming the key instead of taking the memory.
 func TestParseCapsItsInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.htm")
 	if err := os.WriteFile(big, bytes.Repeat([]byte("<p>x</p>\n"), 1000), 0o644); err != nil {
@@ -44,6 +45,7 @@ func TestParseCapsItsInput(t *testing.T) {
 
 // --strict on paths that hold no page file at all is not a success.
 func TestParseStrictWithNothingToParse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "notes.json"), []byte("{}"), 0o644)
 	if code, _, errs := crawl(t, "parse", "--strict", dir); code != exitcode.Incomplete || !strings.Contains(errs, "no page file") {
@@ -57,6 +59,7 @@ func TestParseStrictWithNothingToParse(t *testing.T) {
 // A FIFO whose writer never finishes is read like any input, and the first
 // SIGINT stops the wait (exit 130), not only a second one.
 func TestParseFIFOStopsOnTheFirstSignal(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	fifo := filepath.Join(t.TempDir(), "capture.txt")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -91,6 +94,7 @@ func TestParseFIFOStopsOnTheFirstSignal(t *testing.T) {
 // A panic that reaches main is exit 1 with one line, never Go's exit 2
 // (the usage code) with a trace.
 func TestPanicIsExit1WithOneLine(t *testing.T) {
+	t.Parallel()
 	var errb bytes.Buffer
 	code := func() (code int) {
 		defer exitOnPanic(&errb, &code)
@@ -106,6 +110,7 @@ func TestPanicIsExit1WithOneLine(t *testing.T) {
 // state rebuild refuses inputs that are not delivered records, and never
 // shows a password given by mistake.
 func TestStateRebuildRefusesWhatIsNotRecords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notes := filepath.Join(dir, "notes.jsonl")
 	os.WriteFile(notes, []byte("root:x:0:0:root:/root:/bin/bash\n{\"no\":\"id\"}\n"), 0o644)
@@ -130,6 +135,7 @@ func TestStateRebuildRefusesWhatIsNotRecords(t *testing.T) {
 // Usage errors exit 2 on every command, an unknown command included, each
 // with the hint of the command that failed; --version answers.
 func TestUsageErrorsExit2WithTheirCommandsHint(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		hint string
@@ -154,6 +160,7 @@ func TestUsageErrorsExit2WithTheirCommandsHint(t *testing.T) {
 // with the default retries: exit 1 and a message saying so, not minutes
 // of retries and exit 3.
 func TestUnreachableHostFailsTheRunFast(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for the default retries (up to 15 s)")
 	}
@@ -178,6 +185,7 @@ func TestUnreachableHostFailsTheRunFast(t *testing.T) {
 // parse and replay do not add to a JSONL file that already holds records
 // unless --append says so.
 func TestParseRefusesToAppendWithoutAppend(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	if code, _, errs := crawl(t, "parse", "--sink", "jsonl:"+out, "fixtures/html/flat-p"); code != exitcode.OK {
 		t.Fatalf("first parse: exit %d: %s", code, errs)
@@ -196,6 +204,7 @@ func TestParseRefusesToAppendWithoutAppend(t *testing.T) {
 
 // -o FILE is --sink jsonl:FILE on the commands that deliver.
 func TestOutputShortcut(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	site := testsite.New()
 	site.SynthJournal(1001, 2, 5)
 	srv := httptest.NewServer(site)

@@ -13,6 +13,7 @@ import (
 // With --log-format json every line on stderr is one JSON object, on
 // every command: logs, the summary, failures, notices, errors and hints.
 func TestJSONLogsAreJSONOnEveryLine(t *testing.T) {
+	t.Parallel()
 	site := testsite.New()
 	site.SynthJournal(1001, 2, 5)
 	srv := httptest.NewServer(site)

@@ -13,12 +13,10 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/config"
@@ -29,17 +27,6 @@ import (
 type signalled struct{ sig os.Signal }
 
 func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
-
-// stopKey carries the "stop starting work" channel in the command's
-// context: the first signal closes it; the context itself is cancelled
-// only when the shutdown timeout runs out.
-type stopKey struct{}
-
-// stopChan is the command's stop channel (nil: never stops).
-func stopChan(ctx context.Context) <-chan struct{} {
-	ch, _ := ctx.Value(stopKey{}).(chan struct{})
-	return ch
-}
 
 // gcPercent is the crawl's default GOGC. Its live heap is small (about
 // 10 MB: the pages in flight and the commit queue) and it allocates about
@@ -74,33 +61,23 @@ func main() {
 	// finish within shutdownTimeout, are delivered and committed, and the
 	// sinks are closed. A second signal exits at once; the state stays
 	// consistent (every commit is one transaction).
-	stop := make(chan struct{})
-	ctx := context.WithValue(context.Background(), stopKey{}, stop)
+	sess := newSession(make(chan struct{}))
+	ctx := context.WithValue(context.Background(), sessionKey{}, sess)
+	stderr := &notices{Writer: os.Stderr, json: wantsJSON(os.Args[1:])}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		gotSignal.Store(&signalled{s})
-		close(stop) // before the message: whoever reads it knows the stop is in effect
-		if !quietStop.Load() {
-			sayf(os.Stderr, slog.LevelWarn, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once", s)
+		sess.signal.Store(&signalled{s})
+		close(sess.stop) // before the message: whoever reads it knows the stop is in effect
+		if !sess.quietStop.Load() {
+			sayf(stderr, slog.LevelWarn, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once", s)
 		}
 		s = <-sigs
 		os.Exit(signalExitCode(s))
 	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
-
-// signalCode is the exit code of the first signal received, or 0.
-func signalCode() int {
-	if s := gotSignal.Load(); s != nil {
-		return signalExitCode(s.sig)
-	}
-	return 0
-}
-
-// gotSignal is the first signal received, if any.
-var gotSignal atomic.Pointer[signalled]
 
 func signalExitCode(s os.Signal) int {
 	if s == syscall.SIGTERM {
@@ -109,24 +86,17 @@ func signalExitCode(s os.Signal) int {
 	return exitcode.Interrupted
 }
 
-// endFuncs run when the command has finished (see atEnd).
-var endFuncs []func()
-
-// atEnd runs f when the command has finished, whatever its outcome.
-func atEnd(f func()) { endFuncs = append(endFuncs, f) }
-
 // run executes the command line args and returns the process exit code.
 // A panic that reaches it is exit 1 with one line saying what failed (not
 // Go's exit 2, the usage code, with a trace).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	if _, ok := stderr.(*notices); !ok {
+		stderr = &notices{Writer: stderr, json: wantsJSON(args)}
+	}
 	defer exitOnPanic(stderr, &code)
-	endFuncs = nil
-	jsonStderr.Store(wantsJSON(args))
-	defer func() {
-		for i := len(endFuncs) - 1; i >= 0; i-- {
-			endFuncs[i]()
-		}
-	}()
+	sess := sessionOf(ctx)
+	ctx = context.WithValue(ctx, sessionKey{}, sess)
+	defer sess.end()
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -139,7 +109,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
 		err = exitcode.UsageError(err) // cobra's own: a usage error like any other
 	}
-	if sig := gotSignal.Load(); sig != nil {
+	if sig := sess.signal.Load(); sig != nil {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			sayf(stderr, slog.LevelError, "crawl: %v", err)
 		}
@@ -154,7 +124,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	code = exitcode.Of(err)
 	if code == exitcode.Usage {
 		hint := fmt.Sprintf("See '%s --help'.", failed.CommandPath())
-		if jsonStderr.Load() {
+		if jsonNotices(stderr) {
 			say(stderr, slog.LevelError, "crawl: "+err.Error(), "exit", code, "hint", hint)
 		} else {
 			fmt.Fprintf(stderr, "crawl: %v\n%s\n", err, hint)
@@ -233,8 +203,9 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 				return exitcode.UsageError(fmt.Errorf("--metrics-file: %w", err))
 			}
 			errw := cmd.ErrOrStderr()
-			atEnd(func() {
-				if err := writeMetricsFile(path); err != nil {
+			sess := of(cmd)
+			sess.atEnd(func() {
+				if err := writeMetricsFile(sess.registry, path); err != nil {
 					sayf(errw, slog.LevelError, "crawl: --metrics-file: %v", err)
 				}
 			})
@@ -245,12 +216,12 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 			return exitcode.UsageError(fmt.Errorf("--pprof serves on --metrics-addr: give --metrics-addr too"))
 		}
 		if addr != "" {
-			at, stop, err := startMetrics(addr, withPprof)
+			at, stop, err := startMetrics(of(cmd).registry, addr, withPprof)
 			if err != nil {
 				return err
 			}
 			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("metrics on http://%s/metrics", at), "addr", at)
-			atEnd(stop)
+			of(cmd).atEnd(stop)
 		}
 		path, _ := cmd.Flags().GetString("cpuprofile")
 		if path == "" {
@@ -267,7 +238,7 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 			f.Close()
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-		atEnd(func() { pprof.StopCPUProfile(); f.Close() })
+		of(cmd).atEnd(func() { pprof.StopCPUProfile(); f.Close() })
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
@@ -307,8 +278,9 @@ func newEnv(cmd *cobra.Command) (*app.Env, error) {
 		return nil, err
 	}
 	format, _ := cmd.Flags().GetString("log-format")
+	sess := of(cmd)
 	return &app.Env{Config: cfg, Log: log, JSON: format == "json", Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-		Metrics: appMetrics, Stop: stopChan(cmd.Context()), Signalled: signalCode}, nil
+		Metrics: sess.metrics, Stop: sess.stop, Signalled: sess.signalCode}, nil
 }
 
 // argsAtLeast is cobra.MinimumNArgs reporting a usage error.
@@ -330,7 +302,7 @@ func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
 		// On a terminal the progress bar shows progress: only warnings
 		// and errors are logged, so they do not break the bar.
 		opts := &slog.HandlerOptions{}
-		if file, ok := w.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+		if terminal(w) {
 			opts.Level = slog.LevelWarn
 		}
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -344,7 +316,7 @@ func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
 // stop channel closes (d 0: at once), and a function to release it.
 func stopOnSignal(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	stop := stopChan(ctx)
+	stop := sessionOf(ctx).stop
 	if stop == nil {
 		return ctx, cancel
 	}

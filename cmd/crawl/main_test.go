@@ -25,9 +25,14 @@ var repoRoot = func() string {
 // crawl runs the CLI in-process from the repository root.
 func crawl(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	t.Chdir(repoRoot)
+	return crawlIn(t, newSession(nil), args...)
+}
+
+// crawlIn runs the command line in the session sess (its metrics).
+func crawlIn(t *testing.T, sess *session, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	code = run(context.WithValue(context.Background(), sessionKey{}, sess), args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -41,6 +46,7 @@ func golden(t *testing.T, rel string) string {
 }
 
 func TestParseSeedsMatchesGoldensInOrder(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	code, out, errs := crawl(t, "parse", "--concurrency", "2", "fixtures/seeds")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -55,6 +61,7 @@ func TestParseSeedsMatchesGoldensInOrder(t *testing.T) {
 }
 
 func TestParseWalksOnlyPageFiles(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	code, out, errs := crawl(t, "parse", "fixtures")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -89,6 +96,7 @@ func TestParseWalksOnlyPageFiles(t *testing.T) {
 }
 
 func TestParseExitCodes(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	tests := []struct {
 		name   string
 		args   []string
@@ -128,6 +136,7 @@ func TestParseExitCodes(t *testing.T) {
 // --explain says what each line was taken for: furniture above and below
 // the list, each paper's title, names and date/DOI line.
 func TestParseExplain(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	code, out, errs := crawl(t, "parse", "--explain", "fixtures/edge/furniture.txt")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -144,6 +153,7 @@ func TestParseExplain(t *testing.T) {
 }
 
 func TestParseSummaryAndURL(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	code, out, errs := crawl(t, "parse", "--summary", "--url", "https://m.booksci.cn/literature_d501422_9.htm", "fixtures/seeds/000_92928c0d02c94ff5.txt")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -157,6 +167,7 @@ func TestParseSummaryAndURL(t *testing.T) {
 }
 
 func TestHelpOnEveryCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"parse", "--help"}} {
 		code, out, _ := crawl(t, args...)
 		if code != exitcode.OK || !strings.Contains(out, "Usage:") || !strings.Contains(out, "Flags:") {
@@ -166,6 +177,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 }
 
 func TestParseToSinks(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "day-{date}.jsonl")
 	code, out, errs := crawl(t, "parse", "fixtures/seeds", "--sink", "jsonl:"+a, "--sink", "jsonl:"+b)
@@ -195,6 +207,7 @@ func TestParseToSinks(t *testing.T) {
 }
 
 func TestParseSinkErrors(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	code, _, errs := crawl(t, "parse", "fixtures/seeds", "--sink", "ftp://user:pw@host/x")
 	if code != exitcode.Usage || !strings.Contains(errs, "expected jsonl:PATH") || strings.Contains(errs, ":pw@") {
 		t.Errorf("bad sink URL: exit %d, stderr %q", code, errs)
@@ -206,6 +219,7 @@ func TestParseSinkErrors(t *testing.T) {
 }
 
 func TestParseSinksFromConfig(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	dir := t.TempDir()
 	out := filepath.Join(dir, "from-config.jsonl")
 	cfg := filepath.Join(dir, "c.yaml")
@@ -227,6 +241,7 @@ func TestParseSinksFromConfig(t *testing.T) {
 }
 
 func TestParseConfigErrors(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("sinks:\n  - jsonl:ok.jsonl\n  - nats://h:1/s\n"), 0o644)
 	code, _, errs := crawl(t, "parse", "--config", bad, "fixtures/seeds")

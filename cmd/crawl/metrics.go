@@ -9,35 +9,23 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
 )
-
-// metricsRegistry holds every metric of the process (--metrics-addr).
-var metricsRegistry = func() *prometheus.Registry {
-	r := prometheus.NewRegistry()
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return r
-}()
-
-// appMetrics are the crawl's metrics, registered once per process.
-var appMetrics = app.NewMetrics(metricsRegistry)
 
 // startMetrics serves /metrics (Prometheus) on addr, and /debug/pprof when
 // withPprof, and returns the address it listens on. /debug/pprof/cmdline is
 // never served: the command line may hold secrets (sink URLs with
 // passwords, a --base-url with user info).
-func startMetrics(addr string, withPprof bool) (string, func(), error) {
+func startMetrics(reg *prometheus.Registry, addr string, withPprof bool) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metricsRegistry, promhttp.HandlerOpts{Registry: metricsRegistry}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if withPprof {
 		mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/debug/pprof/cmdline" {
@@ -58,8 +46,8 @@ func startMetrics(addr string, withPprof bool) (string, func(), error) {
 // writeMetricsFile writes the metrics to path in the text format
 // node_exporter's textfile collector reads, durably (atomicfile): a
 // collector never reads half a file, and a power loss leaves the old one.
-func writeMetricsFile(path string) error {
-	mfs, err := metricsRegistry.Gather()
+func writeMetricsFile(reg *prometheus.Registry, path string) error {
+	mfs, err := reg.Gather()
 	if err != nil {
 		return err
 	}

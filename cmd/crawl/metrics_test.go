@@ -15,14 +15,16 @@ import (
 // sink; /debug/pprof answers on the same listener with --pprof only, and
 // never serves the command line.
 func TestMetricsEndpoint(t *testing.T) {
-	addr, stop, err := startMetrics("127.0.0.1:0", true)
+	t.Parallel()
+	sess := newSession(nil)
+	addr, stop, err := startMetrics(sess.registry, "127.0.0.1:0", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
 	_, srv := fixtureSite(t)
 	dir := t.TempDir()
-	code, _, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-5", "--base-url", srv.URL, "--delay", "0",
+	code, _, errs := crawlIn(t, sess, "backfill", "--journal", "501422", "--pages", "1-5", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"))
 	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -68,7 +70,8 @@ func status(t *testing.T, url string) int {
 
 // Without --pprof nothing but /metrics is served.
 func TestPprofIsOffByDefault(t *testing.T) {
-	addr, stop, err := startMetrics("127.0.0.1:0", false)
+	t.Parallel()
+	addr, stop, err := startMetrics(newSession(nil).registry, "127.0.0.1:0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +89,7 @@ func TestPprofIsOffByDefault(t *testing.T) {
 // --metrics-file writes the metrics at the end in node_exporter's textfile
 // format, for one-shot runs whose scrape endpoint would be gone.
 func TestMetricsFile(t *testing.T) {
+	t.Parallel()
 	_, srv := fixtureSite(t)
 	dir := t.TempDir()
 	prom := filepath.Join(dir, "litcrawl.prom")

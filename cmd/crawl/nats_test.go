@@ -14,6 +14,7 @@ import (
 // against an in-process JetStream server, twice: the second run is a
 // resend, deduplicated by msg-id, so the stream holds one message per id.
 func TestParseToJSONLAndNATS(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	n := natstest.Start(t)
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	for range 2 {

@@ -7,21 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/sink"
 )
-
-// jsonStderr is --log-format json, read from the command line before the
-// command runs, so that every line the program writes on stderr (notices,
-// errors, hints) is one JSON object, not only the logger's.
-var jsonStderr atomic.Bool
-
-// quietStop: the first signal ends the command without the crawl's
-// "stopping" notice (crawl serve).
-var quietStop atomic.Bool
 
 // wantsJSON reports whether args ask for --log-format json.
 func wantsJSON(args []string) bool {
@@ -36,10 +26,12 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// say writes one line on w: text as it is, or with --log-format json one
-// JSON object with text as its msg and attrs as its fields.
+// say writes one line on w: text as it is, or with --log-format json (read
+// from the command line before the command runs, so that every line on
+// stderr is one JSON object, not only the logger's: notices) one JSON
+// object with text as its msg and attrs as its fields.
 func say(w io.Writer, level slog.Level, text string, attrs ...any) {
-	if jsonStderr.Load() {
+	if jsonNotices(w) {
 		slog.New(slog.NewJSONHandler(w, nil)).Log(context.Background(), level, text, attrs...)
 		return
 	}

@@ -153,7 +153,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 
 	ctx, cancel := stopOnSignal(ctx, 0) // a signal stops parsing at once
 	defer cancel()
-	out, err := app.OpenSinks(ctx, f.sinks, app.SinkOptions{Stdout: stdout, Log: f.log, Metrics: appMetrics})
+	out, err := app.OpenSinks(ctx, f.sinks, app.SinkOptions{Stdout: stdout, Log: f.log, Metrics: sessionOf(ctx).metrics})
 	if err != nil {
 		return err
 	}

@@ -182,6 +182,7 @@ func (c pgCrawl) run(onLine func(cmd *exec.Cmd, line string)) (stderr string, er
 // is before the crawl state has committed it: the rerun writes that page
 // again and the upsert keeps each paper once.
 func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	srv := pgtest.Shared(t)
 	_, hs := synthSite(t, map[int64]int{9101: 30})
@@ -294,6 +295,7 @@ func TestBackfillIntoPostgresSurvivesKill9(t *testing.T) {
 // The server is stopped mid-run and started again: the writes fail, are
 // retried, and the run completes with the table a clean run would leave.
 func TestBackfillIntoPostgresServerRestart(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	srv := pgtest.New(t)
 	site, hs := synthSite(t, map[int64]int{9102: 20})
@@ -363,6 +365,7 @@ func TestBackfillIntoPostgresServerRestart(t *testing.T) {
 // Two crawls (two journals, two states) write into one table at once:
 // nothing is lost and each keeps its own commit count.
 func TestTwoCrawlsOneTable(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	srv := pgtest.Shared(t)
 	_, hs := synthSite(t, map[int64]int{9103: 15, 9104: 15})
@@ -402,6 +405,7 @@ func TestTwoCrawlsOneTable(t *testing.T) {
 // anew) stops the next crawl, naming the way out; a backfill with
 // --no-resume --redeliver goes on past it and puts the papers back.
 func TestTableBehindState(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Shared(t)
 	_, hs := synthSite(t, map[int64]int{9105: 4})
 	db := srv.NewDB(t)
@@ -443,6 +447,7 @@ func TestTableBehindState(t *testing.T) {
 // papers in the fixtures loaded as the page says, and each can use its
 // index (with sequential scans off, as on a table large enough).
 func TestDocsExampleQueries(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	srv := pgtest.Shared(t)
 	db := srv.NewDB(t)
 	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", srv.URL(db, "table=papers")); code != exitcode.OK {
@@ -507,6 +512,7 @@ func TestDocsExampleQueries(t *testing.T) {
 // names each sink that is not ready; a crawl user with only the GRANTs the
 // docs give then writes into it.
 func TestSinkCheck(t *testing.T) {
+	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	srv := pgtest.Shared(t)
 	db := srv.NewDB(t)
 	url := srv.URL(db, "table=papers")

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/litcrawl/litcrawl/engine"
 )
@@ -24,7 +22,7 @@ const progressLogEvery = 10 * time.Second
 func startProgress(w io.Writer, total int64, sum *engine.Summary, log *slog.Logger) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !jsonStderr.Load() { // JSON logs: no bar among the objects
+	if terminal(w) && !jsonNotices(w) { // JSON logs: no bar among the objects
 		bar := progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(w), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(total > 0),
 			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish(),

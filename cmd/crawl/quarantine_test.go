@@ -28,6 +28,7 @@ import (
 // nothing to do. After the server's limit is raised, crawl quarantine
 // retry delivers them, each once, and empties the quarantine.
 func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
+	t.Parallel()
 	_, srv := fixtureSite(t)
 	dir := t.TempDir()
 	// The sizes of the papers as the sinks encode them.
@@ -127,6 +128,7 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 // crawl quarantine list prints no terminal escape, bidi override, line
 // separator or invisible filler from an entry, its sink name included.
 func TestQuarantineListIsSafeForATerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := sinktest.Records("e", 1)[0]
 	rec.Title = "T\u202e\u2028\u3164itle"

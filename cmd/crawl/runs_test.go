@@ -21,6 +21,7 @@ import (
 // journals and counts; a run with no end recorded shows as killed; runs
 // show prints one run with its failed pages and per-journal counts.
 func TestRunsHistory(t *testing.T) {
+	t.Parallel()
 	site, srv := fixtureSite(t)
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
@@ -92,6 +93,7 @@ func TestRunsHistory(t *testing.T) {
 // While a crawl holds the state, crawl runs does not wait for it: it
 // shows the snapshot that crawl wrote when it started, and says so.
 func TestRunsWhileACrawlHoldsTheState(t *testing.T) {
+	t.Parallel()
 	stateDir := t.TempDir()
 	st, err := state.Open(stateDir)
 	if err != nil {
@@ -125,6 +127,7 @@ func TestRunsWhileACrawlHoldsTheState(t *testing.T) {
 // crawl report writes the HTML report of the history (and of --report
 // files), and refuses a missing or directory -o.
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	_, srv := fixtureSite(t)
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
@@ -196,6 +199,7 @@ func TestReportCommand(t *testing.T) {
 // sink that cannot be opened) is in the history with its error and exit
 // code.
 func TestRunsEmptyAndEarlyFailure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
 	st, err := state.Open(stateDir)
@@ -227,6 +231,7 @@ func TestRunsEmptyAndEarlyFailure(t *testing.T) {
 // other commands give; state check refuses a FIFO at once and calls an
 // empty file damaged (not "bad file descriptor").
 func TestHistoryReadersCallDamageDamage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
 	st, err := state.Open(stateDir)

@@ -172,7 +172,7 @@ last, or it takes the others down with it. It serves until interrupted.`,
 			if site.Robots() == "" {
 				site.SetRobots("User-agent: *\nAllow: /\n")
 			}
-			quietStop.Store(true) // Ctrl-C just ends the site
+			of(cmd).quietStop.Store(true) // Ctrl-C just ends the site
 			srv := &http.Server{Handler: siteHandler(site, verbose, cmd.ErrOrStderr()), ReadHeaderTimeout: 10 * time.Second}
 			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("serving %d pages on http://%s (faults: %s, seed %d); interrupt to stop", pages, ln.Addr(), faults, seed),
 				"addr", ln.Addr().String(), "pages", pages, "faults", faults, "seed", seed)

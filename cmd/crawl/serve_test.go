@@ -21,6 +21,7 @@ import (
 // three nights of new ones, each paper once; it ends with the report of
 // its four runs and what to try next.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	code, _, errs := crawl(t, "demo", "--out", out)
 	if code != exitcode.OK {
@@ -52,6 +53,7 @@ func TestDemo(t *testing.T) {
 // crawl serve (the built binary) serves synthetic pages on loopback and
 // stops on SIGINT.
 func TestServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -105,6 +107,7 @@ func TestServe(t *testing.T) {
 }
 
 func TestServeUsage(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want string

@@ -18,6 +18,7 @@ import (
 // own, says damaged; state rebuild builds a new state from the delivered
 // JSONL with which a rerun delivers nothing twice.
 func TestDamagedStateCheckAndRebuild(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	site := testsite.New()
 	site.SynthJournal(1001, 30, 20)

@@ -48,15 +48,7 @@ func Write(path string, fill func(w *bufio.Writer) error) error {
 // nil the new file is on disk; on an error before the rename, path is as
 // it was and tmp is left to the caller.
 func Replace(tmp, path string) error {
-	f, err := os.Open(tmp)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := syncPath(tmp); err != nil {
 		return err
 	}
 	return rename(tmp, path)
@@ -77,13 +69,16 @@ func rename(tmp, path string) error {
 
 // SyncDir fsyncs a directory, so that a file created, renamed or removed
 // in it stays so after a power loss.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+func SyncDir(dir string) error { return syncPath(dir) }
+
+// syncPath fsyncs the file or directory at path.
+func syncPath(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
