@@ -20,8 +20,7 @@ import (
 type crawlFlags struct {
 	journals    []int64
 	baseURL     string
-	sinks       []string
-	out         string // -o FILE: --sink jsonl:FILE
+	sinks       sinkFlags
 	stateDir    string
 	concurrency int
 	delay       time.Duration
@@ -34,7 +33,7 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	journalsVar(fl, &f.journals, "a journal id `J` to crawl (repeatable); replaces the configured journals")
 	f.registerSite(cmd)
-	fl.StringVar(&f.stateDir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(fl, &f.stateDir)
 	fl.StringVar(&f.report, "report", "", "write the run summary as JSON to this file")
 	fl.StringVar(&f.archive, "archive", "", "record every fetch as WARC files in this directory")
 	fl.StringVar(&f.offline, "offline", "", "fetch nothing: answer every request from the WARC files of this directory")
@@ -45,8 +44,7 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
-	fl.StringArrayVar(&f.sinks, "sink", nil, "a sink `URL`: jsonl:PATH, -, postgres://USER@HOST/DB?table=papers, nats://…, kafka://… (repeatable; replaces the configured sinks; default: standard output)")
-	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
+	f.sinks.register(fl, false)
 	typedVar(fl, newIntIn(&f.concurrency, 0, 1, config.MaxConcurrency, "requests per host (fetch.concurrency's bounds)"), "concurrency", "requests in flight per host (default: fetch.concurrency)")
 	typedVar(fl, newDuration(&f.delay, 0, false, "0 or 1.5s"), "delay", "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
 }
@@ -70,9 +68,7 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if cmd.Flags().Changed("delay") {
 		cfg.Fetch.Delay, cfg.Fetch.Jitter = config.Duration(f.delay), config.Duration(min(cfg.Fetch.Jitter.D(), f.delay/2))
 	}
-	if cmd.Flags().Changed("sink") || f.out != "" {
-		cfg.Sinks = withOutput(f.sinks, f.out)
-	}
+	cfg.Sinks, _ = f.sinks.resolve(cmd, cfg.Sinks)
 	if len(f.journals) > 0 {
 		cfg.Journals = f.journals
 	}

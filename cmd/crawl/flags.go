@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/litcrawl/litcrawl/config"
@@ -129,4 +131,54 @@ func typedVar(fl *pflag.FlagSet, v pflag.Value, name, usage string) {
 	if d := fl.Lookup(name).DefValue; d == "0" || d == "0s" {
 		fl.Lookup(name).DefValue = ""
 	}
+}
+
+// sinkFlags say where records go, for every command that delivers: --sink
+// (repeatable) and -o FILE (jsonl:FILE), replacing the configuration's
+// sinks; and for those that keep no state (parse, replay), --append.
+type sinkFlags struct {
+	urls      []string
+	out       string
+	appendOK  bool
+	stateless bool
+}
+
+func (s *sinkFlags) register(fl *pflag.FlagSet, stateless bool) {
+	s.stateless = stateless
+	fl.StringArrayVar(&s.urls, "sink", nil, "deliver records to this sink `URL` (repeat to fan out): jsonl:PATH, - (stdout), postgres://USER@HOST:PORT/DB?table=papers, "+
+		"nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC; replaces the config's sinks (default: standard output)")
+	fl.StringVarP(&s.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
+	if stateless {
+		fl.BoolVar(&s.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
+	}
+}
+
+// given says whether --sink, -o or --append was given.
+func (s *sinkFlags) given(cmd *cobra.Command) bool {
+	return cmd.Flags().Changed("sink") || s.out != "" || s.appendOK
+}
+
+// resolve is the sink URLs: the flags', else the configured ones. A
+// stateless command refuses a JSONL file that holds records, unless
+// --append (refuseAppend).
+func (s *sinkFlags) resolve(cmd *cobra.Command, configured []string) ([]string, error) {
+	urls := configured
+	if cmd.Flags().Changed("sink") || s.out != "" {
+		urls = slices.Clone(s.urls)
+		if s.out != "" {
+			urls = append(urls, "jsonl:"+s.out)
+		}
+	}
+	if s.stateless && !s.appendOK {
+		if err := refuseAppend(urls); err != nil {
+			return nil, err
+		}
+	}
+	return urls, nil
+}
+
+// stateDirVar registers --state-dir, for every command that reads or
+// writes a crawl state.
+func stateDirVar(fl *pflag.FlagSet, dir *string) {
+	fl.StringVar(dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
 }

@@ -43,22 +43,11 @@ func sayf(w io.Writer, level slog.Level, format string, a ...any) {
 	say(w, level, fmt.Sprintf(format, a...))
 }
 
-// withOutput is the sink URLs with -o FILE added as jsonl:FILE.
-func withOutput(sinks []string, out string) []string {
-	if out == "" {
-		return sinks
-	}
-	return append(append([]string(nil), sinks...), "jsonl:"+out)
-}
-
 // refuseAppend refuses JSONL sinks whose file already holds records: parse
 // and replay write without a crawl state, so nothing would tell their
 // records from what was there (crawls keep their exactly-once resume).
 // --append allows it.
-func refuseAppend(urls []string, appendOK bool) error {
-	if appendOK {
-		return nil
-	}
+func refuseAppend(urls []string) error {
 	for _, u := range urls {
 		if sink.Scheme(u) != "jsonl" {
 			continue

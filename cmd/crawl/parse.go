@@ -27,7 +27,8 @@ import (
 )
 
 type parseFlags struct {
-	sinks       []string
+	sinks       sinkFlags
+	urls        []string // the sinks to deliver to
 	summary     bool
 	strict      bool
 	format      string
@@ -35,9 +36,7 @@ type parseFlags struct {
 	concurrency int
 	url         string
 	maxInput    int64        // parse.max_input_bytes, or --max-input-bytes
-	appendOK    bool         // --append: add to a JSONL file that holds records
 	explain     bool         // --explain: say what each line was taken for, deliver nothing
-	out         string       // -o FILE
 	scheme      *site.Scheme // the site's URL scheme: journal and page from --url or the file name
 	log         *slog.Logger
 }
@@ -79,10 +78,6 @@ carries warnings, or the paths held no page file at all.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("sink") && f.out == "" {
-				f.sinks = cfg.Sinks
-			}
-			f.sinks = withOutput(f.sinks, f.out)
 			if cmd.Flags().Changed("max-input-bytes") {
 				cfg.Parse.MaxInputBytes = f.maxInput
 				if err := cfg.Prepare(); err != nil {
@@ -95,24 +90,25 @@ carries warnings, or the paths held no page file at all.`,
 			}
 			f.scheme = cfg.Site.Scheme()
 			if f.explain {
-				if cmd.Flags().Changed("sink") || f.out != "" || f.appendOK {
+				if f.sinks.given(cmd) {
 					return exitcode.UsageError(fmt.Errorf("--explain prints what each line was taken for and delivers nothing: drop --sink, -o and --append"))
 				}
 				return runExplain(cmd.Context(), cmd.OutOrStdout(), f, args)
+			}
+			if f.urls, err = f.sinks.resolve(cmd, cfg.Sinks); err != nil {
+				return err
 			}
 			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.sinks, "sink", nil, "deliver records to this sink `URL` (repeat to fan out): jsonl:PATH, - (stdout), postgres://USER@HOST:PORT/DB?table=papers, nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC; replaces the config's sinks (default: standard output)")
+	f.sinks.register(fl, true)
 	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
 	fl.BoolVar(&f.strict, "strict", false, "exit 4 when a field does not look like what it is; else 3 when any input yields no record, any record has warnings, or the paths hold no page file")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
 	typedVar(fl, newIntIn(&f.concurrency, min(runtime.GOMAXPROCS(0), maxParseConcurrency), 1, maxParseConcurrency, "files at once"), "concurrency", "files parsed at once (output order is kept)")
 	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
-	fl.StringVarP(&f.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
-	fl.BoolVar(&f.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
 	fl.BoolVar(&f.explain, "explain", false, "for one page FILE: print each visible line, what it was taken for (paper and field, furniture, or why nothing) and the findings, and deliver nothing; with --strict, exit 4 on a finding")
 	fl.Int64Var(&f.maxInput, "max-input-bytes", 0, "largest input read, in bytes (default: parse.max_input_bytes, 64 MiB)")
 	return cmd
@@ -133,9 +129,6 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 	if f.maxInput <= 0 {
 		f.maxInput = config.Default().Parse.MaxInputBytes
 	}
-	if err := refuseAppend(f.sinks, f.appendOK); err != nil {
-		return err
-	}
 	if f.url != "" && len(paths) != 1 {
 		return exitcode.UsageError(fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths)))
 	}
@@ -153,7 +146,7 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 
 	ctx, cancel := stopOnSignal(ctx, 0) // a signal stops parsing at once
 	defer cancel()
-	out, err := app.OpenSinks(ctx, f.sinks, app.SinkOptions{Stdout: stdout, Log: f.log, Metrics: sessionOf(ctx).metrics})
+	out, err := app.OpenSinks(ctx, f.urls, app.SinkOptions{Stdout: stdout, Log: f.log, Metrics: sessionOf(ctx).metrics})
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON lines")
 	return cmd
 }
@@ -176,7 +176,7 @@ usage, 3 records remain in the quarantine.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "a sink `URL` (repeatable; default: the config's sinks)")
 	return cmd
 }

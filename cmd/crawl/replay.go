@@ -13,9 +13,7 @@ import (
 
 func newReplayCmd() *cobra.Command {
 	var dir string
-	var sinks []string
-	var appendOK bool
-	var out string
+	var sinks sinkFlags
 	cmd := &cobra.Command{
 		Use:   "replay --archive DIR [--sink URL …]",
 		Short: "Re-parse archived listing pages offline and deliver their records",
@@ -36,16 +34,13 @@ parser fix to re-derive records from what was fetched.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("sink") && out == "" {
-				sinks = env.Config.Sinks
-			}
-			sinks = withOutput(sinks, out)
-			if err := refuseAppend(sinks, appendOK); err != nil {
+			urls, err := sinks.resolve(cmd, env.Config.Sinks)
+			if err != nil {
 				return err
 			}
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
-			res, err := env.Replay(ctx, app.Replay{Archive: dir, Sinks: sinks})
+			res, err := env.Replay(ctx, app.Replay{Archive: dir, Sinks: urls})
 			if err != nil {
 				return err
 			}
@@ -55,8 +50,6 @@ parser fix to re-derive records from what was fetched.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")
-	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "a sink `URL` (repeatable; replaces the configured sinks; default: standard output)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
-	cmd.Flags().BoolVar(&appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")
+	sinks.register(cmd.Flags(), true)
 	return cmd
 }

@@ -81,7 +81,7 @@ shows the history as it was when that crawl started.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the HTML file to write (replaced atomically)")
 	return cmd
 }

@@ -104,7 +104,7 @@ writes then), with that crawl as running.`,
 			return printRuns(cmd.OutOrStdout(), runs)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array (with each run's summary)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "show the newest N runs (0: all)")
 	cmd.AddCommand(newRunsShowCmd())
@@ -150,7 +150,7 @@ ID is a run id, a unique prefix of one, or "latest".`,
 			return printRun(cmd.OutOrStdout(), v)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return cmd
 }

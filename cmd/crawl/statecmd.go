@@ -70,7 +70,7 @@ Exit codes: 0 sound, 1 damaged or unreadable, 2 usage.`,
 			return checkInChild(cmd, dir)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&here, "in-process", false, "check in this process (what the checking process runs)")
 	cmd.Flags().MarkHidden("in-process")
 	return cmd
@@ -231,7 +231,7 @@ Exit codes: 0 known, 3 not known, 1 the state could not be read, 2 usage.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().StringVar(&id, "id", "", "the paper's record id (\"doi:…\" for one seen without its JSON)")
 	cmd.Flags().StringVar(&doi, "doi", "", "the paper's DOI (any case)")
 	return cmd
