@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -16,29 +14,23 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sourcegraph/conc/stream"
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/parser"
-	"github.com/litcrawl/litcrawl/site"
 )
 
 type parseFlags struct {
 	sinks       sinkFlags
-	urls        []string // the sinks to deliver to
 	summary     bool
 	strict      bool
 	format      string
 	charset     string
 	concurrency int
 	url         string
-	maxInput    int64        // parse.max_input_bytes, or --max-input-bytes
-	explain     bool         // --explain: say what each line was taken for, deliver nothing
-	scheme      *site.Scheme // the site's URL scheme: journal and page from --url or the file name
-	log         *slog.Logger
+	maxInput    int64 // --max-input-bytes (parse.max_input_bytes)
+	explain     bool  // --explain: say what each line was taken for, deliver nothing
 }
 
 // maxParseConcurrency bounds --concurrency of parse (files at once).
@@ -74,31 +66,20 @@ carries warnings, or the paths held no page file at all.`,
   crawl parse --explain saved/literature_d501422_7.htm`,
 		Args: argsAtLeast(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd)
+			env, p, err := f.options(cmd, args)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("max-input-bytes") {
-				cfg.Parse.MaxInputBytes = f.maxInput
-				if err := cfg.Prepare(); err != nil {
-					return exitcode.UsageError(fmt.Errorf("--max-input-bytes: %w", err))
-				}
-			}
-			f.maxInput = cfg.Parse.MaxInputBytes
-			if f.log, err = newLogger(cmd); err != nil {
-				return err
-			}
-			f.scheme = cfg.Site.Scheme()
 			if f.explain {
 				if f.sinks.given(cmd) {
 					return exitcode.UsageError(fmt.Errorf("--explain prints what each line was taken for and delivers nothing: drop --sink, -o and --append"))
 				}
-				return runExplain(cmd.Context(), cmd.OutOrStdout(), f, args)
+				return runExplain(cmd.Context(), cmd.OutOrStdout(), env, p, f.strict)
 			}
-			if f.urls, err = f.sinks.resolve(cmd, cfg.Sinks); err != nil {
+			if p.Sinks, err = f.sinks.resolve(cmd, env.Config.Sinks); err != nil {
 				return err
 			}
-			return runParse(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
+			return runParse(cmd, env, p, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -121,87 +102,59 @@ type parseStats struct {
 	firstFinding                          parser.Finding // the first of them, for the message
 }
 
-func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths []string) error {
-	format, err := parser.ParseFormat(f.format)
+// options are the flags as the application's Parse, each checked.
+func (f *parseFlags) options(cmd *cobra.Command, paths []string) (*app.Env, app.Parse, error) {
+	env, err := newEnv(cmd)
 	if err != nil {
-		return exitcode.UsageError(fmt.Errorf("--format: %w", err))
+		return nil, app.Parse{}, err
 	}
-	if f.maxInput <= 0 {
-		f.maxInput = config.Default().Parse.MaxInputBytes
+	cfg := env.Config
+	if cmd.Flags().Changed("max-input-bytes") {
+		cfg.Parse.MaxInputBytes = f.maxInput
+		if err := cfg.Prepare(); err != nil {
+			return nil, app.Parse{}, exitcode.UsageError(fmt.Errorf("--max-input-bytes: %w", err))
+		}
+	}
+	p := app.Parse{Paths: paths, URL: f.url, Charset: f.charset, MaxInput: cfg.Parse.MaxInputBytes, Concurrency: f.concurrency}
+	if p.Format, err = parser.ParseFormat(f.format); err != nil {
+		return nil, p, exitcode.UsageError(fmt.Errorf("--format: %w", err))
 	}
 	if f.url != "" && len(paths) != 1 {
-		return exitcode.UsageError(fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths)))
+		return nil, p, exitcode.UsageError(fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths)))
 	}
 	if f.charset != "" {
 		if err := parser.CheckCharset(f.charset); err != nil {
-			return exitcode.UsageError(fmt.Errorf("--charset: %w", err))
+			return nil, p, exitcode.UsageError(fmt.Errorf("--charset: %w", err))
 		}
 	}
-	// Every named path must exist before any output is written.
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("parse: %w", err)
-		}
-	}
+	return env, p, nil
+}
 
-	ctx, cancel := stopOnSignal(ctx, 0) // a signal stops parsing at once
+// runParse parses and delivers, notes each file on stderr, and says how it
+// went (--strict: exit 3 or 4).
+func runParse(cmd *cobra.Command, env *app.Env, p app.Parse, f parseFlags) error {
+	stderr := cmd.ErrOrStderr()
+	ctx, cancel := stopOnSignal(cmd.Context(), 0) // a signal stops parsing at once
 	defer cancel()
-	out, err := app.OpenSinks(ctx, f.urls, app.SinkOptions{Stdout: stdout, Log: f.log, Metrics: sessionOf(ctx).metrics})
-	if err != nil {
-		return err
-	}
 	var st parseStats
-	var writeErr error
-	pages := app.NewPages(out, "")
-
-	s := stream.New().WithMaxGoroutines(f.concurrency)
-	submit := func(path string) {
-		s.Go(func() stream.Callback {
-			page, err := parseFile(ctx, path, format, f)
-			return func() {
-				st.files++
-				if err != nil {
-					st.failed++
-					sayf(stderr, slog.LevelError, "crawl parse: %v", err)
-					return
-				}
-				report(stderr, path, page, f.summary, &st)
-				if writeErr == nil {
-					if _, writeErr = pages.Deliver(ctx, page); writeErr != nil {
-						cancel() // stop walking: nothing more can be delivered
-					}
-				}
-			}
-		})
-	}
-	walkErr := func() error {
-		for _, p := range paths {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := walkInputs(ctx, p, submit); err != nil {
-				return err
-			}
+	err := env.Parse(ctx, p, func(path string, page *parser.Page, err error) {
+		st.files++
+		if err != nil {
+			st.failed++
+			sayf(stderr, slog.LevelError, "crawl parse: %v", err)
+			return
 		}
-		return nil
-	}()
-	s.Wait()
-	if err := out.Close(); err != nil && writeErr == nil {
-		writeErr = err
-	}
+		report(stderr, path, page, f.summary, &st)
+	})
 	switch {
-	case writeErr != nil:
-		return fmt.Errorf("deliver records: %w", writeErr)
-	case walkErr != nil:
-		return walkErr
-	case ctx.Err() != nil:
-		return ctx.Err()
+	case err != nil:
+		return err
 	case st.failed > 0:
 		return fmt.Errorf("%d of %d files could not be read", st.failed, st.files)
 	case st.files == 0 && f.strict:
-		return exitcode.IncompleteError(fmt.Errorf("strict: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", ")))
+		return exitcode.IncompleteError(fmt.Errorf("strict: no page file (.htm, .html, .txt) in %s", strings.Join(p.Paths, ", ")))
 	case st.files == 0:
-		sayf(stderr, slog.LevelWarn, "crawl parse: no page file (.htm, .html, .txt) in %s", strings.Join(paths, ", "))
+		sayf(stderr, slog.LevelWarn, "crawl parse: no page file (.htm, .html, .txt) in %s", strings.Join(p.Paths, ", "))
 	case f.strict && st.implausible > 0:
 		ff := st.firstFinding
 		return exitcode.QualityError(fmt.Errorf("strict: %d fields do not look like what they are (the layout was misread?); the first: %s, paper %d: %s %q %s",
@@ -213,7 +166,8 @@ func runParse(ctx context.Context, stdout, stderr io.Writer, f parseFlags, paths
 }
 
 // runExplain prints what each visible line of one page was taken for.
-func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []string) error {
+func runExplain(ctx context.Context, stdout io.Writer, env *app.Env, o app.Parse, strict bool) error {
+	paths := o.Paths
 	if len(paths) != 1 {
 		return exitcode.UsageError(fmt.Errorf("--explain reads one page file, but %d paths were given", len(paths)))
 	}
@@ -222,22 +176,11 @@ func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []str
 	} else if info.IsDir() {
 		return exitcode.UsageError(fmt.Errorf("--explain reads one page file; %s is a directory", paths[0]))
 	}
-	format, err := parser.ParseFormat(f.format)
-	if err != nil {
-		return exitcode.UsageError(fmt.Errorf("--format: %w", err))
-	}
-	if f.maxInput <= 0 {
-		f.maxInput = config.Default().Parse.MaxInputBytes
-	}
-	data, err := readCapped(ctx, paths[0], f.maxInput)
+	data, opts, err := env.ReadPage(ctx, o, paths[0])
 	if err != nil {
 		return err
 	}
-	journal, pageNo, _ := f.scheme.ParseFile(paths[0])
-	if f.url != "" {
-		journal, pageNo, _ = f.scheme.ParseURL(f.url)
-	}
-	ex, err := parser.Explain(data, parser.Options{URL: f.url, Journal: journal, Page: pageNo, Capture: filepath.ToSlash(paths[0]), Charset: f.charset, Format: format})
+	ex, err := parser.Explain(data, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", paths[0], err)
 	}
@@ -263,7 +206,7 @@ func runExplain(ctx context.Context, stdout io.Writer, f parseFlags, paths []str
 	}
 	if len(ex.Findings) == 0 {
 		fmt.Fprintln(stdout, "no findings: every field looks like what it is")
-	} else if f.strict {
+	} else if strict {
 		return exitcode.QualityError(fmt.Errorf("strict: %d findings on %s", len(ex.Findings), paths[0]))
 	}
 	return nil
@@ -275,63 +218,6 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
-}
-
-// walkInputs calls submit for path, or for each page file below it in
-// lexical order when it is a directory.
-func walkInputs(ctx context.Context, path string, submit func(string)) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("parse: %w", err)
-	}
-	if !info.IsDir() {
-		submit(path)
-		return nil
-	}
-	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("parse: walk %s: %w", p, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() || !isPageFile(p) {
-			return nil
-		}
-		submit(p)
-		return nil
-	})
-}
-
-func isPageFile(p string) bool {
-	switch strings.ToLower(filepath.Ext(p)) {
-	case ".htm", ".html", ".txt":
-		return true
-	}
-	return false
-}
-
-func parseFile(ctx context.Context, path string, format parser.Format, f parseFlags) (*parser.Page, error) {
-	data, err := readCapped(ctx, path, f.maxInput)
-	if err != nil {
-		return nil, err
-	}
-	journal, pageNo, _ := f.scheme.ParseFile(path)
-	if f.url != "" {
-		journal, pageNo, _ = f.scheme.ParseURL(f.url)
-	}
-	page, err := parser.Parse(data, parser.Options{
-		URL:     f.url,
-		Journal: journal,
-		Page:    pageNo,
-		Capture: filepath.ToSlash(path),
-		Charset: f.charset,
-		Format:  format,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return page, nil
 }
 
 // report prints the per-file notes on stderr and counts for --strict.
@@ -408,35 +294,4 @@ func formatList(prefix string, l []string) string {
 		return ""
 	}
 	return ";" + prefix + strings.Join(l, " ")
-}
-
-// readCapped reads path whole, failing once it holds more than max bytes
-// (so /dev/zero or a huge file never takes the memory), and returns at
-// once when ctx ends, even while a pipe or FIFO waits for its writer (the
-// read is left behind; the process is about to exit).
-func readCapped(ctx context.Context, path string, max int64) ([]byte, error) {
-	type result struct {
-		data []byte
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		f, err := os.Open(path)
-		if err != nil {
-			done <- result{nil, err}
-			return
-		}
-		defer f.Close()
-		data, err := io.ReadAll(io.LimitReader(f, max+1))
-		if err == nil && int64(len(data)) > max {
-			err = fmt.Errorf("%s: larger than parse.max_input_bytes (%d bytes; --max-input-bytes raises it)", path, max)
-		}
-		done <- result{data, err}
-	}()
-	select {
-	case r := <-done:
-		return r.data, r.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
-	}
 }
