@@ -29,9 +29,6 @@ var (
 	ErrRobotsDisallowed = errors.New("disallowed by robots.txt")
 	// ErrCircuitOpen: the host is cooling down after repeated failures.
 	ErrCircuitOpen = errors.New("host circuit breaker is open")
-	// ErrUnreachable is fetch.ErrUnreachable: the host has not answered
-	// once. Permanent; a local run stops on it.
-	ErrUnreachable = fetch.ErrUnreachable
 	// ErrHostDown: the host's circuit opened fetch.breaker_max_opens times
 	// in a row; its pages fail at once for the rest of the run (the next
 	// run tries them again). Permanent for this run.
@@ -77,7 +74,7 @@ func (e *FetchError) Retryable() bool {
 	}
 	switch {
 	case errors.Is(e.Err, ErrBodyTooLarge), errors.Is(e.Err, ErrOffsite), errors.Is(e.Err, ErrRobotsDisallowed), errors.Is(e.Err, ErrHostDown),
-		errors.Is(e.Err, ErrUnreachable):
+		errors.Is(e.Err, fetch.ErrUnreachable):
 		return false
 	case errors.Is(e.Err, ErrSoftBlock), errors.Is(e.Err, ErrTruncated), errors.Is(e.Err, ErrCircuitOpen):
 		return true

@@ -144,23 +144,13 @@ func (f *Fetcher) limiter(host string) *hostLimiter {
 	return l
 }
 
-// ErrEndOfListing is fetch.ErrEndOfListing: the page is past the
-// journal's last page.
-var ErrEndOfListing = fetch.ErrEndOfListing
-
-// Request and Result are the fetch port's (fetch.Request, fetch.Result).
-type (
-	Request = fetch.Request
-	Result  = fetch.Result
-)
-
 // Fetch fetches and parses one listing page with the fetcher's retries,
 // politeness and checks. It returns ErrEndOfListing for a page past the
 // end (404 or 410 past page 1, or an empty listing page, which is then in
 // the result), a permanent or exhausted *FetchError (or a pacer's error),
 // or ctx's error.
-func (f *Fetcher) Fetch(ctx context.Context, r Request) (Result, error) {
-	res := Result{URL: f.PageURL(r.Journal, r.Page)}
+func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, error) {
+	res := fetch.Result{URL: f.PageURL(r.Journal, r.Page)}
 	u, err := url.Parse(res.URL)
 	if err != nil {
 		return res, err
@@ -178,14 +168,14 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) (Result, error) {
 		// Every try failed and nothing of the host has answered in this
 		// fetcher's life: a wrong base URL, a name that does not resolve,
 		// nothing listening. The caller may stop the run (ErrUnreachable).
-		err = &FetchError{URL: u.String(), Err: fmt.Errorf("%w: %w", ErrUnreachable, err)}
+		err = &FetchError{URL: u.String(), Err: fmt.Errorf("%w: %w", fetch.ErrUnreachable, err)}
 	}
 	return res, err
 }
 
 // fetchPage makes one try at a page: robots.txt, the host's circuit, its
 // politeness, the fetch, and the checks on what came back.
-func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r Request) (*parser.Page, error) {
+func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*parser.Page, error) {
 	host := u.Hostname()
 	lim := f.limiter(host)
 	if f.cfg.Robots {
@@ -229,7 +219,7 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r Request) (*parser
 		var fe *FetchError
 		if errors.As(err, &fe) && (fe.Status == http.StatusNotFound || fe.Status == http.StatusGone) && r.Page > 1 {
 			f.breaker.Success(host) // the site answered: the listing just ends here
-			return nil, ErrEndOfListing
+			return nil, fetch.ErrEndOfListing
 		}
 		if ctx.Err() == nil && IsRetryable(err) {
 			if f.breaker.Failure(host, time.Now()) && f.breaker.State(host, time.Now()) == "down" {
@@ -252,7 +242,7 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r Request) (*parser
 	f.breaker.Success(host)
 	lim.recover()
 	if r.Page > 1 && len(page.Records) == 0 {
-		return page, ErrEndOfListing
+		return page, fetch.ErrEndOfListing
 	}
 	return page, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/site"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -28,7 +29,7 @@ func TestFetchAPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failed []string
-	res, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 2, RunID: "r1",
+	res, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: 2, RunID: "r1",
 		OnTryFailed: func(cause string) { failed = append(failed, cause) }})
 	if err != nil {
 		t.Fatal(err)
@@ -40,11 +41,11 @@ func TestFetchAPage(t *testing.T) {
 	if res.URL != srv.URL+"/literature_d808_2.htm" || r.Journal.ID != 808 || r.Source.Page != 2 || r.Source.RunID != "r1" || r.Source.URL != res.URL {
 		t.Errorf("url %s, record journal %+v source %+v", res.URL, r.Journal, r.Source)
 	}
-	if _, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 3}); !errors.Is(err, crawler.ErrEndOfListing) {
+	if _, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: 3}); !errors.Is(err, fetch.ErrEndOfListing) {
 		t.Errorf("page 3 of 2: %v, want the end of the listing", err)
 	}
 	var fe *crawler.FetchError
-	if _, err := f.Fetch(context.Background(), crawler.Request{Journal: 999, Page: 1}); !errors.As(err, &fe) || fe.Status != 404 {
+	if _, err := f.Fetch(context.Background(), fetch.Request{Journal: 999, Page: 1}); !errors.As(err, &fe) || fe.Status != 404 {
 		t.Errorf("a missing page 1: %v, want a permanent HTTP 404 (not the end)", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/crawler"
+	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/site"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -61,7 +62,7 @@ func TestFetchTimeoutIsTheConfiguredOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 1}); err != nil {
+	if _, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: 1}); err != nil {
 		t.Fatalf("a page served in 10.5 s with a 20 s timeout: %v", err)
 	}
 }
@@ -82,7 +83,7 @@ func TestCrawlDelayIsClamped(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	for page := 1; page <= 3; page++ {
-		if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: page}); err != nil {
+		if _, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: page}); err != nil {
 			t.Fatalf("page %d: %v (Crawl-delay 86400 not clamped?)", page, err)
 		}
 	}
@@ -105,14 +106,14 @@ func TestRetryAfterBeyondTheCapFailsThePageAtOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: 1})
+	res, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: 1})
 	if !errors.Is(err, crawler.ErrRetryAfterTooLong) || crawler.IsRetryable(err) || res.Tries != 1 {
 		t.Fatalf("Retry-After 86400 with a 1m cap: %d tries, err %v; want one try and a permanent error", res.Tries, err)
 	}
 	if !strings.Contains(err.Error(), "fetch.max_retry_after") {
 		t.Errorf("the error does not name the key: %v", err)
 	}
-	if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: 1}); err != nil {
+	if _, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: 1}); err != nil {
 		t.Errorf("the next try of the page: %v", err)
 	}
 }
@@ -137,13 +138,13 @@ func TestHostDownFailsTheRemainingPagesFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: 1}); !crawler.IsRetryable(err) && !errors.Is(err, crawler.ErrHostDown) {
+	if _, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: 1}); !crawler.IsRetryable(err) && !errors.Is(err, crawler.ErrHostDown) {
 		t.Fatalf("page 1: %v", err)
 	}
 	before := hits.Load()
 	start := time.Now()
 	for page := 2; page <= 50; page++ {
-		res, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: page})
+		res, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: page})
 		if !errors.Is(err, crawler.ErrHostDown) || res.Tries != 1 {
 			t.Fatalf("page %d of a down host: %d tries, %v; want ErrHostDown at once", page, res.Tries, err)
 		}
@@ -174,7 +175,7 @@ func TestBaseURLUserInfoIsAuthNotURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 1})
+	res, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: 1})
 	if err != nil {
 		t.Fatalf("with Basic auth from the base URL: %v", err)
 	}
@@ -201,7 +202,7 @@ func TestRobotsUnavailableFailsTheHostsPagesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for page := 1; page <= 50; page++ {
-		res, err := f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: page})
+		res, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: page})
 		if err == nil || crawler.IsRetryable(err) || res.Tries != 1 || !strings.Contains(err.Error(), "robots.txt unavailable") {
 			t.Fatalf("page %d: %d tries, %v; want one try and a permanent error", page, res.Tries, err)
 		}
@@ -228,7 +229,7 @@ func TestUnreadableCrawlDelayIsReadPolitely(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		start := time.Now()
 		for page := 1; page <= 2; page++ {
-			if _, err := f.Fetch(ctx, crawler.Request{Journal: 808, Page: page}); err != nil {
+			if _, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: page}); err != nil {
 				t.Fatalf("Crawl-delay %s: page %d: %v", delay, page, err)
 			}
 		}
@@ -275,8 +276,8 @@ func TestRobotsThatAnsweredBadlyIsNotUnreachable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = f.Fetch(context.Background(), crawler.Request{Journal: 808, Page: 1})
-			if err == nil || errors.Is(err, crawler.ErrUnreachable) || strings.Contains(err.Error(), "has not answered") || !strings.Contains(err.Error(), "robots.txt") {
+			_, err = f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: 1})
+			if err == nil || errors.Is(err, fetch.ErrUnreachable) || strings.Contains(err.Error(), "has not answered") || !strings.Contains(err.Error(), "robots.txt") {
 				t.Fatalf("err = %v; want the robots.txt cause, not unreachable", err)
 			}
 		})

@@ -82,10 +82,6 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	return nil
 }
 
-// hideDefault keeps help from printing a flag's empty default after the
-// one its usage names ("default: the configured journals").
-func hideDefault(cmd *cobra.Command, name string) { cmd.Flags().Lookup(name).DefValue = "" }
-
 // parsePages reads "A-B" or "A-" (until the listing ends) or "A".
 func parsePages(s string) (from, to int, err error) {
 	a, b, dash := strings.Cut(s, "-")

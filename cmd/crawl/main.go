@@ -23,10 +23,6 @@ import (
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 
-// signalled is the cause of a run stopped by a signal.
-type signalled struct{ sig os.Signal }
-
-func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
 
 // gcPercent is the crawl's default GOGC. Its live heap is small (about
 // 10 MB: the pages in flight and the commit queue) and it allocates about
@@ -68,7 +64,7 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		sess.signal.Store(&signalled{s})
+		sess.signal.Store(&s)
 		close(sess.stop) // before the message: whoever reads it knows the stop is in effect
 		if !sess.quietStop.Load() {
 			sayf(stderr, slog.LevelWarn, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once", s)
@@ -113,7 +109,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil && !errors.Is(err, context.Canceled) {
 			sayf(stderr, slog.LevelError, "crawl: %v", err)
 		}
-		return signalExitCode(sig.sig)
+		return signalExitCode(*sig)
 	}
 	if err == nil {
 		return exitcode.OK

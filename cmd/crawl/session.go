@@ -24,7 +24,7 @@ type session struct {
 	// starting; the context is cancelled only when the shutdown timeout
 	// runs out (stopOnSignal).
 	stop   chan struct{}
-	signal atomic.Pointer[signalled] // the first signal received
+	signal atomic.Pointer[os.Signal] // the first signal received
 	// quietStop: the first signal ends the command without the crawl's
 	// "stopping" notice (crawl serve).
 	quietStop atomic.Bool
@@ -78,7 +78,7 @@ func (s *session) end() {
 // signalCode is the exit code of the first signal received, or 0.
 func (s *session) signalCode() int {
 	if sig := s.signal.Load(); sig != nil {
-		return signalExitCode(sig.sig)
+		return signalExitCode(*sig)
 	}
 	return 0
 }

@@ -105,9 +105,6 @@ func QualityError(err error) error { return &Error{Code: Quality, Err: err} }
 // Quiet ends a command with code and nothing more on stderr.
 func Quiet(code int) error { return &Error{Code: code, Quiet: true} }
 
-// IsUsage says whether err is a usage error.
-func IsUsage(err error) bool { return Of(err) == Usage }
-
 // IsQuiet says whether err asks for nothing to be printed.
 func IsQuiet(err error) bool {
 	var e *Error
