@@ -23,7 +23,6 @@ import (
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 
-
 // gcPercent is the crawl's default GOGC. Its live heap is small (about
 // 10 MB: the pages in flight and the commit queue) and it allocates about
 // 450 KB a page, so with Go's default of 100 it collects about every 15
