@@ -25,6 +25,7 @@ func TestClusterSurvivesLosingALeader(t *testing.T) { clusterRun(t, false) }
 func TestClusterLeaderRestarts(t *testing.T) { clusterRun(t, true) }
 
 func clusterRun(t *testing.T, restart bool) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a three-node cluster")
 	}

@@ -84,6 +84,7 @@ func pages(run string, journals []int64, from, to int) []frontier.Job {
 // The fleet's key-value ledger is a ledger: the conformance suite, across
 // reconnections.
 func TestLedgerConformance(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	var buckets sync.Mutex
 	ledgertest.Run(t, func(t *testing.T) (ledger.Ledger, func() ledger.Ledger) {
@@ -105,6 +106,7 @@ func TestLedgerConformance(t *testing.T) {
 // at once, passes the conformance suite on the oldest server it supports
 // (Debian's nats-server 2.9.10: direct gets, no batched ones).
 func TestLedgerConformanceOnOldestServer(t *testing.T) {
+	t.Parallel()
 	b := natstest.StartBinary(t)
 	t.Logf("nats-server %s", b.Version)
 	var buckets sync.Mutex
@@ -128,6 +130,7 @@ func TestLedgerConformanceOnOldestServer(t *testing.T) {
 // exactly once, and a page that cannot be fetched is dead-lettered with
 // its error.
 func TestWorkersShareABackfill(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	site := testsite.New()
 	site.SynthJournal(11, 5, 20)
@@ -189,6 +192,7 @@ func TestWorkersShareABackfill(t *testing.T) {
 // and a journal has one nightly walk at a time; once the jobs are done the
 // same pages can be enqueued again.
 func TestEnqueueIsIdempotent(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	fr := connect(t, n.URL(), frontier.Options{})
 	first, err := fr.Enqueue(ctx, pages("run-1", []int64{5}, 1, 3)...)
@@ -234,6 +238,7 @@ func TestEnqueueIsIdempotent(t *testing.T) {
 // last page; the next one stops at the first page of papers known before.
 // A second enqueue of the walk while it goes on adds nothing.
 func TestNightlyWalkChain(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	site := testsite.New()
 	var listing []string
@@ -310,6 +315,7 @@ func walkNight(t *testing.T, fr *frontier.Frontier, natsURL, siteURL, sinkURL st
 // night's walk, enqueued with it, jumps to the mark's page where known
 // papers would stop it, and reaches the pages beyond.
 func TestNightlyWalkCarriesOnPastMaxPages(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	site := testsite.New()
 	var listing []string
@@ -346,6 +352,7 @@ func TestNightlyWalkCarriesOnPastMaxPages(t *testing.T) {
 // mark at its last page delivered: the next night's walk carries on from
 // there instead of stopping at the known papers above.
 func TestDeadLetteredWalkCarriesOn(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	site := testsite.New()
 	var listing []string
@@ -375,6 +382,7 @@ func TestDeadLetteredWalkCarriesOn(t *testing.T) {
 // A worker that dies on a job's last try: the server stops delivering it
 // and says so in an advisory, and a watching worker dead-letters it.
 func TestWorkerDiedOnLastTry(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	site := testsite.New()
 	site.SynthJournal(41, 1, 5)
@@ -410,6 +418,7 @@ func TestWorkerDiedOnLastTry(t *testing.T) {
 // a terminate that carries a reason): after the worker, nothing is pending
 // or in flight, and another worker gets nothing.
 func TestDeadLettersLeaveTheQueue(t *testing.T) {
+	t.Parallel()
 	for _, server := range []string{"module", "debian"} {
 		t.Run(server, func(t *testing.T) {
 			site := testsite.New()
@@ -465,6 +474,7 @@ func TestRefusesAnOldServer(t *testing.T) {
 // anything is changed: on the module's server and on Debian's 2.9.10,
 // which would otherwise record three and keep one.
 func TestReplicasOnASingleServer(t *testing.T) {
+	t.Parallel()
 	for _, server := range []string{"module", "debian"} {
 		t.Run(server, func(t *testing.T) {
 			var url string
@@ -492,6 +502,7 @@ func TestReplicasOnASingleServer(t *testing.T) {
 // them, and an idle worker puts them back in the queue. (The state is made
 // here by narrowing the consumer's filter while a later job is acked.)
 func TestStuckJobsAreRescued(t *testing.T) {
+	t.Parallel()
 	n, site, srv, fr := synthFleet(t, 91, 3)
 	if got, err := fr.Enqueue(ctx, pages("r", []int64{91}, 1, 3)...); err != nil || got.Added != 3 {
 		t.Fatalf("enqueue: %+v %v", got, err)
@@ -546,6 +557,7 @@ func TestStuckJobsAreRescued(t *testing.T) {
 // A worker whose consumer is deleted while it runs makes it again and
 // goes on.
 func TestWorkerMakesALostConsumerAgain(t *testing.T) {
+	t.Parallel()
 	n, _, srv, fr := synthFleet(t, 92, 2)
 	nc, _ := nats.Connect(n.URL())
 	defer nc.Close()
@@ -575,6 +587,7 @@ func TestWorkerMakesALostConsumerAgain(t *testing.T) {
 // A server without JetStream is named as such at once, not after the
 // setup's 30 s of waiting for a leader.
 func TestServerWithoutJetStream(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t, func(o *server.Options) { o.JetStream = false })
 	start := time.Now()
 	_, err := frontier.Connect(ctx, n.URL(), frontier.Options{})
@@ -586,6 +599,7 @@ func TestServerWithoutJetStream(t *testing.T) {
 // A frontier URL without a scheme (which the client takes) keeps its
 // password out of errors too.
 func TestFrontierURLWithoutScheme(t *testing.T) {
+	t.Parallel()
 	_, err := frontier.Connect(ctx, "alice:s3cretPW@127.0.0.1:1", frontier.Options{})
 	if err == nil || strings.Contains(err.Error(), "s3cretPW") || !strings.Contains(err.Error(), "REDACTED") {
 		t.Fatalf("Connect: %v", err)
@@ -596,6 +610,7 @@ func TestFrontierURLWithoutScheme(t *testing.T) {
 // Crawl-delay): two workers asking for the same host, with no fetch.delay,
 // get slots at least that far apart.
 func TestPacerHoldsTheHostsGap(t *testing.T) {
+	t.Parallel()
 	n := natstest.Start(t)
 	a, b := connect(t, n.URL(), frontier.Options{}).Pacer(0), connect(t, n.URL(), frontier.Options{}).Pacer(0)
 	start := time.Now()
@@ -627,6 +642,7 @@ func synthFleet(t *testing.T, journal int64, pageCount int) (*natstest.Server, *
 // junk marks, a job that is no JSON — each is dead-lettered with its
 // reason, never run: no record carries it, no mark is written.
 func TestHandPublishedJobsAreValidated(t *testing.T) {
+	t.Parallel()
 	site := testsite.New()
 	site.SynthJournal(62, 2, 5)
 	srv := httptest.NewServer(site)
