@@ -147,6 +147,9 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	}
 	fcfg := FetcherConfig(cfg)
 	fcfg.Transport, fcfg.Metrics = rt, e.Metrics.fetch()
+	if c.Offline != "" {
+		fcfg.Delay, fcfg.Jitter = 0, 0 // nothing goes to the site: no politeness to keep
+	}
 	fetch, err := crawler.New(fcfg, e.log())
 	if err != nil {
 		return early(err)

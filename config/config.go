@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -324,6 +325,9 @@ func (c *Config) Validate() error {
 	for i, j := range c.Journals {
 		if err := CheckJournal(j); err != nil {
 			return fmt.Errorf("journals[%d]: %d: %w", i, j, err)
+		}
+		if k := slices.Index(c.Journals[:i], j); k >= 0 {
+			return fmt.Errorf("journals[%d]: %d: listed twice (journals[%d]): expected each journal once", i, j, k)
 		}
 	}
 	f := c.Fetch

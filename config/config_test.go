@@ -40,6 +40,7 @@ func TestLoad(t *testing.T) {
 func TestLoadErrorsNameTheKey(t *testing.T) {
 	tests := map[string]string{
 		"sinks:\n  - jsonl:a\n  - ftp://x\n":         "sinks[1]",
+		"journals: [1001, 1002, 1001]\n":             "journals[2]: 1001: listed twice (journals[0])",
 		"sinks:\n  - nats://h:1/s\n":                 "expected ?stream=NAME",
 		"sink:\n  - jsonl:a\n":                       "sink: unknown key (line 1); did you mean sinks?",
 		"sinks: jsonl:a\n":                           "sinks: \"jsonl:a\": expected a list",

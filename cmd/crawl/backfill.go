@@ -68,7 +68,11 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if cmd.Flags().Changed("delay") {
 		cfg.Fetch.Delay, cfg.Fetch.Jitter = config.Duration(f.delay), config.Duration(min(cfg.Fetch.Jitter.D(), f.delay/2))
 	}
-	cfg.Sinks, _ = f.sinks.resolve(cmd, cfg.Sinks)
+	sinks, err := f.sinks.resolve(cmd, cfg.Sinks)
+	if err != nil {
+		return err
+	}
+	cfg.Sinks = sinks
 	if len(f.journals) > 0 {
 		cfg.Journals = f.journals
 	}

@@ -136,6 +136,9 @@ func TestBackfillUsage(t *testing.T) {
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--delay", "100h"}, "fetch.delay: 100h0m0s: expected a duration from 0 to 1h"},
 		{[]string{"backfill", "--journal", "1", "--pages", "9223372036854775807"}, "<= 100000000"},
 		{[]string{"backfill", "--journal", "1", "--pages", "1-2000000"}, "at most backfill.max_pages (100000)"},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--sink", "foo:bar"}, "--sink foo:bar: expected jsonl:PATH"},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--sink", "nats://u:hunter2@h:1/s"}, "--sink nats://u:REDACTED@h:1/s: "},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--metrics-addr", "nonsense"}, "--metrics-addr nonsense: expected HOST:PORT"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
 		if code != exitcode.Usage || !strings.Contains(errs, tt.want) {
@@ -290,4 +293,21 @@ func backfillOnePage(t *testing.T, journal int64, body string) (code int, stderr
 	code, _, stderr = crawl(t, "backfill", "--journal", fmt.Sprint(journal), "--pages", "1", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", report)
 	return code, stderr, report
+}
+
+// A journal given twice (--journal 77 --journal 77, or 77,77) is crawled
+// once: each page fetched once, each paper delivered once.
+func TestBackfillJournalGivenTwice(t *testing.T) {
+	t.Parallel()
+	site := testsite.New()
+	site.SynthJournal(77, 2, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	code, _, errs := crawl(t, "backfill", "--journal", "77", "--journal", "77,77", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+out)
+	if code != exitcode.OK || countLines(t, out) != 40 || site.Hits(testsite.PagePath(77, 1)) != 1 {
+		t.Fatalf("exit %d, %d papers, page 1 fetched %d times: %s", code, countLines(t, out), site.Hits(testsite.PagePath(77, 1)), errs)
+	}
 }

@@ -60,7 +60,7 @@ func (f *frontierFlags) env(cmd *cobra.Command) (*app.Env, app.Fleet, error) {
 func noArgs(name string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return exitcode.UsageError(fmt.Errorf("%s takes no arguments, got %q", name, args))
+			return exitcode.UsageError(fmt.Errorf("%s takes no arguments (usage: %s), got %q", name, cmd.UseLine(), args))
 		}
 		return nil
 	}

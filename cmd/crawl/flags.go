@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/sink"
 )
 
 // Typed flag values: a flag's value is checked where it enters, when the
@@ -73,6 +77,21 @@ func (f *durationFlag) Set(s string) error {
 func (f *durationFlag) String() string { return f.v.String() }
 func (f *durationFlag) Type() string   { return "duration" }
 
+// addrFlag is a listening address, HOST:PORT (an empty host: every
+// interface; port 0: any free port).
+type addrFlag struct{ v string }
+
+func (f *addrFlag) Set(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("expected HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:9090")
+	}
+	f.v = s
+	return nil
+}
+func (f *addrFlag) String() string { return f.v }
+func (f *addrFlag) Type() string   { return "string" } // read with GetString
+
 // journalsFlag is a repeatable --journal: positive ids, comma-separated
 // or one a flag (config.CheckJournal).
 type journalsFlag struct {
@@ -92,7 +111,9 @@ func (f *journalsFlag) Set(s string) error {
 		if err := config.CheckJournal(j); err != nil {
 			return err
 		}
-		*f.v = append(*f.v, j)
+		if !slices.Contains(*f.v, j) { // a journal given twice is crawled once
+			*f.v = append(*f.v, j)
+		}
 	}
 	return nil
 }
@@ -158,19 +179,30 @@ func (s *sinkFlags) given(cmd *cobra.Command) bool {
 	return cmd.Flags().Changed("sink") || s.out != "" || s.appendOK
 }
 
-// resolve is the sink URLs: the flags', else the configured ones. A
+// resolve is the sink URLs: the flags', each checked and named by the flag
+// that gave it, else the configured ones (checked with the file). A
 // stateless command refuses a JSONL file that holds records, unless
 // --append (refuseAppend).
 func (s *sinkFlags) resolve(cmd *cobra.Command, configured []string) ([]string, error) {
-	urls := configured
+	urls, flags := configured, make([]string, len(configured))
 	if cmd.Flags().Changed("sink") || s.out != "" {
-		urls = slices.Clone(s.urls)
+		urls, flags = slices.Clone(s.urls), make([]string, 0, len(s.urls)+1)
+		for _, u := range s.urls {
+			if err := sink.CheckURL(u); err != nil {
+				var ue *sink.URLError
+				if errors.As(err, &ue) {
+					return nil, exitcode.Usagef("--sink %s: %s", ue.URL, ue.Reason)
+				}
+				return nil, exitcode.Usagef("--sink: %w", err)
+			}
+			flags = append(flags, "--sink "+redact.URL(u))
+		}
 		if s.out != "" {
-			urls = append(urls, "jsonl:"+s.out)
+			urls, flags = append(urls, "jsonl:"+s.out), append(flags, "-o "+s.out)
 		}
 	}
 	if s.stateless && !s.appendOK {
-		if err := refuseAppend(urls); err != nil {
+		if err := refuseAppend(urls, flags); err != nil {
 			return nil, err
 		}
 	}

@@ -189,7 +189,7 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration `FILE`; the default one may be absent, one given must exist")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
-	root.PersistentFlags().String("metrics-addr", "", "serve Prometheus metrics (/metrics) on this address, e.g. 127.0.0.1:9090")
+	root.PersistentFlags().Var(&addrFlag{}, "metrics-addr", "serve Prometheus metrics (/metrics) on `HOST:PORT`, e.g. 127.0.0.1:9090")
 	root.PersistentFlags().String("metrics-file", "", "at the end, write the metrics to this file in node_exporter's textfile format (atomically), for one-shot runs")
 	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr; /debug/pprof/cmdline is never served")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -282,7 +282,7 @@ func newEnv(cmd *cobra.Command) (*app.Env, error) {
 func argsAtLeast(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return exitcode.UsageError(fmt.Errorf("%s: needs at least %d argument(s), got %d", cmd.CommandPath(), n, len(args)))
+			return exitcode.UsageError(fmt.Errorf("%s: expected at least %d argument(s) (usage: %s), got %d", cmd.Name(), n, cmd.UseLine(), len(args)))
 		}
 		return nil
 	}

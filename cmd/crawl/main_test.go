@@ -103,7 +103,7 @@ func TestParseExitCodes(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"no path", []string{"parse"}, exitcode.Usage, "needs at least 1 argument"},
+		{"no path", []string{"parse"}, exitcode.Usage, "expected at least 1 argument"},
 		{"unknown flag", []string{"parse", "--nope", "fixtures"}, exitcode.Usage, "unknown flag: --nope"},
 		{"bad format", []string{"parse", "--format", "pdf", "fixtures"}, exitcode.Usage, `format "pdf": expected auto, html or text`},
 		{"bad charset", []string{"parse", "--charset", "klingon", "fixtures"}, exitcode.Usage, `unknown charset "klingon"`},

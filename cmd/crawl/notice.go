@@ -47,8 +47,8 @@ func sayf(w io.Writer, level slog.Level, format string, a ...any) {
 // and replay write without a crawl state, so nothing would tell their
 // records from what was there (crawls keep their exactly-once resume).
 // --append allows it.
-func refuseAppend(urls []string) error {
-	for _, u := range urls {
+func refuseAppend(urls, flags []string) error {
+	for i, u := range urls {
 		if sink.Scheme(u) != "jsonl" {
 			continue
 		}
@@ -58,7 +58,11 @@ func refuseAppend(urls []string) error {
 		}
 		p = strings.Replace(p, "{date}", time.Now().UTC().Format("2006-01-02"), 1)
 		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Size() > 0 {
-			return exitcode.UsageError(fmt.Errorf("--sink %s: %s already holds records: give --append to add to it, or another file", u, p))
+			flag := flags[i]
+			if flag == "" {
+				flag = fmt.Sprintf("sinks[%d] %s (configuration)", i, u)
+			}
+			return exitcode.UsageError(fmt.Errorf("%s: %s already holds records: give --append to add to it, or another file", flag, p))
 		}
 	}
 	return nil

@@ -37,7 +37,7 @@ type synthSpec struct {
 
 func parseSynth(s string) (synthSpec, error) {
 	parts := strings.Split(s, ":")
-	bad := exitcode.UsageError(fmt.Errorf("--synth %q: expected JOURNAL:PAGES or JOURNAL:PAGES:PAPERS, e.g. 1001:20", s))
+	bad := exitcode.UsageError(fmt.Errorf("--synth %q: expected JOURNAL:PAGES or JOURNAL:PAGES:PAPERS, e.g. 1001:20: a positive journal id, 1 to 100000 pages, 1 to 200 papers a page", s))
 	if len(parts) < 2 || len(parts) > 3 {
 		return synthSpec{}, bad
 	}
@@ -157,6 +157,9 @@ last, or it takes the others down with it. It serves until interrupted.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loopback(addr); err != nil {
 				return err
+			}
+			if _, err := testsite.ProfileNamed(faults); err != nil {
+				return exitcode.UsageError(fmt.Errorf("--faults: %w", err))
 			}
 			if dir == "" && warcDir == "" && len(synth) == 0 && faults != "attack" {
 				return exitcode.UsageError(errors.New("nothing to serve: give --dir DIR, --archive DIR and/or --synth J:PAGES (or --faults attack)"))

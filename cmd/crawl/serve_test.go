@@ -116,6 +116,7 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--synth", "1:2", "--addr", "192.168.1.5:80"}, "loopback only"},
 		{[]string{"serve"}, "nothing to serve"},
 		{[]string{"serve", "--synth", "x:2"}, "JOURNAL:PAGES"},
+		{[]string{"serve", "--faults", "chaos"}, "--faults: fault profile \"chaos\""},
 		{[]string{"serve", "--synth", "1:2", "--faults", "chaos"}, "none, flaky, hostile or attack"},
 		{[]string{"demo", "--faults", "chaos"}, "none, flaky or hostile"},
 	} {
