@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -39,6 +40,23 @@ func (e *Env) exitCode(err error) int {
 		}
 	}
 	return exitcode.Of(err)
+}
+
+// untilStop is ctx, also ended by the first signal (Env.Stop): for waits
+// that start nothing and may be given up at once, such as a sink that does
+// not answer at start.
+func (e *Env) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if e.Stop != nil {
+		go func() {
+			select {
+			case <-e.Stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 func (e *Env) log() *slog.Logger {

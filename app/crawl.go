@@ -125,10 +125,23 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		hist.Finished, hist.Summary = time.Now(), data
 		return data, st.PutRun(hist)
 	}
+	// The report is written however the run ends, so that a monitor that
+	// reads it never sees the previous run's success.
+	var report *reportFile
 	early := func(err error) (*engine.Summary, error) {
 		rep := newRunReport(runID, c.Kind, sum, nil, err)
-		record(&rep, err)
+		data, _ := record(&rep, err)
+		if report != nil {
+			report.write(data)
+		}
 		return nil, err
+	}
+	if c.Report != "" {
+		if report, err = openReport(c.Report, c.StateDir); err != nil {
+			return early(err)
+		}
+		defer report.discard()
+		sum.LogPagesTo(report.pages())
 	}
 	quar := quarantine.In(c.StateDir)
 	if held, err := resolvePending(ctx, st, quar.Path()); err != nil {
@@ -136,7 +149,9 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	} else if len(held) > 0 {
 		e.log().Warn("the quarantine holds records a sink refused in earlier runs: crawl quarantine list shows them, crawl quarantine retry delivers them", "records", len(held), "file", quar.Path())
 	}
-	out, err := OpenSinks(ctx, c.Sinks, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
+	openCtx, cancelOpen := e.untilStop(ctx) // the first signal gives up a sink that does not answer
+	defer cancelOpen()
+	out, err := OpenSinks(openCtx, c.Sinks, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
 		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined})
 	if err != nil {
 		return early(err)
@@ -154,15 +169,6 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	if err != nil {
 		return early(err)
 	}
-	var report *reportFile
-	if c.Report != "" {
-		if report, err = openReport(c.Report, c.StateDir); err != nil {
-			return early(err)
-		}
-		defer report.discard()
-		sum.LogPagesTo(report.pages())
-	}
-
 	run := engine.Start(engine.Options{ID: runID, Fetcher: fetch, Ledger: st, Sink: out, StopWhenUnreachable: true,
 		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine(), Summary: sum})
 	stopProgress := func() {}

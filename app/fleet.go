@@ -164,7 +164,9 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	defer f.Close()
 	sum := engine.NewSummary()
 	quar := quarantine.New(cmp.Or(o.Quarantine, filepath.Join(cfg.StateDir, quarantine.Name)))
-	out, err := OpenSinks(ctx, o.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
+	openCtx, cancelOpen := e.untilStop(ctx) // the first signal gives up a sink that does not answer
+	defer cancelOpen()
+	out, err := OpenSinks(openCtx, o.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
 		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined})
 	if err != nil {
 		return err

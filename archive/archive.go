@@ -164,21 +164,28 @@ type Response struct {
 
 // Files lists the WARC files of a directory in name (time) order,
 // including those of a writer that was killed: the writer names a file
-// "….warc.gz.open" until it closes it.
+// "….warc.gz.open" until it closes it. What is not a regular file (a FIFO,
+// a device, a directory) is skipped: reading it could block for ever.
 func Files(dir string) ([]string, error) {
+	if info, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("archive %s: %w", dir, err)
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("archive %s: not a directory: expected the directory of WARC files a crawl with --archive wrote", dir)
+	}
 	var out []string
 	for _, pat := range []string{"*.warc", "*.warc.gz", "*.warc.open", "*.warc.gz.open"} {
 		m, err := filepath.Glob(filepath.Join(dir, pat))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m...)
+		for _, p := range m {
+			if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
+				out = append(out, p)
+			}
+		}
 	}
 	if len(out) == 0 {
-		if _, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("archive %s: %w", dir, err)
-		}
-		return nil, fmt.Errorf("archive %s: no WARC files in it", dir)
+		return nil, fmt.Errorf("archive %s: no WARC files in it (*.warc, *.warc.gz)", dir)
 	}
 	sort.Strings(out)
 	return out, nil

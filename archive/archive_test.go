@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/litcrawl/litcrawl/archive"
@@ -123,5 +124,23 @@ func TestCutFileReadsCompleteRecords(t *testing.T) {
 	err := archive.Responses(dir, func(archive.Response) error { n++; return nil })
 	if err != nil || n != 5 {
 		t.Fatalf("read %d complete responses (want 5): %v", n, err)
+	}
+}
+
+// Files lists regular WARC files only: a FIFO named like one would block
+// a replay for ever. A file given for the directory is named as such.
+func TestFilesSkipsWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "a.warc.gz"), 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	os.Mkdir(filepath.Join(dir, "b.warc"), 0o700)
+	os.WriteFile(filepath.Join(dir, "c.warc.gz"), nil, 0o600)
+	got, err := archive.Files(dir)
+	if err != nil || len(got) != 1 || filepath.Base(got[0]) != "c.warc.gz" {
+		t.Errorf("Files = %q, %v; want only c.warc.gz", got, err)
+	}
+	if _, err := archive.Files(filepath.Join(dir, "c.warc.gz")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file for the directory: %v", err)
 	}
 }

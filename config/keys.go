@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/litcrawl/litcrawl/internal/redact"
 )
 
 // checkKeys walks a decoded YAML document against the configuration's
@@ -32,12 +34,12 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 	case t == reflect.TypeOf(Duration(0)):
 		var d Duration
 		if err := n.Decode(&d); err != nil {
-			return fmt.Errorf("%s: %q is not a duration (expected e.g. 500ms, 1.5s, 2m)", path, n.Value)
+			return fmt.Errorf("%s: %q is not a duration (expected e.g. 500ms, 1.5s, 2m)", path, shown(n.Value))
 		}
 		return nil
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return fmt.Errorf("%s: expected a section of keys (key: value on the lines below), not %q", nameOr(path), n.Value)
+			return fmt.Errorf("%s: expected a section of keys (key: value on the lines below), not %q", nameOr(path), shown(n.Value))
 		}
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -57,7 +59,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 		return nil
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return fmt.Errorf("%s: %q: expected a list, e.g. [%s]", path, n.Value, example(t.Elem()))
+			return fmt.Errorf("%s: %q: expected a list, e.g. [%s]", path, shown(n.Value), example(t.Elem()))
 		}
 		for i, e := range n.Content {
 			if err := checkNode(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
@@ -70,10 +72,14 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 		return fmt.Errorf("%s: expected %s, not a list or a section", path, kindName(t))
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
-		return fmt.Errorf("%s: %q: expected %s (line %d)", path, n.Value, kindName(t), n.Line)
+		return fmt.Errorf("%s: %q: expected %s (line %d)", path, shown(n.Value), kindName(t), n.Line)
 	}
 	return nil
 }
+
+// shown is a value as an error may quote it: a URL's secrets redacted
+// (a sink URL written where a list was expected holds its password).
+func shown(v string) string { return redact.Text(v) }
 
 // yamlFields maps a struct's YAML keys to their types.
 func yamlFields(t reflect.Type) map[string]reflect.Type {

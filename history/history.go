@@ -15,6 +15,7 @@ import (
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/state"
 )
 
@@ -211,6 +212,7 @@ func view(r state.Run, thresholds config.Quality) RunView {
 // a listing or a report: a histogram whose buckets are not the crawl's, a
 // threshold that is no share, a duration beyond any run, counts below 0.
 func sanitize(rep *RunReport) {
+	rep.Error = redact.Text(rep.Error) // a file from elsewhere may quote a URL with its password
 	if h := rep.FetchSeconds; h != nil {
 		if !slices.Equal(h.LE, engine.FetchSecondsBounds) || len(h.Counts) != len(h.LE)+1 {
 			rep.FetchSeconds = nil

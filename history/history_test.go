@@ -59,6 +59,7 @@ func TestReportFilePageLogIsStreamed(t *testing.T) {
 func TestHistorySanitizesOddSummaries(t *testing.T) {
 	rep := RunReport{RunID: "r", Kind: "nightly", Started: "2026-12-01T03:00:00Z", DurationSeconds: 1e300,
 		Pages: map[string]int64{"done": -4}, Retries: map[string]int{"x": -1},
+		Error:             "sink postgres://u:hunter2@h/db: refused",
 		FetchSeconds:      &engine.Histogram{LE: []float64{}, Counts: []int64{7}},
 		QualityThresholds: &config.Quality{MinTitleShare: 1e308},
 		Quality:           engine.Quality{Pages: 1, Records: 2, WithTitle: 9}}
@@ -66,7 +67,7 @@ func TestHistorySanitizesOddSummaries(t *testing.T) {
 	v := view(state.Run{ID: "r", Started: time.Now(), Finished: time.Now().Add(-time.Hour), Summary: data}, config.Default().Quality)
 	s := v.Summary
 	if s == nil || s.FetchSeconds != nil || s.QualityThresholds != nil || s.DurationSeconds != 0 || v.DurationSeconds != 0 ||
-		s.Pages["done"] != 0 || s.Retries["x"] != 0 || s.Quality.WithTitle != 2 {
+		s.Pages["done"] != 0 || s.Retries["x"] != 0 || s.Quality.WithTitle != 2 || strings.Contains(s.Error, "hunter2") {
 		t.Errorf("sanitized: %+v, duration %v", s, v.DurationSeconds)
 	}
 }

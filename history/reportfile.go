@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/internal/redact"
 )
 
 // ReportFile is a --report file as crawl report uses it: the run's
@@ -59,6 +60,9 @@ func ReadReportFile(path string) (*ReportFile, error) {
 	rf, err := decodeReportFile(bufio.NewReaderSize(f, 64<<10))
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a run report (crawl backfill/nightly --report writes them): %w", path, err)
+	}
+	for i := range rf.PageLog.Failed {
+		rf.PageLog.Failed[i].Error = redact.Text(rf.PageLog.Failed[i].Error)
 	}
 	if rf.RunID == "" || rf.Started == "" {
 		return nil, fmt.Errorf("%s: not a run report: it has no run_id and started", path)

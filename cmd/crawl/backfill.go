@@ -86,16 +86,23 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	return nil
 }
 
-// parsePages reads "A-B" or "A-" (until the listing ends) or "A".
+// parsePages reads "A-B" or "A-" (until the listing ends) or "A": page
+// numbers in plain digits.
 func parsePages(s string) (from, to int, err error) {
 	a, b, dash := strings.Cut(s, "-")
-	from, err = strconv.Atoi(a)
-	if err == nil && dash && b != "" {
-		to, err = strconv.Atoi(b)
-	} else if err == nil && !dash {
+	number := func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && v != "" && strings.Trim(v, "0123456789") == "" && n >= 1 && n <= config.MaxPageNumber
+	}
+	from, ok := number(a)
+	switch {
+	case ok && dash && b != "":
+		to, ok = number(b)
+		ok = ok && to >= from
+	case ok && !dash:
 		to = from
 	}
-	if err != nil || from < 1 || (to != 0 && to < from) || from > config.MaxPageNumber || to > config.MaxPageNumber {
+	if !ok {
 		return 0, 0, exitcode.UsageError(fmt.Errorf("--pages %q: expected A-B, A- (until the listing ends) or A, with 1 <= A <= B <= %d", s, config.MaxPageNumber))
 	}
 	return from, to, nil

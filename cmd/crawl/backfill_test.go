@@ -127,6 +127,10 @@ func TestBackfillUsage(t *testing.T) {
 		{[]string{"backfill", "--journal", "1"}, "--pages is required"},
 		{[]string{"backfill", "--journal", "1", "--pages", "5-3"}, `--pages "5-3"`},
 		{[]string{"backfill", "--journal", "1", "--pages", "x"}, `--pages "x"`},
+		{[]string{"backfill", "--journal", "1", "--pages", "25-0"}, `--pages "25-0"`},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--offline", ""}, `--offline "": expected a value`},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--state-dir", ""}, `--state-dir "": expected a value`},
+		{[]string{"backfill", "--journal", "1", "--pages", "+2-+3"}, `--pages "+2-+3"`},
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--base-url", "ftp://h"}, "--base-url"},
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--log-format", "xml"}, "--log-format"},
 		{[]string{"backfill", "--journal", "-4", "--pages", "1"}, "--journal -4"},
@@ -309,5 +313,40 @@ func TestBackfillJournalGivenTwice(t *testing.T) {
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+out)
 	if code != exitcode.OK || countLines(t, out) != 40 || site.Hits(testsite.PagePath(77, 1)) != 1 {
 		t.Fatalf("exit %d, %d papers, page 1 fetched %d times: %s", code, countLines(t, out), site.Hits(testsite.PagePath(77, 1)), errs)
+	}
+}
+
+// A run that fails before it fetches (a sink that cannot be opened) still
+// writes its --report: a monitor reading the file sees the failure, not
+// the previous run's success.
+func TestReportOfARunThatFailsAtStart(t *testing.T) {
+	t.Parallel()
+	site := testsite.New()
+	site.SynthJournal(77, 1, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "last-run.json")
+	args := []string{"backfill", "--journal", "77", "--pages", "1", "--base-url", srv.URL, "--delay", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--report", rep}
+	if code, _, errs := crawl(t, append(args, "-o", filepath.Join(dir, "ok.jsonl"))...); code != exitcode.OK {
+		t.Fatalf("first run: exit %d: %s", code, errs)
+	}
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o600)
+	code, _, errs := crawl(t, append(args, "-o", filepath.Join(blocker, "x.jsonl"))...) // a directory that is a file
+	if code != exitcode.Fatal {
+		t.Fatalf("second run: exit %d, want %d: %s", code, exitcode.Fatal, errs)
+	}
+	var got struct {
+		ExitCode *int   `json:"exit_code"`
+		Error    string `json:"error"`
+	}
+	data, err := os.ReadFile(rep)
+	if err != nil || json.Unmarshal(data, &got) != nil {
+		t.Fatalf("report: %v: %s", err, data)
+	}
+	if got.ExitCode == nil || *got.ExitCode != exitcode.Fatal || got.Error == "" {
+		t.Errorf("report after the failed run: exit_code %v, error %q; want %d and the error", got.ExitCode, got.Error, exitcode.Fatal)
 	}
 }

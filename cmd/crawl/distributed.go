@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
 )
 
 // frontierFlags name the shared frontier.
@@ -38,6 +40,11 @@ func (f *frontierFlags) register(cmd *cobra.Command, consumer bool) {
 // fleet turns the flags into the frontier's options; a flag not given
 // leaves the frontier as it is.
 func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, error) {
+	for _, server := range strings.Split(f.url, ",") {
+		if scheme, _, ok := strings.Cut(server, "://"); ok && scheme != "nats" && scheme != "tls" {
+			return app.Fleet{}, exitcode.Usagef("--frontier %s: expected nats://HOST:PORT (or tls://), several comma-separated", redact.URL(server))
+		}
+	}
 	fl := app.Fleet{URL: f.url, Replicas: env.Config.Frontier.Replicas}
 	// The flags' values were checked as they were parsed (flags.go).
 	if cmd.Flags().Changed("replicas") {

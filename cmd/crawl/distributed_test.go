@@ -119,6 +119,7 @@ func TestDistributedUsage(t *testing.T) {
 		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "0", "--pages", "1-2"}, "--journal 0: expected a positive journal id"},
 		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1,x", "--pages", "1-2"}, "--journal 1,x: expected a positive journal id"},
 		{[]string{"status"}, "--frontier"},
+		{[]string{"status", "--frontier", "http://u:hunter2@127.0.0.1:1"}, "--frontier http://u:REDACTED@127.0.0.1:1: expected nats://HOST:PORT"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
 		if code != exitcode.Usage || !strings.Contains(errs, tt.want) {

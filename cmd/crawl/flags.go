@@ -140,7 +140,11 @@ var pflagInvalid = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(
 // the project's words: "--replicas 6: expected 1 to 5".
 func flagError(err error) error {
 	if m := pflagInvalid.FindStringSubmatch(err.Error()); m != nil {
-		return exitcode.Usagef("%s %s: %s", m[2], m[1], m[3])
+		why := m[3]
+		if strings.HasPrefix(why, "strconv.") { // pflag's own number flags
+			why = "expected a whole number"
+		}
+		return exitcode.Usagef("%s %s: %s", m[2], m[1], why)
 	}
 	return exitcode.UsageError(err)
 }
@@ -207,6 +211,19 @@ func (s *sinkFlags) resolve(cmd *cobra.Command, configured []string) ([]string, 
 		}
 	}
 	return urls, nil
+}
+
+// noEmptyValues refuses a path or URL flag given as "" (an unset shell
+// variable): --offline "" would crawl the live site, --state-dir "" use
+// the default state.
+func noEmptyValues(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err == nil && f.Value.Type() == "string" && strings.TrimSpace(f.Value.String()) == "" {
+			err = exitcode.Usagef("--%s \"\": expected a value (an unset variable?)", f.Name)
+		}
+	})
+	return err
 }
 
 // stateDirVar registers --state-dir, for every command that reads or

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"net"
@@ -218,5 +219,41 @@ func TestOutputShortcut(t *testing.T) {
 	parsed := filepath.Join(dir, "parsed.jsonl")
 	if code, _, errs := crawl(t, "parse", "-o", parsed, "fixtures/html/flat-p"); code != exitcode.OK || countLines(t, parsed) == 0 {
 		t.Errorf("parse -o: exit %d: %s", code, errs)
+	}
+}
+
+// A sink that does not answer at start is retried; the first SIGINT gives
+// it up at once (exit 130), without waiting out shutdown_timeout.
+func TestSinkRetryAtStartStopsOnTheFirstSignal(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // shutdown_timeout is 30s
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "backfill", "--journal", "1", "--pages", "1", "--base-url", "http://127.0.0.1:1",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "nats://127.0.0.1:1/s?stream=S")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	sc := bufio.NewScanner(pipe)
+	signalled := false // once: a second signal exits at once anyway
+	for sc.Scan() {
+		errb.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "sink not reachable; retrying") && !signalled {
+			signalled = true
+			cmd.Process.Signal(os.Interrupt)
+		}
+	}
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the first SIGINT did not stop the sink's retries: %s", errb.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitcode.Interrupted {
+		t.Errorf("exit %d (%v), want %d: %s", code, err, exitcode.Interrupted, errb.String())
 	}
 }

@@ -193,6 +193,9 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 	root.PersistentFlags().String("metrics-file", "", "at the end, write the metrics to this file in node_exporter's textfile format (atomically), for one-shot runs")
 	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr; /debug/pprof/cmdline is never served")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := noEmptyValues(cmd); err != nil {
+			return err
+		}
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
 			if err := app.CheckOutputFile(path, stateDirFor(cmd)); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--metrics-file: %w", err))

@@ -108,6 +108,7 @@ func TestParseExitCodes(t *testing.T) {
 		{"bad format", []string{"parse", "--format", "pdf", "fixtures"}, exitcode.Usage, `format "pdf": expected auto, html or text`},
 		{"bad charset", []string{"parse", "--charset", "klingon", "fixtures"}, exitcode.Usage, `unknown charset "klingon"`},
 		{"bad concurrency", []string{"parse", "--concurrency", "0", "fixtures"}, exitcode.Usage, "--concurrency 0"},
+		{"url not http", []string{"parse", "--url", "ftp://h/literature_d1.htm", "fixtures/seeds/000_92928c0d02c94ff5.txt"}, exitcode.Usage, "expected the http(s) URL"},
 		{"url with many files", []string{"parse", "--url", "https://m.booksci.cn/literature_d1.htm", "fixtures/seeds", "fixtures/edge"}, exitcode.Usage, "--url"},
 		{"missing path", []string{"parse", "fixtures/seeds", "no/such/page.htm"}, exitcode.Fatal, "no/such/page.htm"},
 		{"strict with empty pages", []string{"parse", "--strict", "fixtures/edge/captcha.htm"}, exitcode.Incomplete, "strict: 1 of 1 files yielded no record"},
@@ -154,7 +155,8 @@ func TestParseExplain(t *testing.T) {
 
 func TestParseSummaryAndURL(t *testing.T) {
 	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
-	code, out, errs := crawl(t, "parse", "--summary", "--url", "https://m.booksci.cn/literature_d501422_9.htm", "fixtures/seeds/000_92928c0d02c94ff5.txt")
+	// User information in --url never reaches a record.
+	code, out, errs := crawl(t, "parse", "--summary", "--url", "https://ann:hunter2@m.booksci.cn/literature_d501422_9.htm", "fixtures/seeds/000_92928c0d02c94ff5.txt")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -163,6 +165,9 @@ func TestParseSummaryAndURL(t *testing.T) {
 	}
 	if !strings.Contains(out, `"source":{"url":"https://m.booksci.cn/literature_d501422_9.htm","page":9,"position":1,"capture":"fixtures/seeds/000_92928c0d02c94ff5.txt"}`) {
 		t.Errorf("--url must set source.url and the page number from it:\n%.400s", out)
+	}
+	if strings.Contains(out, "hunter2") || strings.Contains(out, "ann@") || strings.Contains(out, "ann:") {
+		t.Errorf("--url's user information reached the records:\n%.400s", out)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime"
 	"sort"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/parser"
 )
 
@@ -89,7 +91,7 @@ carries warnings, or the paths held no page file at all.`,
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")
 	fl.StringVar(&f.charset, "charset", "", "force the input charset (e.g. gbk), overriding <meta> declarations")
 	typedVar(fl, newIntIn(&f.concurrency, min(runtime.GOMAXPROCS(0), maxParseConcurrency), 1, maxParseConcurrency, "files at once"), "concurrency", "files parsed at once (output order is kept)")
-	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url, journal and page")
+	fl.StringVar(&f.url, "url", "", "the URL the page was fetched from (only with a single file): sets source.url (without user information), journal and page")
 	fl.BoolVar(&f.explain, "explain", false, "for one page FILE: print each visible line, what it was taken for (paper and field, furniture, or why nothing) and the findings, and deliver nothing; with --strict, exit 4 on a finding")
 	fl.Int64Var(&f.maxInput, "max-input-bytes", 0, "largest input read, in bytes (default: parse.max_input_bytes, 64 MiB)")
 	return cmd
@@ -121,6 +123,14 @@ func (f *parseFlags) options(cmd *cobra.Command, paths []string) (*app.Env, app.
 	}
 	if f.url != "" && len(paths) != 1 {
 		return nil, p, exitcode.UsageError(fmt.Errorf("--url names the URL of one page, but %d paths were given", len(paths)))
+	}
+	if f.url != "" {
+		u, err := url.Parse(f.url)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, p, exitcode.Usagef("--url %q: expected the http(s) URL the page was fetched from", redact.URL(f.url))
+		}
+		u.User = nil // a record never carries credentials
+		p.URL = u.String()
 	}
 	if f.charset != "" {
 		if err := parser.CheckCharset(f.charset); err != nil {

@@ -86,7 +86,7 @@ func parseURL(raw string) (*config, error) {
 		u.Redacted = strings.Replace(u.Redacted, "://"+redact.Mask+"@", "://"+url.User(u.User).String()+"@", 1)
 	}
 	c := &config{table: defaultTable, timeout: defaultTimeout, maxConns: defaultMaxConns}
-	for k := range u.Query {
+	for _, k := range slices.Sorted(maps.Keys(u.Query)) { // the same error each time
 		if why, ok := secretParams[k]; ok {
 			return nil, u.Errorf("parameter %q is not taken: %s", k, why)
 		}

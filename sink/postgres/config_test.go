@@ -21,6 +21,8 @@ func TestURLErrors(t *testing.T) {
 	cases := []struct{ url, want string }{
 		{"postgres://u@db.example.com/lit?password=hunter22", `parameter "password" is not taken: give the password in the URL's user information`},
 		{"postgres://u@db.example.com/lit?sslpassword=x", `"sslpassword" is not taken`},
+		// Several refused: the first by name, every time.
+		{"postgres://u@db.example.com/lit?sslpassword=y&password=z&servicefile=x", `"password" is not taken`},
 		{"postgres://u@db.example.com/lit?servicefile=/tmp/x", "PGSERVICEFILE"},
 		{"postgres://u@db.example.com/lit?table=Papers", `table="Papers": expected a table name of lower-case letters`},
 		{"postgres://u@db.example.com/lit?table=a.b.c", `table="a.b.c"`},
