@@ -303,10 +303,7 @@ func backfillOnePage(t *testing.T, journal int64, body string) (code int, stderr
 // once: each page fetched once, each paper delivered once.
 func TestBackfillJournalGivenTwice(t *testing.T) {
 	t.Parallel()
-	site := testsite.New()
-	site.SynthJournal(77, 2, 20)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
+	site, srv := synthSite(t, map[int64]int{77: 2})
 	dir := t.TempDir()
 	out := filepath.Join(dir, "papers.jsonl")
 	code, _, errs := crawl(t, "backfill", "--journal", "77", "--journal", "77,77", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0",
@@ -321,10 +318,7 @@ func TestBackfillJournalGivenTwice(t *testing.T) {
 // the previous run's success.
 func TestReportOfARunThatFailsAtStart(t *testing.T) {
 	t.Parallel()
-	site := testsite.New()
-	site.SynthJournal(77, 1, 20)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
+	_, srv := synthSite(t, map[int64]int{77: 1})
 	dir := t.TempDir()
 	rep := filepath.Join(dir, "last-run.json")
 	args := []string{"backfill", "--journal", "77", "--pages", "1", "--base-url", srv.URL, "--delay", "0",
