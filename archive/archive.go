@@ -95,7 +95,15 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// uuidMu serialises what touches the uuid package's process-wide state:
+// gowarc turns its random pool on each time it makes a record builder or
+// an unmarshaler (a write the race detector rightly flags beside any other
+// uuid call), so records are built, written and read under it.
+var uuidMu sync.Mutex
+
 func (r *Recorder) record(req *http.Request, resp *http.Response, body []byte) error {
+	uuidMu.Lock()
+	defer uuidMu.Unlock()
 	now := time.Now().UTC().Format(time.RFC3339)
 	reqID, respID := "<urn:uuid:"+uuid.NewString()+">", "<urn:uuid:"+uuid.NewString()+">"
 	target := req.URL.String()
@@ -151,7 +159,11 @@ func buildRecord(t gowarc.RecordType, msgType, id, concurrentTo, date, target st
 }
 
 // Close finishes the current WARC file.
-func (r *Recorder) Close() error { return r.w.Close() }
+func (r *Recorder) Close() error {
+	uuidMu.Lock()
+	defer uuidMu.Unlock()
+	return r.w.Close()
+}
 
 // Response is one archived response.
 type Response struct {
@@ -208,7 +220,9 @@ func Responses(dir string, f func(Response) error) error {
 }
 
 func readFile(file string, f func(Response) error) error {
+	uuidMu.Lock()
 	rd, err := gowarc.NewWarcFileReader(file, 0)
+	uuidMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", file, err)
 	}

@@ -14,7 +14,9 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/litcrawl/litcrawl/internal/fskind"
@@ -26,7 +28,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/litcrawl/litcrawl/ledger"
@@ -141,7 +142,7 @@ func Open(dir string) (*Store, error) {
 		if w := meta.Get(keyWriter); w != nil {
 			s.writer = string(w)
 		} else {
-			s.writer = uuid.NewString()
+			s.writer = newWriterID()
 			if err := meta.Put(keyWriter, []byte(s.writer)); err != nil {
 				return err
 			}
@@ -708,4 +709,16 @@ func (s *Store) SinkToken(ctx context.Context) ([]byte, error) {
 		return nil
 	})
 	return tok, err
+}
+
+// newWriterID is a random (version 4) UUID naming a state as a sink's
+// writer. It is made here, not with the uuid package, whose process-wide
+// random pool a WARC recorder in the same process switches on.
+func newWriterID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
