@@ -3,8 +3,11 @@ package app
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +16,7 @@ import (
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink"
@@ -122,6 +126,50 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 	return runID, n, err
 }
 
+// FleetRuns are the fleet's worker runs (the frontier's runs stream) as
+// history views, newest first. A run without its final summary is running
+// while its worker is alive, and killed when it is gone.
+func (e *Env) FleetRuns(ctx context.Context, fl Fleet) ([]history.RunView, error) {
+	f, err := e.connect(ctx, fl)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := f.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	workers, err := f.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	state := map[string]string{}
+	for _, wi := range workers {
+		state[wi.ID] = wi.State
+	}
+	runs := make([]history.RunView, 0, len(raw))
+	for _, data := range raw {
+		var rep history.RunReport
+		if json.Unmarshal(data, &rep) != nil || rep.RunID == "" {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339, rep.Started); err != nil {
+			continue
+		}
+		v := history.FromReport(rep, e.Config.Quality)
+		if rep.ExitCode == nil {
+			v.Finished = time.Time{}
+			v.Status = history.StatusKilled
+			if state[rep.RunID] == frontier.WorkerAlive {
+				v.Status = history.StatusRunning
+			}
+		}
+		runs = append(runs, v)
+	}
+	slices.SortStableFunc(runs, func(a, b history.RunView) int { return b.Started.Compare(a.Started) })
+	return runs, nil
+}
+
 // Status reads the frontier: jobs pending, in flight and dead-lettered,
 // and the last dead letters.
 func (e *Env) Status(ctx context.Context, fl Fleet, lastDead int) (*frontier.Status, []frontier.DeadLetter, error) {
@@ -150,6 +198,8 @@ type Work struct {
 	// Quarantine is the file that keeps the records a sink refuses
 	// (quarantine.Name in the config's state_dir by default).
 	Quarantine string
+	// Version is the program's version, shown by crawl status.
+	Version string
 }
 
 // Work takes jobs from the frontier until ctx ends, Env.Stop closes, or
@@ -190,6 +240,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		return err
 	}
 	id := NewRunID(time.Now())
+	host, _ := os.Hostname()
 	run := engine.Start(engine.Options{ID: id, Fetcher: fetch, Ledger: f.Ledger(), Sink: out,
 		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine(), Summary: sum})
 	defer e.Metrics.gauge(prometheus.GaugeOpts{Name: "litcrawl_frontier_jobs_pending", Help: "Jobs in the shared frontier (taken or not)."},
@@ -202,7 +253,17 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 			}
 			return float64(st.Pending)
 		})()
-	w := f.NewWorker(frontier.WorkerOptions{Run: run, Log: e.log(), Concurrency: cfg.Fetch.Concurrency, IdleExit: o.IdleExit, Stop: e.Stop})
+	var w *frontier.Worker
+	summary := func(runErr error, code *int) []byte {
+		jobs := w.Jobs()
+		rep := newRunReport(id, "worker", sum, &jobs, runErr)
+		rep.Host, rep.PID, rep.ExitCode = host, os.Getpid(), code
+		data, _ := json.Marshal(rep)
+		return data
+	}
+	w = f.NewWorker(frontier.WorkerOptions{Run: run, Log: e.log(), Concurrency: cfg.Fetch.Concurrency, IdleExit: o.IdleExit, Stop: e.Stop,
+		Identity: frontier.Identity{ID: id, Host: host, PID: os.Getpid(), Version: o.Version, Started: sum.Started.UTC()},
+		Summary:  func() []byte { return summary(nil, nil) }})
 	e.log().Info("worker started", "server", f.ServerVersion(), "ack_wait", f.AckWait().String(), "max_deliver", f.MaxDeliver())
 	runErr := w.Run(ctx)
 	run.Close()
@@ -217,6 +278,13 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 			runErr = quarantinedRecords(n, quar.Path())
 		}
 	}
+	// The run's summary joins the fleet's history (crawl runs --frontier).
+	code := e.exitCode(runErr)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	if err := f.PublishRun(pctx, id, summary(runErr, &code)); err != nil {
+		e.log().Warn("the run summary was not kept in the frontier: crawl runs --frontier will show its last snapshot", "error", err)
+	}
+	cancel()
 	e.printSummary(rep, sum)
 	return runErr
 }

@@ -90,12 +90,24 @@ type Parse struct {
 	MaxInputBytes int64 `yaml:"max_input_bytes"`
 }
 
+// Bounds of frontier.ack_wait (and --ack-wait).
+const (
+	MinAckWait = time.Second
+	MaxAckWait = 10 * time.Minute
+)
+
 // Frontier configures the JetStream resources of distributed crawling.
 type Frontier struct {
 	// Replicas of the frontier's streams and buckets, 1 to 5 (3 on a
 	// three-server cluster survives losing a server). 0, the default,
 	// keeps what exists as it is and creates with 1.
 	Replicas int `yaml:"replicas"`
+	// AckWait is how long a worker may hold a job without a heartbeat
+	// before it goes to another: a job held by a dead worker is delivered
+	// again within it. Workers heartbeat their jobs every third of it,
+	// whatever a page's own waits. 1s to 10m; 0, the default, keeps what
+	// the frontier has and creates it with 30s.
+	AckWait Duration `yaml:"ack_wait"`
 }
 
 // Site describes the listing site.
@@ -388,6 +400,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Frontier.Replicas < 0 || c.Frontier.Replicas > 5 {
 		return bad("frontier.replicas", c.Frontier.Replicas, "1 to 5 replicas (0: as the frontier has them, 1 when created)")
+	}
+	if a := c.Frontier.AckWait.D(); a != 0 && (a < MinAckWait || a > MaxAckWait) {
+		return bad("frontier.ack_wait", a, fmt.Sprintf("a duration from %v to %v (0: as the frontier has it, 30s when created)", MinAckWait, MaxAckWait))
 	}
 	for i, u := range c.Sinks {
 		if err := sink.CheckURL(u); err != nil {

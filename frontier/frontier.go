@@ -29,7 +29,7 @@ const (
 
 // Defaults of a frontier created without options.
 const (
-	DefaultAckWait    = 2 * time.Minute
+	DefaultAckWait    = 30 * time.Second
 	DefaultMaxDeliver = 5
 )
 
@@ -67,8 +67,11 @@ type Frontier struct {
 	cons   jetstream.Consumer
 	papers jetstream.KeyValue
 	pace   jetstream.KeyValue
-	opts   Options
-	url    string // redacted
+	// workers holds each worker's entry, runs each worker run's summary.
+	workers jetstream.KeyValue
+	runs    jetstream.Stream
+	opts    Options
+	url     string // redacted
 }
 
 // Connect opens the frontier at url (nats://[user:pass@]host:port, several
@@ -134,9 +137,9 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 	defer cancel()
 	r := max(f.opts.Replicas, 1)
 	var (
-		jobs, dead   jetstream.Stream
-		cons         jetstream.Consumer
-		papers, pace jetstream.KeyValue
+		jobs, dead, runs      jetstream.Stream
+		cons                  jetstream.Consumer
+		papers, pace, workers jetstream.KeyValue
 	)
 	steps := []struct {
 		what string
@@ -168,6 +171,16 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 			pace, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PaceBucket, Storage: jetstream.MemoryStorage, TTL: time.Hour, Replicas: r})
 			return err
 		}},
+		{"workers bucket", func(ctx context.Context) (err error) {
+			workers, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: WorkersBucket, Storage: jetstream.FileStorage, TTL: workersTTL, Replicas: r})
+			return err
+		}},
+		{"runs stream", func(ctx context.Context) (err error) {
+			runs, err = f.stream(ctx, jetstream.StreamConfig{Name: RunsStream, Subjects: []string{RunsSubject + ".>"},
+				Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, MaxMsgs: MaxRuns, MaxBytes: MaxRunBytes,
+				MaxMsgSize: MaxRunSummaryBytes, Discard: jetstream.DiscardOld, Replicas: r})
+			return err
+		}},
 	}
 	for _, s := range steps {
 		if err := retry(ctx, s.do); err != nil {
@@ -178,7 +191,7 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 		}
 	}
 	if keep {
-		f.jobs, f.dead, f.cons, f.papers, f.pace = jobs, dead, cons, papers, pace
+		f.jobs, f.dead, f.cons, f.papers, f.pace, f.workers, f.runs = jobs, dead, cons, papers, pace, workers, runs
 	}
 	return nil
 }

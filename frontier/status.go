@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,8 @@ type JournalStatus struct {
 	Pending uint64 `json:"pending"` // in the work queue, taken or not
 	Walking bool   `json:"walking"` // a nightly walk is under way
 	Dead    uint64 `json:"dead"`
+	// Done are the jobs the workers in the workers bucket finished.
+	Done int64 `json:"done"`
 }
 
 // Status is the frontier at a glance.
@@ -49,6 +52,22 @@ type Status struct {
 	// single server brought them back below its ack floor); an idle worker
 	// puts them back.
 	Stuck uint64 `json:"stuck"`
+	// AckWait is how long a job held without a heartbeat stays with its
+	// worker.
+	AckWait float64 `json:"ack_wait_seconds"`
+	// Done are the jobs finished by the workers the workers bucket holds
+	// (those seen in the last hour); PagesPerSecond their rate over the
+	// last minute, and ETASeconds the pending jobs at that rate (0:
+	// unknown).
+	Done           int64   `json:"done"`
+	PagesPerSecond float64 `json:"pages_per_second"`
+	ETASeconds     float64 `json:"eta_seconds"`
+	// Workers are the workers seen in the last hour: alive, gone (no
+	// word for a few seconds: killed, or cut off) or exited.
+	Workers []WorkerInfo `json:"workers"`
+	// InFlightJobs are the jobs the workers say they hold, oldest first.
+	// A gone worker's jobs stay until the ack wait hands them to another.
+	InFlightJobs []HeldJob `json:"in_flight_jobs"`
 }
 
 // Status counts jobs pending, in flight and dead-lettered, per journal. It
@@ -105,6 +124,37 @@ func (f *Frontier) Status(ctx context.Context) (*Status, error) {
 		if err != nil {
 			return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
 		}
+	}
+	workers, err := f.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Workers, st.InFlightJobs, st.AckWait = workers, []HeldJob{}, f.AckWait().Seconds()
+	lastMinute := 0
+	for _, wi := range workers {
+		st.Done += wi.Jobs.Done + wi.Jobs.PastEnd
+		if wi.State == WorkerAlive {
+			lastMinute += wi.DoneLastMinute
+		}
+		for k, n := range wi.DonePerJournal {
+			if j, err := strconv.ParseInt(k, 10, 64); err == nil {
+				get(j).Done += n
+			}
+		}
+		if wi.State == WorkerExited {
+			continue
+		}
+		for _, h := range wi.Held {
+			if wi.State == WorkerGone && time.Since(h.Heartbeat) > f.AckWait() {
+				continue // back in the queue: another worker takes it
+			}
+			h.Worker, h.WorkerState = wi.ID, wi.State
+			st.InFlightJobs = append(st.InFlightJobs, h)
+		}
+	}
+	sort.SliceStable(st.InFlightJobs, func(a, b int) bool { return st.InFlightJobs[a].Since.Before(st.InFlightJobs[b].Since) })
+	if st.PagesPerSecond = float64(lastMinute) / 60; st.PagesPerSecond > 0 {
+		st.ETASeconds = float64(st.Pending) / st.PagesPerSecond
 	}
 	st.Journals = []JournalStatus{}
 	for _, v := range per {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,15 @@ type WorkerOptions struct {
 	Stop <-chan struct{}
 	// Retry spaces the deliveries of a failing job (default 5s to 5m).
 	Retry backoff.Policy
+	// Identity names the worker in the workers bucket (crawl status);
+	// AnnounceEvery is how often it says it is alive and what it holds
+	// (default 2s, or a tenth of the ack wait when that is shorter).
+	Identity      Identity
+	AnnounceEvery time.Duration
+	// Summary, when set, is the worker run's summary so far (a JSON
+	// object), kept in the runs stream every few announcements, so that
+	// a worker killed mid-run leaves its counts.
+	Summary func() []byte
 }
 
 // JobCounts are what a worker did with its jobs.
@@ -59,6 +69,7 @@ type Worker struct {
 	o WorkerOptions
 
 	done, pastEnd, retried, dead atomic.Int64
+	presence                     *presence
 }
 
 // NewWorker makes a worker over the frontier.
@@ -70,7 +81,18 @@ func (f *Frontier) NewWorker(o WorkerOptions) *Worker {
 		o.Retry = backoff.Policy{Base: 5 * time.Second, Max: 5 * time.Minute}
 	}
 	o.Concurrency = max(o.Concurrency, 1)
-	return &Worker{f: f, o: o}
+	if o.AnnounceEvery <= 0 {
+		// Often enough that a dead worker shows as gone well before its
+		// jobs come back (goneAfter announcements < the ack wait).
+		o.AnnounceEvery = min(DefaultAnnounceEvery, max(f.AckWait()/10, 100*time.Millisecond))
+	}
+	if o.Identity.ID == "" {
+		o.Identity.ID = fmt.Sprintf("worker-%d", time.Now().UnixNano())
+	}
+	if o.Identity.Started.IsZero() {
+		o.Identity.Started = time.Now().UTC()
+	}
+	return &Worker{f: f, o: o, presence: newPresence(o.Identity, o.AnnounceEvery)}
 }
 
 // Jobs counts the jobs the worker handled.
@@ -88,11 +110,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer adv.Unsubscribe()
+	stopAnnouncing := w.announceLoop()
 	var wg sync.WaitGroup
 	for range w.o.Concurrency {
 		wg.Go(func() { w.loop(ctx) })
 	}
 	wg.Wait()
+	stopAnnouncing()
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return nil
 	}
@@ -101,7 +125,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) loop(ctx context.Context) {
 	idleSince := time.Now()
-	var lastRescue time.Time
+	var lastRescue, lastSaid time.Time
 	for ctx.Err() == nil {
 		select {
 		case <-w.o.Stop:
@@ -150,10 +174,90 @@ func (w *Worker) loop(ctx context.Context) {
 				continue
 			}
 		}
-		if w.o.IdleExit > 0 && time.Since(idleSince) >= w.o.IdleExit {
+		// Idle: the worker exits only when the whole fleet has drained,
+		// so that a job a dead worker held, back after its ack wait,
+		// finds a worker.
+		if w.o.IdleExit > 0 && time.Since(idleSince) >= w.o.IdleExit && w.drained(ctx, &lastSaid) {
 			return
 		}
 	}
+}
+
+// announceLoop puts the worker's entry in the workers bucket now and every
+// AnnounceEvery, and its run summary every fifth time; the returned
+// function stops it and announces the worker exited.
+func (w *Worker) announceLoop() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	say := func(exited bool) {
+		if err := w.f.announce(context.Background(), w.presence.snapshot(w.Jobs(), exited)); err != nil && !exited {
+			w.o.Log.Warn("the workers bucket did not take this worker's entry: crawl status may show it as gone", "error", err)
+		}
+	}
+	keep := func() {
+		if w.o.Summary != nil {
+			if err := w.f.PublishRun(ctx, w.o.Identity.ID, w.o.Summary()); err != nil && ctx.Err() == nil {
+				w.o.Log.Warn("the run summary was not kept in the frontier", "error", err)
+			}
+		}
+	}
+	say(false)
+	keep() // a worker killed at once is in the fleet's history too
+	go func() {
+		defer close(done)
+		t := time.NewTicker(w.o.AnnounceEvery)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.presence.changed: // a job taken or let go: said at once
+				say(false)
+				continue
+			case <-t.C:
+				say(false)
+				if n%5 == 0 {
+					keep()
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		say(true)
+	}
+}
+
+// drained says whether the fleet has nothing left: no job pending or in
+// flight, anywhere. When something is left, it says what and who holds
+// it, at most once per IdleExit.
+func (w *Worker) drained(ctx context.Context, lastSaid *time.Time) bool {
+	st, err := w.f.Status(ctx)
+	if err != nil {
+		w.o.Log.Warn("idle, but the frontier's status cannot be read: staying", "error", err)
+		return false
+	}
+	if st.Pending == 0 && st.Stuck == 0 {
+		return true
+	}
+	if time.Since(*lastSaid) >= w.o.IdleExit {
+		*lastSaid = time.Now()
+		held := "none listed by a worker"
+		if len(st.InFlightJobs) > 0 {
+			var parts []string
+			for i, h := range st.InFlightJobs {
+				if i == 5 {
+					parts = append(parts, fmt.Sprintf("and %d more", len(st.InFlightJobs)-5))
+					break
+				}
+				parts = append(parts, fmt.Sprintf("journal %d page %d by %s (%s, held %s)", h.Journal, h.Page, h.Worker, h.WorkerState, time.Since(h.Since).Round(time.Second)))
+			}
+			held = strings.Join(parts, "; ")
+		}
+		w.o.Log.Info("idle, but the fleet is not drained: staying to take what comes back", "pending", st.Pending, "in_flight", st.InFlight, "held", held)
+	}
+	return false
 }
 
 // rescueEvery is how often an idle worker looks for stuck jobs.
@@ -201,7 +305,13 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	if w.o.OnJob != nil {
 		w.o.OnJob(job)
 	}
-	// Heartbeats keep a slow page from going to another worker.
+	// Heartbeats keep a job whose page is slow, or waits on politeness or
+	// retries, from going to another worker; a dead worker's job comes
+	// back after the ack wait.
+	seq := md.Sequence.Stream
+	w.presence.take(seq, job, md.NumDelivered)
+	acked := false
+	defer func() { w.presence.release(seq, job.Journal, acked) }()
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
 	go func() {
@@ -212,7 +322,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			case <-hbCtx.Done():
 				return
 			case <-t.C:
-				msg.InProgress()
+				if msg.InProgress() == nil {
+					w.presence.beat(seq)
+				}
 			}
 		}
 	}()
@@ -224,7 +336,12 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	oc, err := w.o.Run.Page(ctx, ledger.PageKey{Journal: job.Journal, Page: job.Page}, engine.PageOptions{RunID: job.RunID, Hold: hold})
 	switch {
 	case ctx.Err() != nil:
-		return // no ack: redelivered to a living worker
+		// Stopped (the grace after a signal ran out): handed back now,
+		// not after the ack wait.
+		if err := msg.Nak(); err != nil {
+			w.o.Log.Warn("job not handed back: redelivered after its ack wait", "journal", job.Journal, "page", job.Page, "error", err)
+		}
+		return
 	case err != nil: // the sinks or the ledger: worth another try
 		w.failed(ctx, msg, job, err, true, md.NumDelivered)
 		return
@@ -257,6 +374,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.o.Log.Info("job done", "journal", job.Journal, "page", job.Page, "delivered", oc.Delivered.Sent, "run", job.RunID)
 	}
 	w.ack(ctx, msg, job)
+	acked = true
 }
 
 // pastEndOfWalk goes on with or ends a nightly walk whose page lies past

@@ -307,7 +307,7 @@ func (h *History) Find(id string) (RunView, error) {
 func FromReport(rep RunReport, thresholds config.Quality) RunView {
 	started, _ := time.Parse(time.RFC3339, rep.Started)
 	data, _ := json.Marshal(rep)
-	r := state.Run{ID: rep.RunID, Kind: rep.Kind, Started: started, Journals: rep.Journals, Summary: data,
+	r := state.Run{ID: rep.RunID, Kind: rep.Kind, Started: started, Journals: rep.Journals, Summary: data, Host: rep.Host, PID: rep.PID,
 		Finished: started.Add(time.Duration(rep.DurationSeconds * float64(time.Second)))}
 	return view(r, thresholds)
 }

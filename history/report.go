@@ -43,6 +43,9 @@ type RunReport struct {
 	Quarantined int64  `json:"quarantined,omitempty"`
 	Quarantine  string `json:"quarantine,omitempty"`
 	Error       string `json:"error,omitempty"`
+	// Host and PID say where a fleet worker's run ran.
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
 	// ExitCode is the code the run's process exited with (nil: unknown,
 	// a run recorded before exit codes were).
 	ExitCode *int `json:"exit_code,omitempty"`

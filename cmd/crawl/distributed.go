@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
 )
@@ -32,7 +31,7 @@ func (f *frontierFlags) register(cmd *cobra.Command, consumer bool) {
 	fl.StringVar(&f.url, "frontier", "", "the shared frontier: nats://[user:pass@]host:port[,host:port…] (JetStream, nats-server 2.9.10 or newer)")
 	typedVar(fl, newIntIn(&f.replicas, 0, 1, 5, ""), "replicas", "replicas of the frontier's streams and buckets, 1 to 5, on a cluster: new ones are created with it, existing ones moved in place (default: frontier.replicas; as they are, 1 when created)")
 	if consumer {
-		typedVar(fl, newDuration(&f.ackWait, 0, true, "2m"), "ack-wait", "how long a worker may hold a job without a heartbeat before it is redelivered (default: as the frontier has it; 2m when it is created)")
+		typedVar(fl, newDuration(&f.ackWait, 0, true, "30s").within(config.MinAckWait, config.MaxAckWait), "ack-wait", "how long a worker may hold a job without a heartbeat before it goes to another worker, 1s to 10m; workers heartbeat every third of it (default: frontier.ack_wait; as the frontier has it, 30s when created)")
 		typedVar(fl, newIntIn(&f.maxDeliver, 0, 1, 100, "tries"), "max-deliver", "tries of a job before it is dead-lettered (default: as the frontier has it; 5 when it is created)")
 	}
 }
@@ -51,6 +50,9 @@ func (f *frontierFlags) fleet(cmd *cobra.Command, env *app.Env) (app.Fleet, erro
 		fl.Replicas = f.replicas
 	}
 	fl.AckWait, fl.MaxDeliver = f.ackWait, f.maxDeliver
+	if cmd.Flags().Lookup("ack-wait") != nil && !cmd.Flags().Changed("ack-wait") {
+		fl.AckWait = env.Config.Frontier.AckWait.D() // enqueue and worker set the ack wait; status only reads
+	}
 	return fl, nil
 }
 
@@ -154,12 +156,20 @@ delivers the papers not delivered before (fleet-wide: a shared key-value
 bucket) to its sinks, and acks a job only after every sink acknowledged.
 A job that fails is retried later, and after the frontier's max
 deliveries (or at once, when it fails for good) goes to the dead-letter
-stream with its error. A killed worker loses nothing: its jobs are
-redelivered. fetch.delay is a fleet-wide pace per host. Run any number
-of workers on any number of machines; deliver to a queue sink with
-dedupe (nats://…?stream=…) so that a job redelivered after a delivery
-leaves each paper once. The first SIGINT/SIGTERM stops taking jobs; at
-the end the worker prints its summary (JSON with --log-format json).`,
+stream with its error. A killed worker loses nothing: it heartbeats the
+jobs it holds every third of the ack wait (frontier.ack_wait, 30s), so
+a dead worker's job goes to another worker within the ack wait. fetch.delay
+is a fleet-wide pace per host. Run any number of workers on any number of
+machines; deliver to a queue sink with dedupe (nats://…?stream=…) so that a
+job redelivered after a delivery leaves each paper once.
+
+The worker says every 2s in the frontier's workers bucket who it is and
+what it holds (crawl status shows it, and a worker that stopped saying so
+as gone), and keeps its run's summary in the runs stream (crawl runs
+--frontier, crawl report --frontier). The first SIGINT/SIGTERM stops
+taking jobs; the jobs in hand finish within shutdown_timeout, or are
+handed back at once; at the end the worker prints its summary (JSON with
+--log-format json).`,
 		Example: `  crawl worker --frontier nats://127.0.0.1:4222 --sink 'nats://127.0.0.1:4222/papers.new?stream=PAPERS'`,
 		Args:    noArgs("worker"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -177,69 +187,12 @@ the end the worker prints its summary (JSON with --log-format json).`,
 			limitMemory(env.Config.Fetch.Concurrency)
 			ctx, cancel := stopOnSignal(cmd.Context(), env.Config.ShutdownTimeout.D())
 			defer cancel()
-			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, IdleExit: idle})
+			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, IdleExit: idle, Version: version()})
 		},
 	}
 	ff.register(cmd, true)
 	f.registerSite(cmd)
-	typedVar(cmd.Flags(), newDuration(&idle, 0, false, "5s"), "exit-when-idle", "exit after this long without a job (batch runs); 0 runs until interrupted")
-	return cmd
-}
-
-func newStatusCmd() *cobra.Command {
-	var ff frontierFlags
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "status --frontier URL",
-		Short: "Show the frontier's jobs: pending, in flight, dead-lettered",
-		Long: `status prints the jobs pending in the frontier (and how many of them a
-worker holds), the dead-lettered ones (all since the dead-letter stream
-was made: dead letters are kept), per journal with whether a nightly walk
-is under way, and the last five dead letters with their errors. While a
-cluster elects a new leader it keeps asking, up to 30 seconds. Like enqueue
-and worker it creates the frontier's streams when they do not exist yet
-(with --replicas), and changes nothing else.`,
-		Args: noArgs("status"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, fl, err := ff.env(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := stopOnSignal(cmd.Context(), 0)
-			defer cancel()
-			ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-			defer cancelT()
-			st, dls, err := env.Status(ctx, fl, 5)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"status": st, "dead_letters": dls})
-			}
-			fmt.Fprintf(w, "frontier: nats-server %s, %s\n", st.Server, plural(st.Replicas, "replica"))
-			fmt.Fprintf(w, "jobs: %d pending (%d in flight), %d dead-lettered\n", st.Pending, st.InFlight, st.Dead)
-			if st.Stuck > 0 {
-				fmt.Fprintf(w, "stuck: %s the server brought back below its ack floor after a crash; an idle worker requeues them\n", plural(int(st.Stuck), "job"))
-			}
-			fmt.Fprintf(w, "%-12s %10s %8s  %s\n", "journal", "pending", "dead", "nightly walk")
-			for _, j := range st.Journals {
-				walk := "-"
-				if j.Walking {
-					walk = "under way"
-				}
-				fmt.Fprintf(w, "%-12d %10d %8d  %s\n", j.Journal, j.Pending, j.Dead, walk)
-			}
-			for _, d := range dls {
-				fmt.Fprintf(w, "dead: journal %d page %d after %d tries: %s\n", d.Job.Journal, d.Job.Page, d.Deliveries, d.Error)
-			}
-			return nil
-		},
-	}
-	ff.register(cmd, false)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	typedVar(cmd.Flags(), newDuration(&idle, 0, false, "5s"), "exit-when-idle", "exit once this long without a job and the whole fleet is drained: nothing pending or in flight on any worker (batch runs); 0 runs until interrupted")
 	return cmd
 }
 

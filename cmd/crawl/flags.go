@@ -54,6 +54,7 @@ type durationFlag struct {
 	v        *time.Duration
 	positive bool
 	example  string
+	lo, hi   time.Duration // bounds, when hi > 0
 }
 
 func newDuration(v *time.Duration, def time.Duration, positive bool, example string) *durationFlag {
@@ -70,10 +71,19 @@ func (f *durationFlag) Set(s string) error {
 		return fmt.Errorf("expected a positive duration such as %s", f.example)
 	case d < 0:
 		return fmt.Errorf("expected 0 or more, such as %s", f.example)
+	case f.hi > 0 && (d < f.lo || d > f.hi):
+		return fmt.Errorf("expected a duration from %v to %v", f.lo, f.hi)
 	}
 	*f.v = d
 	return nil
 }
+
+// within bounds the flag's values.
+func (f *durationFlag) within(lo, hi time.Duration) *durationFlag {
+	f.lo, f.hi = lo, hi
+	return f
+}
+
 func (f *durationFlag) String() string { return f.v.String() }
 func (f *durationFlag) Type() string   { return "duration" }
 

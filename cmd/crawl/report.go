@@ -15,14 +15,15 @@ import (
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
 	htmlreport "github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/state"
 )
 
 func newReportCmd() *cobra.Command {
-	var dir, out string
+	var dir, out, frontierURL string
 	cmd := &cobra.Command{
-		Use:   "report -o FILE [--state-dir DIR] [REPORT.json …]",
+		Use:   "report -o FILE [--state-dir DIR] [--frontier URL] [REPORT.json …]",
 		Short: "Write an HTML report of the run history, with charts",
 		Long: `report writes one self-contained HTML file (no script, font or style from
 elsewhere: it opens from disk with no network) from the run history in the
@@ -34,8 +35,9 @@ pages with their errors, and the runs.
 
 A --report file adds its run when the history lacks it (a state that is
 gone), and its page log gives the fetch times of runs recorded before they
-were. While a crawl holds the state, report does not wait for it: it
-shows the history as it was when that crawl started.`,
+were. With --frontier, the fleet's worker runs (kind "worker") are drawn
+beside the local runs. While a crawl holds the state, report does not
+wait for it: it shows the history as it was when that crawl started.`,
 		Example: `  crawl report --state-dir crawl-state -o report.html
   crawl report --state-dir crawl-state -o report.html reports/*.json`,
 		RunE: func(cmd *cobra.Command, files []string) error {
@@ -55,10 +57,16 @@ shows the history as it was when that crawl started.`,
 			switch {
 			case err == nil:
 				d.Runs, d.HeldBy = h.Runs, h.HeldBy
-			case errors.Is(err, state.ErrNoState) && len(files) > 0:
-				sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl: %v: the report shows the --report files alone", err)
+			case errors.Is(err, state.ErrNoState) && (len(files) > 0 || frontierURL != ""):
+				sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl: %v: the report shows the fleet's runs and the --report files alone", err)
 			default:
 				return err
+			}
+			if d.Runs, err = withFleetRuns(cmd, env, frontierURL, d.Runs); err != nil {
+				return err
+			}
+			if frontierURL != "" {
+				d.Sources = append(d.Sources, "the frontier's runs ("+redact.URL(frontierURL)+")")
 			}
 			for _, f := range files {
 				rf, err := history.ReadReportFile(f)
@@ -83,6 +91,7 @@ shows the history as it was when that crawl started.`,
 	}
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the HTML file to write (replaced atomically)")
+	frontierVar(cmd, &frontierURL, "draw the fleet's worker runs kept in this frontier beside the local runs")
 	return cmd
 }
 

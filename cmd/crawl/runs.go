@@ -2,7 +2,9 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +20,7 @@ import (
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/state"
 )
 
 // stateDirOf is --state-dir, defaulting to the config's state_dir, and
@@ -31,16 +34,6 @@ func stateDirOf(cmd *cobra.Command, dir string) (string, *app.Env, error) {
 		dir = env.Config.StateDir
 	}
 	return dir, env, nil
-}
-
-// loadHistory reads the history of --state-dir dir (see readHistory).
-func loadHistory(cmd *cobra.Command, dir string) (*history.History, string, error) {
-	dir, env, err := stateDirOf(cmd, dir)
-	if err != nil {
-		return nil, "", err
-	}
-	h, err := readHistory(cmd, dir, env)
-	return h, dir, err
 }
 
 // readHistory reads the history, and says on stderr when a crawl holds the
@@ -57,8 +50,50 @@ func readHistory(cmd *cobra.Command, dir string, env *app.Env) (*history.History
 	return h, nil
 }
 
+// withFleetRuns adds the fleet's worker runs (the frontier's runs stream)
+// to local runs, newest first; with no frontier it returns the runs as
+// they are.
+func withFleetRuns(cmd *cobra.Command, env *app.Env, url string, runs []history.RunView) ([]history.RunView, error) {
+	if url == "" {
+		return runs, nil
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	fleet, err := env.FleetRuns(ctx, app.Fleet{URL: url})
+	if err != nil {
+		return nil, err
+	}
+	runs = append(slices.Clone(runs), fleet...)
+	slices.SortStableFunc(runs, func(a, b history.RunView) int { return b.Started.Compare(a.Started) })
+	return runs, nil
+}
+
+// allRuns are the local state's runs (none when there is no state but a
+// frontier is given) and the fleet's, newest first.
+func allRuns(cmd *cobra.Command, dir, frontierURL string) ([]history.RunView, string, error) {
+	dir, env, err := stateDirOf(cmd, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	var runs []history.RunView
+	switch h, err := readHistory(cmd, dir, env); {
+	case err == nil:
+		runs = h.Runs
+	case !(errors.Is(err, state.ErrNoState) && frontierURL != ""):
+		return nil, dir, err
+	}
+	runs, err = withFleetRuns(cmd, env, frontierURL, runs)
+	return runs, dir, err
+}
+
+// frontierVar registers --frontier for the commands that read the fleet's
+// history.
+func frontierVar(cmd *cobra.Command, url *string, what string) {
+	cmd.Flags().StringVar(url, "frontier", "", what+": nats://[user:pass@]host:port[,host:port…]")
+}
+
 func newRunsCmd() *cobra.Command {
-	var dir string
+	var dir, frontierURL string
 	var asJSON bool
 	var limit int
 	cmd := &cobra.Command{
@@ -71,6 +106,11 @@ with no end recorded was killed (kill -9, power loss) before its end.
 Runs recorded by older versions show what they recorded ("-" for the
 rest). 'crawl runs show ID' prints one run in full.
 
+With --frontier, the fleet's worker runs (kept by each worker in the
+frontier's runs stream) are listed beside the local runs (if the state
+exists), kind "worker": a worker that is still at work is running, one
+that vanished before its end is killed and shows its last counts.
+
 While a crawl holds the state, runs does not wait for it: it shows the
 history as it was when that crawl started (from runs.json, which the crawl
 writes then), with that crawl as running.`,
@@ -82,11 +122,10 @@ writes then), with that crawl as running.`,
 			if limit < 0 {
 				return exitcode.UsageError(fmt.Errorf("--limit %d: expected 0 (all) or more", limit))
 			}
-			h, dir, err := loadHistory(cmd, dir)
+			runs, dir, err := allRuns(cmd, dir, frontierURL)
 			if err != nil {
 				return err
 			}
-			runs := h.Runs
 			if limit > 0 && len(runs) > limit {
 				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: showing the newest %d of %d runs (--limit 0 shows all)", limit, len(runs))
 				runs = runs[:limit]
@@ -107,15 +146,16 @@ writes then), with that crawl as running.`,
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array (with each run's summary)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "show the newest N runs (0: all)")
+	frontierVar(cmd, &frontierURL, "also list the fleet's worker runs kept in this frontier")
 	cmd.AddCommand(newRunsShowCmd())
 	return cmd
 }
 
 func newRunsShowCmd() *cobra.Command {
-	var dir string
+	var dir, frontierURL string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show ID [--state-dir DIR] [--json]",
+		Use:   "show ID [--state-dir DIR] [--frontier URL] [--json]",
 		Short: "Print one run of the history: its counts, per journal, and its failed pages",
 		Long: `show prints one run of the crawl state's history: when and where it ran,
 how it ended (exit code), its pages, papers and retries, the quality of
@@ -123,7 +163,8 @@ the parsed papers against their thresholds, the distribution of page
 fetch times, the counts per journal, nightly walks that stopped at
 nightly.max_pages, and the pages that failed with their errors.
 
-ID is a run id, a unique prefix of one, or "latest".`,
+ID is a run id, a unique prefix of one, or "latest"; with --frontier, the
+fleet's worker runs are among them.`,
 		Example: `  crawl runs show latest
   crawl runs show 20261203T0300 --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -133,14 +174,14 @@ ID is a run id, a unique prefix of one, or "latest".`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, dir, err := loadHistory(cmd, dir)
+			runs, dir, err := allRuns(cmd, dir, frontierURL)
 			if err != nil {
 				return err
 			}
-			if len(h.Runs) == 0 {
+			if len(runs) == 0 {
 				return fmt.Errorf("no run recorded in %s yet", dir)
 			}
-			v, err := h.Find(args[0])
+			v, err := (&history.History{Runs: runs}).Find(args[0])
 			if err != nil {
 				return err
 			}
@@ -152,6 +193,7 @@ ID is a run id, a unique prefix of one, or "latest".`,
 	}
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	frontierVar(cmd, &frontierURL, "also look among the fleet's worker runs kept in this frontier")
 	return cmd
 }
 
