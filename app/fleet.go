@@ -126,20 +126,45 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 	return runID, n, err
 }
 
-// FleetRuns are the fleet's worker runs (the frontier's runs stream) as
-// history views, newest first. A run without its final summary is running
-// while its worker is alive, and killed when it is gone.
-func (e *Env) FleetRuns(ctx context.Context, fl Fleet) ([]history.RunView, error) {
+// FleetView reads the state and the history of a fleet over one
+// connection (crawl status --watch and --serve read it again and again).
+type FleetView struct {
+	e *Env
+	f *frontier.Frontier
+}
+
+// OpenFleet connects to the fleet's frontier.
+func (e *Env) OpenFleet(ctx context.Context, fl Fleet) (*FleetView, error) {
 	f, err := e.connect(ctx, fl)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	raw, err := f.Runs(ctx)
+	return &FleetView{e: e, f: f}, nil
+}
+
+// Close closes the connection.
+func (v *FleetView) Close() { v.f.Close() }
+
+// Status is the frontier's state: jobs pending, in flight and
+// dead-lettered, the workers, and the last lastDead dead letters.
+func (v *FleetView) Status(ctx context.Context, lastDead int) (*frontier.Status, []frontier.DeadLetter, error) {
+	st, err := v.f.Status(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	dls, err := v.f.DeadLetters(ctx, lastDead)
+	return st, dls, err
+}
+
+// Runs are the fleet's worker runs (the frontier's runs stream) as
+// history views, newest first. A run without its final summary is running
+// while its worker is alive, and killed when it is gone.
+func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
+	raw, err := v.f.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	workers, err := f.Workers(ctx)
+	workers, err := v.f.Workers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -156,34 +181,38 @@ func (e *Env) FleetRuns(ctx context.Context, fl Fleet) ([]history.RunView, error
 		if _, err := time.Parse(time.RFC3339, rep.Started); err != nil {
 			continue
 		}
-		v := history.FromReport(rep, e.Config.Quality)
+		rv := history.FromReport(rep, v.e.Config.Quality)
 		if rep.ExitCode == nil {
-			v.Finished = time.Time{}
-			v.Status = history.StatusKilled
+			rv.Finished = time.Time{}
+			rv.Status = history.StatusKilled
 			if state[rep.RunID] == frontier.WorkerAlive {
-				v.Status = history.StatusRunning
+				rv.Status = history.StatusRunning
 			}
 		}
-		runs = append(runs, v)
+		runs = append(runs, rv)
 	}
 	slices.SortStableFunc(runs, func(a, b history.RunView) int { return b.Started.Compare(a.Started) })
 	return runs, nil
 }
 
-// Status reads the frontier: jobs pending, in flight and dead-lettered,
-// and the last dead letters.
+// FleetRuns are the fleet's worker runs (FleetView.Runs).
+func (e *Env) FleetRuns(ctx context.Context, fl Fleet) ([]history.RunView, error) {
+	v, err := e.OpenFleet(ctx, fl)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Close()
+	return v.Runs(ctx)
+}
+
+// Status reads the frontier once (FleetView.Status).
 func (e *Env) Status(ctx context.Context, fl Fleet, lastDead int) (*frontier.Status, []frontier.DeadLetter, error) {
-	f, err := e.connect(ctx, fl)
+	v, err := e.OpenFleet(ctx, fl)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
-	st, err := f.Status(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	dls, err := f.DeadLetters(ctx, lastDead)
-	return st, dls, err
+	defer v.Close()
+	return v.Status(ctx, lastDead)
 }
 
 // Work is a fleet worker's session.

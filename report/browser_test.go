@@ -1,45 +1,21 @@
 package report_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
 
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/browsertest"
 	"github.com/litcrawl/litcrawl/report"
 	"github.com/litcrawl/litcrawl/state"
 )
-
-// chromium finds Debian's chromium (or another Chrome). With CI=true a
-// missing browser fails the test; locally it skips, saying how to get it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no Chromium on PATH: install it (Debian: apt-get install -y chromium) to check the HTML report in a real browser"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // fixtureState makes a state whose history has every kind of data: runs
 // of both kinds over ten days across ten journals (more than get a line of
@@ -117,83 +93,11 @@ func fixtureState(t *testing.T) (dir string, logs map[string]history.PageLogSumm
 	return dir, logs
 }
 
-// chartInfo is what the page shows of one chart.
-type chartInfo struct {
-	ID     string   `json:"id"`
-	Series string   `json:"series"`
-	Empty  bool     `json:"empty"`
-	Paths  int      `json:"paths"`
-	Texts  []string `json:"texts"`
-	Width  float64  `json:"width"`
-	Height float64  `json:"height"`
-	Note   string   `json:"note"`
-}
-
-// open loads file in headless Chromium and returns its charts, the console
-// errors and exceptions it logged, the requests it made that were not for
-// the file itself, and a screenshot of the whole page.
-func open(t *testing.T, file string) (charts []chartInfo, consoleErrors, requests []string, png []byte) {
+// open loads a report file in headless Chromium.
+func open(t *testing.T, file string) (charts []browsertest.Chart, consoleErrors, requests []string, png []byte) {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-gpu", true))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	var mu sync.Mutex
-	err := chromedp.Listen(bctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value))
-				}
-				consoleErrors = append(consoleErrors, "console."+string(ev.Type)+": "+strings.Join(args, " "))
-			}
-		case *runtime.EventExceptionThrown:
-			consoleErrors = append(consoleErrors, "exception: "+ev.ExceptionDetails.Text)
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-				consoleErrors = append(consoleErrors, "log: "+ev.Entry.Text)
-			}
-		case *network.EventRequestWillBeSent:
-			if u := ev.Request.URL; !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
-				requests = append(requests, u)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	if err := chromedp.Do(bctx, chromedp.Navigate("file://"+file), chromedp.WaitReady(chromedp.CSS("footer"))); err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	charts, err = chromedp.Run(bctx, chromedp.Evaluate[[]chartInfo](`[...document.querySelectorAll("figure.chart")].map(f => {
-			const svg = f.querySelector("svg");
-			const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-			return {id: f.id, series: f.dataset.series || "", empty: f.dataset.empty === "true",
-				paths: svg ? svg.querySelectorAll("path").length : 0,
-				texts: svg ? [...svg.querySelectorAll("text")].map(t => t.textContent) : [],
-				width: r.width, height: r.height,
-				note: (f.querySelector(".empty") || {textContent: ""}).textContent};
-		})`))
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	if png, err = chromedp.Run(bctx, chromedp.FullScreenshot(90)); err != nil {
-		t.Fatalf("chromium: screenshot: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return charts, consoleErrors, requests, png
+	p := browsertest.Open(t, "file://"+file)
+	return p.Charts, p.ConsoleErrors, p.Requests, p.PNG
 }
 
 // The report of a history with every kind of data, opened in headless

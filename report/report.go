@@ -47,6 +47,31 @@ type Data struct {
 	Sources []string
 	// Generated is when the report was built.
 	Generated time.Time
+	// Live, when set, is the state of a fleet now, shown above the
+	// charts (crawl status --serve); Refresh, when set, makes the page
+	// load itself again after that long.
+	Live    *Live
+	Refresh time.Duration
+}
+
+// Live is a fleet's state as a page shows it: summary lines and tables,
+// all text (the page escapes it).
+type Live struct {
+	Title  string
+	Lines  []string
+	Tables []LiveTable
+}
+
+// LiveTable is a table of the live state: a caption, a header, rows, and
+// which columns hold numbers (drawn right-aligned).
+type LiveTable struct {
+	ID      string
+	Caption string
+	Head    []string
+	Numeric []bool
+	Rows    [][]string
+	// Empty is said instead of an empty table.
+	Empty string
 }
 
 // Limits of the tables: the report of a long history stays small.
@@ -61,6 +86,8 @@ var pageTemplate string
 
 var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"utc":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"num":     func(n []bool, i int) bool { return i < len(n) && n[i] },
+	"secs":    func(d time.Duration) int { return int(d.Seconds()) },
 	"seconds": seconds,
 	"exit":    exitText,
 	"journals": func(js []int64) string {

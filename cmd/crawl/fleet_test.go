@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/frontier"
 	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/browsertest"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/testsite"
@@ -37,7 +40,7 @@ func TestFleetLosesAWorker(t *testing.T) {
 		url  func(t *testing.T) string
 		args []string
 	}{
-		{"module server", func(t *testing.T) string { return natstest.Start(t).URL() }, nil},
+		{"module server", func(t *testing.T) string { return natstest.Start(t).URL() }, []string{"--live-page"}},
 		{"debian 2.9.10", func(t *testing.T) string { return natstest.StartBinary(t).URL }, nil},
 		{"three-node cluster", func(t *testing.T) string {
 			c := natstest.StartCluster(t, 3)
@@ -54,6 +57,8 @@ func TestFleetLosesAWorker(t *testing.T) {
 
 func fleetLosesAWorker(t *testing.T, natsURL string, extra []string) {
 	bin := buildBinary(t)
+	livePage := slices.Contains(extra, "--live-page") // once is enough for the browser
+	extra = slices.DeleteFunc(slices.Clone(extra), func(a string) bool { return a == "--live-page" })
 	site := testsite.New()
 	site.SynthJournal(41, 6, 20)
 	site.SynthJournal(42, 6, 20)
@@ -221,5 +226,53 @@ func fleetLosesAWorker(t *testing.T, natsURL string, extra []string) {
 	}
 	if html, _ := os.ReadFile(report); !strings.Contains(string(html), runs[0].ID) {
 		t.Errorf("the report does not show the fleet's runs")
+	}
+	if livePage {
+		checkLivePage(t, bin, natsURL, runs)
+	}
+}
+
+// checkLivePage serves the fleet's status (crawl status --serve) and opens
+// it in headless Chromium: the workers and their states, the journals, the
+// charts of the fleet's runs drawn, a page that reloads itself and asks
+// nothing of anyone else.
+func checkLivePage(t *testing.T, bin, natsURL string, runs []history.RunView) {
+	cmd := exec.Command(bin, "status", "--frontier", natsURL, "--serve", "127.0.0.1:0", "--watch", "3s")
+	pipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Signal(os.Interrupt)
+	sc := bufio.NewScanner(pipe)
+	var url string
+	for url == "" && sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "serving the fleet's status on "); ok {
+			url, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if url == "" {
+		t.Fatal("crawl status --serve did not say where it serves")
+	}
+	go io.Copy(io.Discard, pipe)
+	p := browsertest.Open(t, url)
+	if len(p.ConsoleErrors) > 0 || len(p.Requests) > 0 {
+		t.Errorf("console errors %q, requests elsewhere %q", p.ConsoleErrors, p.Requests)
+	}
+	if p.Refresh != "3" {
+		t.Errorf("the page reloads itself every %q s, want 3", p.Refresh)
+	}
+	for _, want := range []string{"Fleet status", "Workers", "gone", "exited", "Jobs in flight", "Journals", runs[0].ID, "jobs: 0 pending (0 in flight)"} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("the live page lacks %q:\n%s", want, p.Text)
+		}
+	}
+	if len(p.Charts) != 5 {
+		t.Errorf("%d charts, want 5", len(p.Charts))
+	}
+	for _, c := range p.Charts {
+		if c.ID == "chart-papers" && (c.Empty || c.Paths < 10 || c.Width < 300) {
+			t.Errorf("the fleet's papers chart is not drawn: %+v", c)
+		}
 	}
 }

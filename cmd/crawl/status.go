@@ -1,22 +1,33 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/redact"
+	htmlreport "github.com/litcrawl/litcrawl/report"
 )
 
 func newStatusCmd() *cobra.Command {
 	var ff frontierFlags
 	var asJSON bool
 	var watch time.Duration
+	var serve addrFlag
 	cmd := &cobra.Command{
 		Use:   "status --frontier URL [--json] [--watch 2s]",
 		Short: "Show the fleet: jobs pending and in flight, workers, progress, dead letters",
@@ -36,10 +47,18 @@ func newStatusCmd() *cobra.Command {
 While a cluster elects a new leader it keeps asking, up to 30 seconds.
 Like enqueue and worker it creates the frontier's streams when they do not
 exist yet (with --replicas), and changes nothing else. --watch prints it
-again every interval until interrupted.`,
+again every interval until interrupted.
+
+--serve ADDR serves the same as a web page (built on the server, no
+script and nothing from elsewhere; it loads itself again every --watch
+interval, 5s by default) with the report's charts of the fleet's runs,
+and as JSON at /status.json, until interrupted. The page holds no
+secret (the frontier's URL is shown redacted); bind it to a loopback
+address, or put it behind what guards your other dashboards.`,
 		Example: `  crawl status --frontier nats://127.0.0.1:4222
   crawl status --frontier nats://127.0.0.1:4222 --watch 2s
-  crawl status --frontier nats://127.0.0.1:4222 --json | jq '.status.in_flight_jobs'`,
+  crawl status --frontier nats://127.0.0.1:4222 --json | jq '.status.in_flight_jobs'
+  crawl status --frontier nats://127.0.0.1:4222 --serve 127.0.0.1:8090`,
 		Args: noArgs("status"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, fl, err := ff.env(cmd)
@@ -48,11 +67,21 @@ again every interval until interrupted.`,
 			}
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
-			of(cmd).quietStop.Store(watch > 0) // Ctrl-C just ends the watch
+			of(cmd).quietStop.Store(watch > 0 || serve.v != "") // Ctrl-C just ends the watch
+			cctx, cancelC := context.WithTimeout(ctx, 30*time.Second)
+			view, err := env.OpenFleet(cctx, fl)
+			cancelC()
+			if err != nil {
+				return err
+			}
+			defer view.Close()
+			if serve.v != "" {
+				return serveStatus(ctx, cmd, env, view, fl.URL, serve.v, cmp.Or(watch, 5*time.Second))
+			}
 			w := cmd.OutOrStdout()
 			for {
 				tctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-				st, dls, err := env.Status(tctx, fl, 5)
+				st, dls, err := view.Status(tctx, 5)
 				cancelT()
 				if err != nil {
 					if watch > 0 && ctx.Err() != nil {
@@ -86,7 +115,8 @@ again every interval until interrupted.`,
 	}
 	ff.register(cmd, false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON (one object a line with --watch)")
-	typedVar(cmd.Flags(), newDuration(&watch, 0, false, "2s").within(time.Second, time.Hour), "watch", "print the status again every interval, 1s to 1h, until interrupted")
+	typedVar(cmd.Flags(), newDuration(&watch, 0, false, "2s").within(time.Second, time.Hour), "watch", "print the status again every interval, 1s to 1h, until interrupted (with --serve: how often the page reloads)")
+	cmd.Flags().Var(&serve, "serve", "serve the status as a web page (and /status.json) on `HOST:PORT` until interrupted, e.g. 127.0.0.1:8090")
 	return cmd
 }
 
@@ -143,4 +173,93 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 	for _, d := range dls {
 		fmt.Fprintf(w, "dead: journal %d page %d after %d tries, %s: %s\n", d.Job.Journal, d.Job.Page, d.Deliveries, d.At.Local().Format(time.DateTime), clean(d.Error))
 	}
+}
+
+// serveStatus serves the fleet's live page and /status.json on addr until
+// ctx ends. Each request reads the frontier (bounded by 10 s).
+func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *app.FleetView, frontierURL, addr string, every time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--serve: %w", err)
+	}
+	shown := redact.URL(frontierURL)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		st, dls, err := view.Status(rctx, 5)
+		if err != nil {
+			http.Error(w, "the frontier cannot be read: "+redact.Error(err, frontierURL), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"status": st, "dead_letters": dls})
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		st, dls, err := view.Status(rctx, 5)
+		var runs []history.RunView
+		if err == nil {
+			runs, err = view.Runs(rctx)
+		}
+		if err != nil {
+			http.Error(w, "the frontier cannot be read: "+redact.Error(err, frontierURL), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+		d := htmlreport.Data{StateDir: shown, Runs: runs, Thresholds: env.Config.Quality, Generated: time.Now(),
+			Live: liveOf(st, dls, time.Now()), Refresh: every}
+		if err := htmlreport.Write(w, d); err != nil {
+			sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl status: the page: %v", err)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("serving the fleet's status on http://%s (and /status.json); interrupt to stop", ln.Addr()), "addr", ln.Addr().String())
+	go func() {
+		<-ctx.Done()
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("--serve: %w", err)
+	}
+	return nil
+}
+
+// liveOf is the fleet's status as the live page shows it.
+func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *htmlreport.Live {
+	var b strings.Builder
+	printStatus(&b, st, nil, now)
+	lines := strings.SplitN(b.String(), "\n", 4)
+	live := &htmlreport.Live{Title: "Fleet status", Lines: lines[:min(3, len(lines))]}
+	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
+	workers := htmlreport.LiveTable{ID: "workers", Caption: "Workers", Empty: "No worker has announced itself in the last hour.",
+		Head:    []string{"worker", "state", "host", "pid", "version", "started (UTC)", "last seen", "jobs done", "holds"},
+		Numeric: []bool{false, false, false, true, false, false, true, true, true}}
+	for _, wi := range st.Workers {
+		workers.Rows = append(workers.Rows, []string{wi.ID, wi.State, wi.Host, fmt.Sprint(wi.PID), wi.Version, wi.Started.UTC().Format(time.DateTime),
+			ago(wi.LastSeen), fmt.Sprint(wi.Jobs.Done + wi.Jobs.PastEnd), fmt.Sprint(len(wi.Held))})
+	}
+	inflight := htmlreport.LiveTable{ID: "in-flight", Caption: "Jobs in flight", Empty: "No job is in flight.",
+		Head:    []string{"journal", "page", "worker", "worker state", "held for", "delivery", "last heartbeat"},
+		Numeric: []bool{true, true, false, false, true, true, true}}
+	for _, h := range st.InFlightJobs {
+		inflight.Rows = append(inflight.Rows, []string{fmt.Sprint(h.Journal), fmt.Sprint(h.Page), h.Worker, h.WorkerState,
+			now.Sub(h.Since).Round(time.Second).String(), fmt.Sprint(h.Delivery), ago(h.Heartbeat)})
+	}
+	journals := htmlreport.LiveTable{ID: "journals", Caption: "Journals", Empty: "No journal has jobs.",
+		Head: []string{"journal", "pending", "done", "dead-lettered", "nightly walk"}, Numeric: []bool{true, true, true, true, false}}
+	for _, j := range st.Journals {
+		journals.Rows = append(journals.Rows, []string{fmt.Sprint(j.Journal), fmt.Sprint(j.Pending), fmt.Sprint(j.Done), fmt.Sprint(j.Dead), map[bool]string{true: "under way", false: "-"}[j.Walking]})
+	}
+	dead := htmlreport.LiveTable{ID: "dead-letters", Caption: "Last dead letters", Empty: "No job was dead-lettered.",
+		Head: []string{"journal", "page", "tries", "when (UTC)", "error"}, Numeric: []bool{true, true, true, false, false}}
+	for _, d := range dls {
+		dead.Rows = append(dead.Rows, []string{fmt.Sprint(d.Job.Journal), fmt.Sprint(d.Job.Page), fmt.Sprint(d.Deliveries), d.At.UTC().Format(time.DateTime), d.Error})
+	}
+	live.Tables = []htmlreport.LiveTable{workers, inflight, journals, dead}
+	return live
 }
