@@ -699,3 +699,44 @@ func TestHandPublishedJobsAreValidated(t *testing.T) {
 		t.Errorf("rejected jobs delivered %d records", len(ids))
 	}
 }
+
+// A worker stopped while it holds a job (the grace after a signal ran
+// out) hands the job back at once: another worker takes it long before
+// the ack wait, and the worker's entry says it exited and holds nothing.
+func TestAStoppedWorkerHandsItsJobBack(t *testing.T) {
+	t.Parallel()
+	n := natstest.Start(t)
+	site := testsite.New()
+	site.SynthJournal(13, 2, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	fr := connect(t, n.URL(), frontier.Options{AckWait: time.Minute})
+	if _, err := fr.Enqueue(ctx, pages("run-1", []int64{13}, 1, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	recordsURL := n.URL() + "/papers.new?stream=HANDBACK"
+	wctx, cancel := context.WithCancel(ctx)
+	stopped := newWorker(t, n.URL(), srv.URL, recordsURL, frontier.WorkerOptions{Identity: frontier.Identity{ID: "stopped"},
+		OnJob: func(frontier.Job) { cancel() }})
+	stopped.Run(wctx)
+	start := time.Now()
+	newWorker(t, n.URL(), srv.URL, recordsURL, frontier.WorkerOptions{IdleExit: time.Second}).Run(ctx)
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the job came back after %v: not handed back (ack wait 1m)", took)
+	}
+	if ids := natstest.RecordIDs(t, n.URL(), "HANDBACK"); len(ids) != 40 {
+		t.Errorf("%d papers, want 40", len(ids))
+	}
+	st, err := fr.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range st.Workers {
+		if w.ID == "stopped" && (w.State != frontier.WorkerExited || len(w.Held) != 0) {
+			t.Errorf("the stopped worker: %+v", w)
+		}
+	}
+	if st.Pending != 0 || st.Done != 2 || len(st.InFlightJobs) != 0 {
+		t.Errorf("status: %d pending, %d done, in flight %+v", st.Pending, st.Done, st.InFlightJobs)
+	}
+}
