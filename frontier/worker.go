@@ -194,15 +194,8 @@ func (w *Worker) announceLoop() (stop func()) {
 			w.o.Log.Warn("the workers bucket did not take this worker's entry: crawl status may show it as gone", "error", err)
 		}
 	}
-	keep := func() {
-		if w.o.Summary != nil {
-			if err := w.f.PublishRun(ctx, w.o.Identity.ID, w.o.Summary()); err != nil && ctx.Err() == nil {
-				w.o.Log.Warn("the run summary was not kept in the frontier", "error", err)
-			}
-		}
-	}
 	say(false)
-	keep() // a worker killed at once is in the fleet's history too
+	w.keepSummary(ctx) // a worker killed at once is in the fleet's history too
 	go func() {
 		defer close(done)
 		t := time.NewTicker(w.o.AnnounceEvery)
@@ -217,7 +210,7 @@ func (w *Worker) announceLoop() (stop func()) {
 			case <-t.C:
 				say(false)
 				if n%5 == 0 {
-					keep()
+					w.keepSummary(ctx)
 				}
 			}
 		}
@@ -226,6 +219,16 @@ func (w *Worker) announceLoop() (stop func()) {
 		cancel()
 		<-done
 		say(true)
+	}
+}
+
+// keepSummary puts the run's summary so far in the runs stream.
+func (w *Worker) keepSummary(ctx context.Context) {
+	if w.o.Summary == nil {
+		return
+	}
+	if err := w.f.PublishRun(ctx, w.o.Identity.ID, w.o.Summary()); err != nil && ctx.Err() == nil {
+		w.o.Log.Warn("the run summary was not kept in the frontier", "error", err)
 	}
 }
 
@@ -371,6 +374,11 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			}
 		}
 		w.done.Add(1)
+		// The run's counts join the fleet's history before the ack: a
+		// worker killed after this leaves them, and the job redelivered
+		// finds its papers known (a kill in the milliseconds between
+		// the ledger's commit and this leaves the page uncounted).
+		w.keepSummary(ctx)
 		w.o.Log.Info("job done", "journal", job.Journal, "page", job.Page, "delivered", oc.Delivered.Sent, "run", job.RunID)
 	}
 	w.ack(ctx, msg, job)
