@@ -181,16 +181,7 @@ last, or it takes the others down with it. It serves until interrupted.`,
 				"addr", ln.Addr().String(), "pages", pages, "faults", faults, "seed", seed)
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
-			go func() {
-				<-ctx.Done()
-				sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-				defer c()
-				srv.Shutdown(sctx)
-			}()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("serve: %w", err)
-			}
-			return nil
+			return serveUntil(ctx, srv, ln, "serve")
 		},
 	}
 	fl := cmd.Flags()
@@ -202,6 +193,21 @@ last, or it takes the others down with it. It serves until interrupted.`,
 	fl.Int64Var(&seed, "seed", 1, "seed of the fault profile (the same seed gives the same faults)")
 	fl.BoolVar(&verbose, "verbose", false, "log every request (method, path, status, duration)")
 	return cmd
+}
+
+// serveUntil serves on ln until ctx ends, then shuts the server down
+// (5 s for the requests in hand); what names the command in its errors.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, what string) error {
+	go func() {
+		<-ctx.Done()
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // siteHandler serves the site, its index at /, and with verbose logs every

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -217,16 +216,7 @@ func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *ap
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("serving the fleet's status on http://%s (and /status.json); interrupt to stop", ln.Addr()), "addr", ln.Addr().String())
-	go func() {
-		<-ctx.Done()
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("--serve: %w", err)
-	}
-	return nil
+	return serveUntil(ctx, srv, ln, "--serve")
 }
 
 // liveOf is the fleet's status as the live page shows it.

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,7 +61,7 @@ func TestDistributedWalkthrough(t *testing.T) {
 		return nil, ""
 	}
 	var workers []*exec.Cmd
-	var workerLogs []*syncBuffer
+	var workerLogs []*natstest.LockedBuffer
 	plainStatus := 0
 	for _, line := range cmds {
 		args := shellWords(t, strings.NewReplacer(subs...).Replace(strings.TrimSuffix(line, " &")))[1:]
@@ -79,7 +78,7 @@ func TestDistributedWalkthrough(t *testing.T) {
 			for range 3 {
 				cmd := exec.Command(bin, args...)
 				cmd.Dir = t.TempDir()
-				buf := &syncBuffer{}
+				buf := &natstest.LockedBuffer{}
 				cmd.Stderr = buf
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
@@ -231,22 +230,4 @@ func shellWords(t *testing.T, line string) []string {
 		words = append(words, cur.String())
 	}
 	return words
-}
-
-// syncBuffer is a buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -6,6 +6,7 @@
 package natstest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,4 +313,23 @@ func openStream(t testing.TB, url, stream string) jetstream.Stream {
 		t.Fatalf("stream %s: %v", stream, err)
 	}
 	return st
+}
+
+// LockedBuffer is what a client's callback goroutines, or a process's
+// output, write while the test reads it.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,14 +1,12 @@
 package nats_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,25 +20,6 @@ import (
 	_ "github.com/litcrawl/litcrawl/sink/nats"
 	"github.com/litcrawl/litcrawl/sink/sinktest"
 )
-
-// lockedBuffer is a log destination that the client's callback goroutines
-// may write to while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // readStream returns every record in the stream, in stream order.
 func readStream(t *testing.T, url, stream string) []record.Record {
@@ -125,7 +104,7 @@ func TestNATSStreamChecks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not take subject other.subject") {
 		t.Errorf("subject outside the stream: %v", err)
 	}
-	var logs lockedBuffer
+	var logs natstest.LockedBuffer
 	s, err := sink.Open(context.Background(), base+"/lit.cs.new?stream=SHORT", sink.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
