@@ -191,8 +191,18 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 		}
 		runs = append(runs, rv)
 	}
-	slices.SortStableFunc(runs, func(a, b history.RunView) int { return b.Started.Compare(a.Started) })
+	slices.SortStableFunc(runs, NewestFirst)
 	return runs, nil
+}
+
+// NewestFirst orders runs by start, newest first; runs started in the same
+// second (summaries keep seconds) by how long they ran, the longest first,
+// so that a worker killed at once is not the fleet's "latest".
+func NewestFirst(a, b history.RunView) int {
+	if c := b.Started.Compare(a.Started); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.DurationSeconds, a.DurationSeconds)
 }
 
 // FleetRuns are the fleet's worker runs (FleetView.Runs).

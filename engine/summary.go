@@ -259,6 +259,26 @@ func (s *Summary) addFailure(k ledger.PageKey, err error) {
 	s.journal(k.Journal).PagesFailed++
 }
 
+// HandOn takes a failed page back out of the run's failures: it is not
+// given up but handed on, to be tried again later (a fleet's job, retried
+// by whichever worker takes it next). It counts as a retry ("job").
+func (s *Summary) HandOn(k ledger.PageKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retries["job"]++
+	i, ok := s.failedAt[k]
+	if !ok {
+		return
+	}
+	s.failures = slices.Delete(s.failures, i, i+1)
+	delete(s.failedAt, k)
+	for j := i; j < len(s.failures); j++ {
+		s.failedAt[ledger.PageKey{Journal: s.failures[j].Journal, Page: s.failures[j].Page}] = j
+	}
+	s.Failed.Add(-1)
+	s.journal(k.Journal).PagesFailed--
+}
+
 // countRetry counts a failed try by its cause.
 func (s *Summary) countRetry(cause string) {
 	s.mu.Lock()

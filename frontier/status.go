@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,8 @@ type Status struct {
 	Journals []JournalStatus `json:"journals"`
 	Server   string          `json:"server_version"`
 	Replicas int             `json:"replicas"` // of the jobs stream
+	// JobsLeader is the server leading the jobs stream (a cluster).
+	JobsLeader string `json:"jobs_leader,omitempty"`
 	// Stuck are jobs in the queue the consumer will not deliver (a crashed
 	// single server brought them back below its ack floor); an idle worker
 	// puts them back.
@@ -130,31 +133,42 @@ func (f *Frontier) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	st.Workers, st.InFlightJobs, st.AckWait = workers, []HeldJob{}, f.AckWait().Seconds()
-	lastMinute := 0
-	for _, wi := range workers {
+	now := time.Now()
+	lastMinute, since := 0, now
+	for i := range st.Workers {
+		wi := &st.Workers[i]
 		st.Done += wi.Jobs.Done + wi.Jobs.PastEnd
-		if wi.State == WorkerAlive {
+		// The rate counts every worker heard from in the last minute
+		// (one that exited a moment ago did its share), over the minute
+		// or over the time since the first of them started.
+		if now.Sub(wi.LastSeen) < time.Minute && wi.DoneLastMinute > 0 {
 			lastMinute += wi.DoneLastMinute
+			if wi.Started.Before(since) {
+				since = wi.Started
+			}
 		}
 		for k, n := range wi.DonePerJournal {
 			if j, err := strconv.ParseInt(k, 10, 64); err == nil {
 				get(j).Done += n
 			}
 		}
-		if wi.State == WorkerExited {
-			continue
-		}
+		// A gone worker's jobs are back in the queue once the ack wait
+		// has passed since their last heartbeat; an exited one holds none.
+		wi.Held = slices.DeleteFunc(wi.Held, func(h HeldJob) bool {
+			return wi.State == WorkerExited || (wi.State == WorkerGone && now.Sub(h.Heartbeat) > f.AckWait())
+		})
 		for _, h := range wi.Held {
-			if wi.State == WorkerGone && time.Since(h.Heartbeat) > f.AckWait() {
-				continue // back in the queue: another worker takes it
-			}
 			h.Worker, h.WorkerState = wi.ID, wi.State
 			st.InFlightJobs = append(st.InFlightJobs, h)
 		}
 	}
 	sort.SliceStable(st.InFlightJobs, func(a, b int) bool { return st.InFlightJobs[a].Since.Before(st.InFlightJobs[b].Since) })
-	if st.PagesPerSecond = float64(lastMinute) / 60; st.PagesPerSecond > 0 {
+	if window := min(time.Minute, now.Sub(since)); lastMinute > 0 && window > 0 {
+		st.PagesPerSecond = float64(lastMinute) / max(window.Seconds(), 1)
 		st.ETASeconds = float64(st.Pending) / st.PagesPerSecond
+	}
+	if ji.Cluster != nil {
+		st.JobsLeader = ji.Cluster.Leader
 	}
 	st.Journals = []JournalStatus{}
 	for _, v := range per {

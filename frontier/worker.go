@@ -425,6 +425,9 @@ func (w *Worker) failed(ctx context.Context, msg jetstream.Msg, job Job, cause e
 	}
 	d := w.o.Retry.Delay(int(deliveries)-1) + w.o.Retry.Base/2
 	w.retried.Add(1)
+	// Not a failure of this run: the job is tried again, here or by
+	// another worker (the run's summary counts it as a retry).
+	w.o.Run.Summary().HandOn(ledger.PageKey{Journal: job.Journal, Page: job.Page})
 	w.o.Log.Warn("job failed: retried later", "journal", job.Journal, "page", job.Page, "delivery", deliveries, "retry_in", d.Round(time.Millisecond), "error", cause)
 	if err := msg.NakWithDelay(d); err != nil {
 		w.o.Log.Warn("job nak failed: redelivered after its ack wait", "journal", job.Journal, "page", job.Page, "error", err)

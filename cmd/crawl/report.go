@@ -80,7 +80,7 @@ wait for it: it shows the history as it was when that crawl started.`,
 				}
 			}
 			// Newest first, as the history is.
-			slices.SortStableFunc(d.Runs, func(a, b history.RunView) int { return b.Started.Compare(a.Started) })
+			slices.SortStableFunc(d.Runs, app.NewestFirst)
 			size, err := writeReport(out, d)
 			if err != nil {
 				return err

@@ -64,7 +64,7 @@ func withFleetRuns(cmd *cobra.Command, env *app.Env, url string, runs []history.
 		return nil, err
 	}
 	runs = append(slices.Clone(runs), fleet...)
-	slices.SortStableFunc(runs, func(a, b history.RunView) int { return b.Started.Compare(a.Started) })
+	slices.SortStableFunc(runs, app.NewestFirst)
 	return runs, nil
 }
 
@@ -295,6 +295,8 @@ func printRun(w io.Writer, v history.RunView) error {
 	switch {
 	case v.ExitCode != nil:
 		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitcode.Meaning(*v.ExitCode))
+	case v.Status == history.StatusKilled && v.Kind == "worker":
+		status = "gone before its end (killed or cut off; the counts are its last); the jobs it held went to other workers after the ack wait"
 	case v.Status == history.StatusKilled:
 		status = "killed before its end (no end recorded); a later run resumes where it stopped"
 	}

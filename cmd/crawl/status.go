@@ -121,10 +121,14 @@ address, or put it behind what guards your other dashboards.`,
 
 // printStatus prints the fleet's status as text.
 func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, now time.Time) {
-	fmt.Fprintf(w, "frontier: nats-server %s, %s, ack wait %v\n", clean(st.Server), plural(st.Replicas, "replica"), time.Duration(st.AckWait*float64(time.Second)))
+	leader := ""
+	if st.JobsLeader != "" {
+		leader = ", jobs stream led by " + clean(st.JobsLeader)
+	}
+	fmt.Fprintf(w, "frontier: nats-server %s, %s%s, ack wait %v\n", clean(st.Server), plural(st.Replicas, "replica"), leader, time.Duration(st.AckWait*float64(time.Second)))
 	rate := "no page done in the last minute"
 	if st.PagesPerSecond > 0 {
-		rate = fmt.Sprintf("%.2f pages/s over the last minute", st.PagesPerSecond)
+		rate = fmt.Sprintf("%.2f pages/s lately", st.PagesPerSecond)
 		if st.Pending > 0 {
 			rate += fmt.Sprintf(", about %v to go", (time.Duration(st.ETASeconds) * time.Second).Round(time.Second))
 		}

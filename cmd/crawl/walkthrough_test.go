@@ -124,8 +124,14 @@ func TestDistributedWalkthrough(t *testing.T) {
 					l.Stop()
 				}
 			}
-			if code, out, errs := crawl(t, args...); code != exitcode.OK || !strings.Contains(out, "workers: ") {
+			code, out, errs := crawl(t, args...)
+			if code != exitcode.OK || !strings.Contains(out, "workers: ") || !strings.Contains(out, "jobs stream led by ") {
 				t.Fatalf("%s: exit %d: %s%s", line, code, out, errs)
+			}
+		case args[0] == "runs" && args[1] == "show":
+			code, out, errs := crawl(t, append(args, "--state-dir", filepath.Join(dir, "no-state"))...)
+			if code != exitcode.OK || !strings.Contains(out, "worker") {
+				t.Errorf("%s: exit %d: %s%s", line, code, out, errs)
 			}
 		case args[0] == "runs":
 			// Step 7: the two workers left exit once the fleet is drained.
@@ -139,14 +145,16 @@ func TestDistributedWalkthrough(t *testing.T) {
 			if code != exitcode.OK || json.Unmarshal([]byte(out), &runs) != nil {
 				t.Fatalf("%s: exit %d: %s%s", line, code, out, errs)
 			}
-			var fresh int64
+			var fresh, failed int64
 			for _, r := range runs {
 				if r.Summary != nil {
-					fresh += r.Summary.Papers["new"]
+					fresh, failed = fresh+r.Summary.Papers["new"], failed+r.Summary.Pages["failed"]
 				}
 			}
-			if len(runs) != 3 || fresh != 1600 {
-				t.Errorf("fleet runs: %d with %d new papers, want 3 and 1600", len(runs), fresh)
+			// A job that failed in the election was tried again: no page
+			// failed for good.
+			if len(runs) != 3 || fresh != 1600 || failed != 0 {
+				t.Errorf("fleet runs: %d with %d new papers and %d failed pages, want 3, 1600 and 0", len(runs), fresh, failed)
 			}
 		case args[0] == "report":
 			if code, _, errs := crawl(t, append(args, "--state-dir", filepath.Join(dir, "no-state"))...); code != exitcode.OK {
@@ -159,8 +167,8 @@ func TestDistributedWalkthrough(t *testing.T) {
 			t.Fatalf("the walkthrough has a command this test does not run: %s", line)
 		}
 	}
-	if ran != 9 {
-		t.Errorf("ran %d commands of the walkthrough, want its 9", ran)
+	if ran != 10 {
+		t.Errorf("ran %d commands of the walkthrough, want its 10", ran)
 	}
 	var live string
 	for _, n := range c.Nodes {
