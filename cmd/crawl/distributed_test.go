@@ -169,3 +169,15 @@ func TestWorkerJSONSummary(t *testing.T) {
 		t.Errorf("summary: %+v\n%s", summary, errs)
 	}
 }
+
+// A frontier given as a list of full URLs, each with its password: no
+// password in any error.
+func TestFrontierListIsRedacted(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range [][]string{{"status"}, {"runs"}} {
+		code, out, errs := crawl(t, append(cmd, "--frontier", "nats://admin:hunter2@127.0.0.1:1,nats://admin:hunter2@127.0.0.1:2")...)
+		if code == exitcode.OK || strings.Contains(out+errs, "hunter2") || !strings.Contains(errs, "admin:REDACTED@127.0.0.1:2") {
+			t.Errorf("%v: exit %d: %s%s", cmd, code, out, errs)
+		}
+	}
+}

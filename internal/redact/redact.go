@@ -21,6 +21,15 @@ const Mask = "REDACTED"
 // are masked too, and so is "user:password@" before a host when there is
 // no scheme at all.
 func URL(raw string) string {
+	// A list of servers, each with its scheme (nats://u:p@a,nats://u:p@b):
+	// each is a URL of its own.
+	if strings.Count(raw, "://") > 1 && strings.Contains(raw, ",") {
+		parts := strings.Split(raw, ",")
+		for i, p := range parts {
+			parts[i] = URL(p)
+		}
+		return strings.Join(parts, ",")
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		if i := strings.LastIndex(raw, "@"); i >= 0 {
@@ -83,14 +92,16 @@ func Text(msg string, urls ...string) string {
 			msg = strings.ReplaceAll(msg, f, URL(f))
 		}
 	}
-	for _, raw := range urls {
-		info := userinfo(raw)
-		if info == "" {
-			continue
-		}
-		msg = strings.ReplaceAll(msg, info, Mask)
-		if _, pass, ok := strings.Cut(info, ":"); ok && len(pass) >= 4 {
-			msg = strings.ReplaceAll(msg, pass, Mask)
+	for _, list := range urls {
+		for _, raw := range strings.Split(list, ",") { // each server of a list
+			info := userinfo(raw)
+			if info == "" {
+				continue
+			}
+			msg = strings.ReplaceAll(msg, info, Mask)
+			if _, pass, ok := strings.Cut(info, ":"); ok && len(pass) >= 4 {
+				msg = strings.ReplaceAll(msg, pass, Mask)
+			}
 		}
 	}
 	return msg

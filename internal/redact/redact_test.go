@@ -15,6 +15,8 @@ func TestURL(t *testing.T) {
 		"nats://u:p%zz@host/x":                              "nats://REDACTED@host/x",
 		"kafka://u:pw@a:1,b:2/topic":                        "kafka://u:REDACTED@a:1,b:2/topic",
 		"http://user:pw@site.example/literature_d1.htm":     "http://user:REDACTED@site.example/literature_d1.htm",
+		// A server list where each server has its scheme and user info.
+		"nats://a:pw1@h:1,nats://b:pw2@h:2": "nats://a:REDACTED@h:1,nats://b:REDACTED@h:2",
 	}
 	for in, want := range tests {
 		if got := URL(in); got != want {
