@@ -178,7 +178,9 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 		if json.Unmarshal(data, &rep) != nil || rep.RunID == "" {
 			continue
 		}
-		if _, err := time.Parse(time.RFC3339, rep.Started); err != nil {
+		// A start this fleet cannot have had (before the project, or a day
+		// ahead of this clock) would be the "latest" run for ever.
+		if started, err := time.Parse(time.RFC3339, rep.Started); err != nil || started.Year() < 2020 || started.After(time.Now().Add(24*time.Hour)) {
 			continue
 		}
 		rv := history.FromReport(rep, v.e.Config.Quality)

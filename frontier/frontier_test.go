@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -738,5 +739,56 @@ func TestAStoppedWorkerHandsItsJobBack(t *testing.T) {
 	}
 	if st.Pending != 0 || st.Done != 2 || len(st.InFlightJobs) != 0 {
 		t.Errorf("status: %d pending, %d done, in flight %+v", st.Pending, st.Done, st.InFlightJobs)
+	}
+}
+
+// The workers bucket may hold anything anyone wrote: entries too large
+// are skipped, texts cut short, counts kept from 0 to a bound, a last word
+// from the future is no word, and the jobs an entry lists are bounded.
+func TestHostileWorkerEntries(t *testing.T) {
+	t.Parallel()
+	n := natstest.Start(t)
+	fr := connect(t, n.URL(), frontier.Options{})
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, frontier.WorkersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make([]frontier.HeldJob, 1500)
+	for i := range held {
+		held[i] = frontier.HeldJob{Journal: 1, Page: i + 1, Since: time.Now(), Heartbeat: time.Now()}
+	}
+	entries := map[string]any{
+		"w.huge":   frontier.WorkerInfo{Identity: frontier.Identity{ID: strings.Repeat("x", 900<<10)}},
+		"w.counts": frontier.WorkerInfo{Identity: frontier.Identity{ID: "counts", Host: strings.Repeat("h", 5000)}, LastSeen: time.Now().Add(100 * 365 * 24 * time.Hour), Jobs: frontier.JobCounts{Done: -7}, DoneLastMinute: 1 << 60, Held: held},
+		"w.junk":   "not an entry",
+	}
+	for k, v := range entries {
+		data, _ := json.Marshal(v)
+		if _, err := kv.Put(ctx, k, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := fr.Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 1 {
+		t.Fatalf("%d workers read, want the one that is an entry of bounded size: %+v", len(ws), ws)
+	}
+	w := ws[0]
+	if len(w.Host) > 300 || w.Jobs.Done != 0 || w.DoneLastMinute > 1<<20 || len(w.Held) > 1000 || w.State != frontier.WorkerGone {
+		t.Errorf("the entry as read: host %d bytes, done %d, last minute %d, %d held, state %s", len(w.Host), w.Jobs.Done, w.DoneLastMinute, len(w.Held), w.State)
+	}
+	if _, err := fr.Status(ctx); err != nil {
+		t.Error(err)
 	}
 }

@@ -76,7 +76,11 @@ type Status struct {
 // Status counts jobs pending, in flight and dead-lettered, per journal. It
 // keeps asking while the cluster has no leader for the streams, until ctx
 // ends.
-func (f *Frontier) Status(ctx context.Context) (*Status, error) {
+func (f *Frontier) Status(ctx context.Context) (*Status, error) { return f.status(ctx, true) }
+
+// status is Status; without workers it reads only the streams and the
+// consumer (an idle worker asking whether the fleet is drained).
+func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error) {
 	st := &Status{Server: f.ServerVersion()}
 	per := map[int64]*JournalStatus{}
 	get := func(j int64) *JournalStatus {
@@ -128,9 +132,11 @@ func (f *Frontier) Status(ctx context.Context) (*Status, error) {
 			return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
 		}
 	}
-	workers, err := f.Workers(ctx)
-	if err != nil {
-		return nil, err
+	var workers []WorkerInfo
+	if withWorkers {
+		if workers, err = f.Workers(ctx); err != nil {
+			return nil, err
+		}
 	}
 	st.Workers, st.InFlightJobs, st.AckWait = workers, []HeldJob{}, f.AckWait().Seconds()
 	now := time.Now()

@@ -236,7 +236,9 @@ func (w *Worker) keepSummary(ctx context.Context) {
 // flight, anywhere. When something is left, it says what and who holds
 // it, at most once per IdleExit.
 func (w *Worker) drained(ctx context.Context, lastSaid *time.Time) bool {
-	st, err := w.f.Status(ctx)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := w.f.status(sctx, false)
 	if err != nil {
 		w.o.Log.Warn("idle, but the frontier's status cannot be read: staying", "error", err)
 		return false
@@ -246,6 +248,10 @@ func (w *Worker) drained(ctx context.Context, lastSaid *time.Time) bool {
 	}
 	if time.Since(*lastSaid) >= w.o.IdleExit {
 		*lastSaid = time.Now()
+		// Who holds what: the workers' word, read within its own bound.
+		if full, err := w.f.status(sctx, true); err == nil {
+			st = full
+		}
 		held := "none listed by a worker"
 		if len(st.InFlightJobs) > 0 {
 			var parts []string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,51 +196,118 @@ func workerKey(id string) string {
 	return "w." + string(b)
 }
 
-// maxWorkersRead bounds the entries Workers reads.
-const maxWorkersRead = 10000
+// Bounds of what Workers reads: entries, the bytes of one, the jobs one
+// may list. A bucket others can write to may hold anything.
+const (
+	maxWorkersRead     = 10000
+	maxWorkerBytes     = 256 << 10
+	maxHeldRead        = 1000
+	maxWorkerTextBytes = 200
+)
 
 // Workers are the entries of the workers bucket, oldest start first, each
-// with its state as of now.
+// with its state as of now and its fields brought within bounds.
 func (f *Frontier) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	var out []WorkerInfo
-	err := retry(ctx, func(ctx context.Context) error {
-		out = out[:0]
-		lister, err := f.workers.ListKeys(ctx)
-		if err != nil {
-			return err
+	now := time.Now()
+	err := f.lastPerSubject(ctx, "KV_"+WorkersBucket, "$KV."+WorkersBucket+".>", maxWorkersRead, func(data []byte, h nats.Header) {
+		if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" || len(data) > maxWorkerBytes {
+			return
 		}
-		var keys []string
-		for k := range lister.Keys() {
-			if len(keys) < maxWorkersRead {
-				keys = append(keys, k)
-			}
+		var wi WorkerInfo
+		if json.Unmarshal(data, &wi) != nil || wi.ID == "" {
+			return
 		}
-		now := time.Now()
-		for _, k := range keys {
-			e, err := f.workers.Get(ctx, k)
-			if errors.Is(err, jetstream.ErrKeyNotFound) {
-				continue // expired meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			var wi WorkerInfo
-			if json.Unmarshal(e.Value(), &wi) != nil || wi.ID == "" {
-				continue
-			}
-			wi.State = wi.state(now)
-			out = append(out, wi)
-		}
-		return nil
+		wi.sanitize(now)
+		out = append(out, wi)
 	})
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return []WorkerInfo{}, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("frontier %s: workers: %w", f.url, err)
 	}
 	slices.SortFunc(out, func(a, b WorkerInfo) int { return a.Started.Compare(b.Started) })
 	return out, nil
+}
+
+// sanitize brings an entry within what it can mean: texts cut short,
+// counts from 0 to a bound, at most maxHeldRead jobs; a last word from the
+// future (more than a minute ahead of this clock) counts as no word.
+func (wi *WorkerInfo) sanitize(now time.Time) {
+	cut := func(s string) string {
+		if len(s) > maxWorkerTextBytes {
+			return strings.ToValidUTF8(s[:maxWorkerTextBytes], "") + "…"
+		}
+		return s
+	}
+	wi.ID, wi.Host, wi.Version = cut(wi.ID), cut(wi.Host), cut(wi.Version)
+	clamp := func(n int64) int64 { return min(max(n, 0), 1<<40) }
+	wi.Jobs = JobCounts{Done: clamp(wi.Jobs.Done), PastEnd: clamp(wi.Jobs.PastEnd), Retried: clamp(wi.Jobs.Retried), DeadLettered: clamp(wi.Jobs.DeadLettered)}
+	wi.DoneLastMinute = int(min(max(wi.DoneLastMinute, 0), 1<<20))
+	for k, n := range wi.DonePerJournal {
+		wi.DonePerJournal[k] = clamp(n)
+	}
+	if len(wi.DonePerJournal) > maxHeldRead {
+		wi.DonePerJournal = nil
+	}
+	if len(wi.Held) > maxHeldRead {
+		wi.Held = wi.Held[:maxHeldRead]
+	}
+	if !(wi.Every > 0 && wi.Every <= 3600) {
+		wi.Every = DefaultAnnounceEvery.Seconds()
+	}
+	if wi.LastSeen.After(now.Add(time.Minute)) {
+		wi.LastSeen = time.Time{}
+	}
+	wi.State = wi.state(now)
+}
+
+// maxLastPerSubjectBytes bounds what one lastPerSubject reads in all.
+const maxLastPerSubjectBytes = 64 << 20
+
+// lastPerSubject visits the last message of each subject of a stream
+// matching filter (at most most of them, and maxLastPerSubjectBytes),
+// through an ordered consumer: one request per batch of messages, whatever
+// gaps older messages left. The stream is looked up again while a cluster
+// elects its leader; the read itself is bounded by ctx.
+func (f *Frontier) lastPerSubject(ctx context.Context, stream, filter string, most int, visit func(data []byte, h nats.Header)) error {
+	var s jetstream.Stream
+	if err := retry(ctx, func(ctx context.Context) (err error) {
+		s, err = f.js.Stream(ctx, stream)
+		return err
+	}); err != nil {
+		return err
+	}
+	if s.CachedInfo().State.Msgs == 0 {
+		return nil
+	}
+	c, err := f.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	if err != nil {
+		return err
+	}
+	for n, size := 0, 0; n < most && size < maxLastPerSubjectBytes; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch, err := c.Fetch(min(256, most-n), jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return err
+		}
+		got, pending := 0, uint64(1)
+		for m := range batch.Messages() {
+			got, n, size = got+1, n+1, size+len(m.Data())
+			if md, err := m.Metadata(); err == nil {
+				pending = md.NumPending
+			}
+			visit(m.Data(), m.Headers())
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
+		if got == 0 || pending == 0 {
+			return nil
+		}
+	}
+	return nil
 }
 
 // PublishRun keeps a worker run's summary (a JSON object) in the runs
@@ -254,32 +322,17 @@ func (f *Frontier) PublishRun(ctx context.Context, runID string, summary []byte)
 	return err
 }
 
-// Runs are the run summaries the runs stream holds, oldest first (at most
-// MaxRuns).
+// Runs are the run summaries the runs stream holds (the last of each run,
+// at most MaxRuns).
 func (f *Frontier) Runs(ctx context.Context) ([][]byte, error) {
-	var info *jetstream.StreamInfo
-	if err := retry(ctx, func(ctx context.Context) error {
-		var err error
-		info, err = f.runs.Info(ctx)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("frontier %s: runs: %w", f.url, err)
-	}
 	out := [][]byte{}
-	if info.State.Msgs == 0 {
-		return out, nil
-	}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && len(out) < MaxRuns; seq++ {
-		m, err := f.runs.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // replaced by a later summary of its run
+	err := f.lastPerSubject(ctx, RunsStream, RunsSubject+".>", MaxRuns, func(data []byte, _ nats.Header) {
+		if len(data) <= MaxRunSummaryBytes {
+			out = append(out, data)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("frontier %s: run %d: %w", f.url, seq, err)
-		}
-		if len(m.Data) <= MaxRunSummaryBytes {
-			out = append(out, m.Data)
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("frontier %s: runs: %w", f.url, err)
 	}
 	return out, nil
 }

@@ -1,10 +1,12 @@
 package history
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -238,6 +240,30 @@ func sanitize(rep *RunReport) {
 	for k, n := range rep.Retries {
 		rep.Retries[k] = min(max(n, 0), maxCount)
 	}
+	// More causes than a crawl has are merged: a chart keeps its legend.
+	if len(rep.Retries) > maxCauses {
+		keys := slices.SortedFunc(maps.Keys(rep.Retries), func(a, b string) int {
+			return cmp.Or(cmp.Compare(rep.Retries[b], rep.Retries[a]), cmp.Compare(a, b))
+		})
+		other := 0
+		for _, k := range keys[maxCauses-1:] {
+			other = min(other+rep.Retries[k], maxCount)
+			delete(rep.Retries, k)
+		}
+		rep.Retries["other causes"] = other
+	}
+	if len(rep.PerJournal) > maxJournalsKept {
+		rep.PerJournal = nil
+	}
+	for k, c := range rep.PerJournal {
+		for _, n := range []*int64{&c.PagesDone, &c.PagesFailed, &c.PagesSkipped, &c.PagesPastEnd, &c.PapersNew, &c.PapersKnown} {
+			*n = min(max(*n, 0), maxCount)
+		}
+		rep.PerJournal[k] = c
+	}
+	for i := range rep.Failures {
+		rep.Failures[i].Error = redact.Text(rep.Failures[i].Error)
+	}
 	rep.Quarantined = min(max(rep.Quarantined, 0), maxCount)
 	q := &rep.Quality
 	for _, n := range []*int{&q.Pages, &q.Records, &q.WithTitle, &q.WithDOI, &q.WithAuthor, &q.WithDate} {
@@ -247,6 +273,13 @@ func sanitize(rep *RunReport) {
 		*n = min(*n, q.Records)
 	}
 }
+
+// maxCauses bounds the retry causes a summary keeps (a crawl has about
+// ten), maxJournalsKept its per-journal counts.
+const (
+	maxCauses       = 16
+	maxJournalsKept = 100000
+)
 
 // maxCount is more than any run counts (a trillion): a larger count is
 // clamped, so that totals cannot overflow.
@@ -307,7 +340,9 @@ func (h *History) Find(id string) (RunView, error) {
 func FromReport(rep RunReport, thresholds config.Quality) RunView {
 	started, _ := time.Parse(time.RFC3339, rep.Started)
 	data, _ := json.Marshal(rep)
-	r := state.Run{ID: rep.RunID, Kind: rep.Kind, Started: started, Journals: rep.Journals, Summary: data, Host: rep.Host, PID: rep.PID,
-		Finished: started.Add(time.Duration(rep.DurationSeconds * float64(time.Second)))}
+	r := state.Run{ID: rep.RunID, Kind: rep.Kind, Started: started, Journals: rep.Journals, Summary: data, Host: rep.Host, PID: rep.PID, Finished: started}
+	if d := rep.DurationSeconds; d >= minRunSeconds && d <= maxRunSeconds {
+		r.Finished = started.Add(time.Duration(d * float64(time.Second)))
+	}
 	return view(r, thresholds)
 }

@@ -60,6 +60,8 @@ func TestHistorySanitizesOddSummaries(t *testing.T) {
 	rep := RunReport{RunID: "r", Kind: "nightly", Started: "2026-12-01T03:00:00Z", DurationSeconds: 1e300,
 		Pages: map[string]int64{"done": -4}, Retries: map[string]int{"x": -1},
 		Error:             "sink postgres://u:hunter2@h/db: refused",
+		Failures:          []engine.PageFailure{{Journal: 1, Page: 2, Error: "nats://u:hunter2@h: refused"}},
+		PerJournal:        map[string]engine.JournalCounts{"1": {PapersNew: -99999}},
 		FetchSeconds:      &engine.Histogram{LE: []float64{}, Counts: []int64{7}},
 		QualityThresholds: &config.Quality{MinTitleShare: 1e308},
 		Quality:           engine.Quality{Pages: 1, Records: 2, WithTitle: 9}}
@@ -67,7 +69,21 @@ func TestHistorySanitizesOddSummaries(t *testing.T) {
 	v := view(state.Run{ID: "r", Started: time.Now(), Finished: time.Now().Add(-time.Hour), Summary: data}, config.Default().Quality)
 	s := v.Summary
 	if s == nil || s.FetchSeconds != nil || s.QualityThresholds != nil || s.DurationSeconds != 0 || v.DurationSeconds != 0 ||
-		s.Pages["done"] != 0 || s.Retries["x"] != 0 || s.Quality.WithTitle != 2 || strings.Contains(s.Error, "hunter2") {
+		s.Pages["done"] != 0 || s.Retries["x"] != 0 || s.Quality.WithTitle != 2 || strings.Contains(s.Error, "hunter2") ||
+		strings.Contains(s.Failures[0].Error, "hunter2") || s.PerJournal["1"].PapersNew != 0 {
 		t.Errorf("sanitized: %+v, duration %v", s, v.DurationSeconds)
+	}
+}
+
+// A summary with more retry causes than a crawl has keeps the most
+// frequent ones and merges the rest: a chart's legend stays readable.
+func TestHistoryMergesRareCauses(t *testing.T) {
+	rep := RunReport{RunID: "r", Kind: "worker", Started: "2026-12-01T03:00:00Z", Retries: map[string]int{}}
+	for i := range 40 {
+		rep.Retries[fmt.Sprintf("cause-%02d", i)] = i + 1
+	}
+	sanitize(&rep)
+	if len(rep.Retries) != maxCauses || rep.Retries["cause-39"] != 40 || rep.Retries["other causes"] != (1+25)*25/2 {
+		t.Errorf("causes: %d, %v", len(rep.Retries), rep.Retries)
 	}
 }

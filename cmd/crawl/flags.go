@@ -69,10 +69,10 @@ func (f *durationFlag) Set(s string) error {
 		return fmt.Errorf("expected a duration such as %s", f.example)
 	case f.positive && d <= 0:
 		return fmt.Errorf("expected a positive duration such as %s", f.example)
-	case d < 0:
-		return fmt.Errorf("expected 0 or more, such as %s", f.example)
 	case f.hi > 0 && (d < f.lo || d > f.hi):
 		return fmt.Errorf("expected a duration from %v to %v", f.lo, f.hi)
+	case d < 0:
+		return fmt.Errorf("expected 0 or more, such as %s", f.example)
 	}
 	*f.v = d
 	return nil

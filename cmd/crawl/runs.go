@@ -241,7 +241,9 @@ func duration(v history.RunView) string {
 // characters become '?'.
 func clean(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+		// Control characters, and the marks that reorder text on a
+		// terminal (bidirectional overrides and isolates).
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f {
 			return '?'
 		}
 		return r

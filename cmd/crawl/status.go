@@ -9,7 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
+	"strconv"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -78,31 +79,37 @@ address, or put it behind what guards your other dashboards.`,
 				return serveStatus(ctx, cmd, env, view, fl.URL, serve.v, cmp.Or(watch, 5*time.Second))
 			}
 			w := cmd.OutOrStdout()
-			for {
-				tctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-				st, dls, err := view.Status(tctx, 5)
-				cancelT()
-				if err != nil {
-					if watch > 0 && ctx.Err() != nil {
-						return nil
-					}
-					return err
-				}
+			show := func(st *frontier.Status, dls []frontier.DeadLetter) error {
 				if watch > 0 && terminal(w) {
 					io.WriteString(w, "\x1b[H\x1b[2J") // clear the screen
 				}
 				if asJSON {
-					if err := json.NewEncoder(w).Encode(map[string]any{"status": st, "dead_letters": dls}); err != nil {
+					return json.NewEncoder(w).Encode(map[string]any{"status": st, "dead_letters": dls})
+				}
+				printStatus(w, st, dls, time.Now())
+				if watch > 0 && !terminal(w) {
+					fmt.Fprintln(w)
+				}
+				return nil
+			}
+			for {
+				tctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
+				st, dls, err := view.Status(tctx, 5)
+				cancelT()
+				switch {
+				case err != nil && watch > 0 && ctx.Err() != nil:
+					return nil
+				case err != nil && watch > 0: // the frontier away: said, and asked again
+					sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl status: %v; asking again in %v", err, watch)
+				case err != nil:
+					return err
+				default:
+					if err := show(st, dls); err != nil {
 						return err
 					}
-				} else {
-					printStatus(w, st, dls, time.Now())
 				}
 				if watch == 0 {
 					return nil
-				}
-				if !terminal(w) && !asJSON {
-					fmt.Fprintln(w)
 				}
 				select {
 				case <-ctx.Done():
@@ -119,51 +126,70 @@ address, or put it behind what guards your other dashboards.`,
 	return cmd
 }
 
-// printStatus prints the fleet's status as text.
-func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, now time.Time) {
+// maxStatusRows bounds each table of the status (workers, jobs in
+// flight), in text and on the page.
+const maxStatusRows = 200
+
+// statusHead is the status's first lines: the frontier, the jobs, the
+// workers by state.
+func statusHead(st *frontier.Status) []string {
 	leader := ""
 	if st.JobsLeader != "" {
-		leader = ", jobs stream led by " + clean(st.JobsLeader)
+		leader = ", jobs stream led by " + clean(shorten(st.JobsLeader, 40))
 	}
-	fmt.Fprintf(w, "frontier: nats-server %s, %s%s, ack wait %v\n", clean(st.Server), plural(st.Replicas, "replica"), leader, time.Duration(st.AckWait*float64(time.Second)))
+	lines := []string{fmt.Sprintf("frontier: nats-server %s, %s%s, ack wait %v", clean(shorten(st.Server, 24)), plural(st.Replicas, "replica"), leader, time.Duration(st.AckWait*float64(time.Second)))}
 	rate := "no page done in the last minute"
 	if st.PagesPerSecond > 0 {
 		rate = fmt.Sprintf("%.2f pages/s lately", st.PagesPerSecond)
 		if st.Pending > 0 {
-			rate += fmt.Sprintf(", about %v to go", (time.Duration(st.ETASeconds) * time.Second).Round(time.Second))
+			rate += fmt.Sprintf(", about %v to go", (time.Duration(min(st.ETASeconds, 1e9)) * time.Second).Round(time.Second))
 		}
 	}
-	fmt.Fprintf(w, "jobs: %d pending (%d in flight), %d dead-lettered, %d done; %s\n", st.Pending, st.InFlight, st.Dead, st.Done, rate)
+	lines = append(lines, fmt.Sprintf("jobs: %d pending (%d in flight), %d dead-lettered, %d done; %s", st.Pending, st.InFlight, st.Dead, st.Done, rate))
 	if st.Stuck > 0 {
-		fmt.Fprintf(w, "stuck: %s the server brought back below its ack floor after a crash; an idle worker requeues them\n", plural(int(st.Stuck), "job"))
+		lines = append(lines, fmt.Sprintf("stuck: %s the server brought back below its ack floor after a crash; an idle worker requeues them", plural(int(st.Stuck), "job")))
 	}
 	states := map[string]int{}
 	for _, wi := range st.Workers {
 		states[wi.State]++
 	}
-	fmt.Fprintf(w, "workers: %d alive, %d gone, %d exited (seen in the last hour)\n", states[frontier.WorkerAlive], states[frontier.WorkerGone], states[frontier.WorkerExited])
+	return append(lines, fmt.Sprintf("workers: %d alive, %d gone, %d exited (seen in the last hour)", states[frontier.WorkerAlive], states[frontier.WorkerGone], states[frontier.WorkerExited]))
+}
+
+// printStatus prints the fleet's status as text; names are cut short and
+// tables to maxStatusRows rows.
+func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, now time.Time) {
+	for _, l := range statusHead(st) {
+		fmt.Fprintln(w, l)
+	}
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
 	if len(st.Workers) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  WORKER\tSTATE\tHOST\tPID\tVERSION\tSTARTED\tLAST SEEN\tDONE\tHOLDS")
-		for _, wi := range st.Workers {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", clean(wi.ID), wi.State, clean(wi.Host), wi.PID, clean(shorten(wi.Version, 24)),
+		for _, wi := range st.Workers[:min(len(st.Workers), maxStatusRows)] {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", clean(shorten(wi.ID, 40)), wi.State, clean(shorten(wi.Host, 40)), wi.PID, clean(shorten(wi.Version, 24)),
 				wi.Started.Local().Format(time.DateTime), ago(wi.LastSeen), wi.Jobs.Done+wi.Jobs.PastEnd, len(wi.Held))
 		}
 		tw.Flush()
+		if n := len(st.Workers) - maxStatusRows; n > 0 {
+			fmt.Fprintf(w, "  … and %d more workers (--json lists them all)\n", n)
+		}
 	}
 	if len(st.InFlightJobs) > 0 {
 		fmt.Fprintln(w, "in flight:")
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  JOURNAL\tPAGE\tWORKER\tWORKER STATE\tHELD FOR\tDELIVERY\tLAST HEARTBEAT")
-		for _, h := range st.InFlightJobs {
+		for _, h := range st.InFlightJobs[:min(len(st.InFlightJobs), maxStatusRows)] {
 			page := fmt.Sprint(h.Page)
 			if h.Nightly {
 				page += " (nightly)"
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Journal, page, clean(h.Worker), h.WorkerState, now.Sub(h.Since).Round(time.Second), h.Delivery, ago(h.Heartbeat))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Journal, page, clean(shorten(h.Worker, 40)), h.WorkerState, now.Sub(h.Since).Round(time.Second), h.Delivery, ago(h.Heartbeat))
 		}
 		tw.Flush()
+		if n := len(st.InFlightJobs) - maxStatusRows; n > 0 {
+			fmt.Fprintf(w, "  … and %d more jobs in flight (--json lists them all)\n", n)
+		}
 	}
 	fmt.Fprintf(w, "%-12s %10s %8s %8s  %s\n", "journal", "pending", "done", "dead", "nightly walk")
 	for _, j := range st.Journals {
@@ -186,13 +212,35 @@ func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *ap
 		return fmt.Errorf("--serve: %w", err)
 	}
 	shown := redact.URL(frontierURL)
+	unavailable := func(w http.ResponseWriter, err error) {
+		w.Header().Set("Refresh", strconv.Itoa(int(every.Seconds()))) // back by itself when the frontier is
+		http.Error(w, "the frontier cannot be read: "+redact.Error(err, frontierURL), http.StatusServiceUnavailable)
+	}
+	// The fleet's history changes slowly and may be long: it is read at
+	// most every 30 s, whatever the page's reloads and viewers.
+	var runsMu sync.Mutex
+	var runs []history.RunView
+	var runsAt time.Time
+	fleetRuns := func(ctx context.Context) ([]history.RunView, error) {
+		runsMu.Lock()
+		defer runsMu.Unlock()
+		if runs != nil && time.Since(runsAt) < max(every, 30*time.Second) {
+			return runs, nil
+		}
+		r, err := view.Runs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		runs, runsAt = r, time.Now()
+		return runs, nil
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
 		rctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
 		st, dls, err := view.Status(rctx, 5)
 		if err != nil {
-			http.Error(w, "the frontier cannot be read: "+redact.Error(err, frontierURL), http.StatusServiceUnavailable)
+			unavailable(w, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -204,10 +252,10 @@ func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *ap
 		st, dls, err := view.Status(rctx, 5)
 		var runs []history.RunView
 		if err == nil {
-			runs, err = view.Runs(rctx)
+			runs, err = fleetRuns(rctx)
 		}
 		if err != nil {
-			http.Error(w, "the frontier cannot be read: "+redact.Error(err, frontierURL), http.StatusServiceUnavailable)
+			unavailable(w, err)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -225,22 +273,19 @@ func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *ap
 
 // liveOf is the fleet's status as the live page shows it.
 func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *htmlreport.Live {
-	var b strings.Builder
-	printStatus(&b, st, nil, now)
-	lines := strings.SplitN(b.String(), "\n", 4)
-	live := &htmlreport.Live{Title: "Fleet status", Lines: lines[:min(3, len(lines))]}
+	live := &htmlreport.Live{Title: "Fleet status", Lines: statusHead(st)}
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
 	workers := htmlreport.LiveTable{ID: "workers", Caption: "Workers", Empty: "No worker has announced itself in the last hour.",
 		Head:    []string{"worker", "state", "host", "pid", "version", "started (UTC)", "last seen", "jobs done", "holds"},
 		Numeric: []bool{false, false, false, true, false, false, true, true, true}}
-	for _, wi := range st.Workers {
+	for _, wi := range st.Workers[:min(len(st.Workers), maxStatusRows)] {
 		workers.Rows = append(workers.Rows, []string{wi.ID, wi.State, wi.Host, fmt.Sprint(wi.PID), wi.Version, wi.Started.UTC().Format(time.DateTime),
 			ago(wi.LastSeen), fmt.Sprint(wi.Jobs.Done + wi.Jobs.PastEnd), fmt.Sprint(len(wi.Held))})
 	}
 	inflight := htmlreport.LiveTable{ID: "in-flight", Caption: "Jobs in flight", Empty: "No job is in flight.",
 		Head:    []string{"journal", "page", "worker", "worker state", "held for", "delivery", "last heartbeat"},
 		Numeric: []bool{true, true, false, false, true, true, true}}
-	for _, h := range st.InFlightJobs {
+	for _, h := range st.InFlightJobs[:min(len(st.InFlightJobs), maxStatusRows)] {
 		inflight.Rows = append(inflight.Rows, []string{fmt.Sprint(h.Journal), fmt.Sprint(h.Page), h.Worker, h.WorkerState,
 			now.Sub(h.Since).Round(time.Second).String(), fmt.Sprint(h.Delivery), ago(h.Heartbeat)})
 	}
