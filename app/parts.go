@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -126,18 +128,35 @@ func OpenSinks(ctx context.Context, urls []string, o SinkOptions) (sink.Sink, er
 	return sink.NewMulti(sinks...), nil
 }
 
+// SinkStartWait bounds how long a run waits for a sink that does not answer
+// when it starts (a wrong port, a host that is down); a sink that goes away
+// mid-run is ridden through for sink.DefaultRetry's 2 minutes.
+const SinkStartWait = 15 * time.Second
+
 // openRetrying opens a sink, trying again under the retry policy while the
 // error is retryable (a database or broker restarting when the crawl
 // starts), each try logged.
 func openRetrying(ctx context.Context, u string, opts sink.Options, p sink.RetryPolicy) (s sink.Sink, err error) {
-	err = p.Do(ctx, func() (err error) {
-		s, err = sink.Open(ctx, u, opts)
+	// A sink that has never answered in this run is not waited for as a
+	// restart mid-run is: the start fails within SinkStartWait, naming it.
+	start := time.Now()
+	p.MaxElapsed = SinkStartWait - 2*time.Second // no try begins later than this
+	octx, cancel := context.WithTimeout(ctx, SinkStartWait-500*time.Millisecond)
+	defer cancel()
+	var last error
+	err = p.Do(octx, func() (err error) {
+		s, err = sink.Open(octx, u, opts)
+		last = err
 		return err
 	}, func(tries int, err error) {
 		if p.Log != nil {
-			p.Log.Warn("sink not reachable; retrying", "try", tries, "giving_up_after", p.MaxElapsed.String(), "error", err)
+			p.Log.Warn("sink not reachable; retrying", "try", tries, "giving_up_after", SinkStartWait.String(), "sink", redact.URL(u), "error", err)
 		}
 	})
+	if err != nil && ctx.Err() == nil && last != nil && time.Since(start) >= p.MaxElapsed { // retried until the bound
+		return nil, fmt.Errorf("not answering %v after the start (is it running, and is the URL right?): %w",
+			time.Since(start).Round(100*time.Millisecond), last)
+	}
 	return s, err
 }
 

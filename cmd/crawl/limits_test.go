@@ -257,3 +257,24 @@ func TestSinkRetryAtStartStopsOnTheFirstSignal(t *testing.T) {
 		t.Errorf("exit %d (%v), want %d: %s", code, err, exitcode.Interrupted, errb.String())
 	}
 }
+
+// A sink that never answers at the start (a wrong port) fails the run
+// within 15 s, exit 1, naming it; a mid-run outage is ridden through for
+// longer (sink.DefaultRetry).
+func TestSinkThatNeverAnsweredFailsTheStartFast(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits out the start's bound")
+	}
+	dir := t.TempDir()
+	start := time.Now()
+	code, _, errs := crawl(t, "backfill", "--journal", "1", "--pages", "1", "--base-url", "http://127.0.0.1:1",
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "nats://u:hunter2@127.0.0.1:1/s?stream=S")
+	took := time.Since(start)
+	if code != exitcode.Fatal || !strings.Contains(errs, "nats://u:REDACTED@127.0.0.1:1/s?stream=S") || !strings.Contains(errs, "not answering") || strings.Contains(errs, "hunter2") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	if took > 15*time.Second+2*time.Second { // the bound, and a loaded machine's slack
+		t.Errorf("the start failed after %v, want within 15s", took)
+	}
+}
