@@ -169,7 +169,9 @@ before known papers says so (log, summary, report) and leaves a mark: the
 next nightly, where known papers would stop it, jumps to the page it
 reached and carries on past it, so no page is left behind.
 
-Exit codes: 0 every walk finished, 3 some pages failed or a sink refused
+Exit codes: 0 every walk finished, or was cut short at nightly.max_pages
+(said in the log, the summary and the history; the next nightly carries
+on from there), 3 some pages failed or a sink refused
 records (kept in the quarantine: crawl quarantine list), 4 quality alarm,
 1 fatal, 2 usage, 130/143 interrupted.`,
 		Example: `  crawl nightly --sink jsonl:out/papers-{date}.jsonl

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -223,5 +224,36 @@ func TestBackfillGracefulShutdown(t *testing.T) {
 	}
 	if n := len(papersIn(t, filepath.Join(dir, "papers.jsonl"))); n != 200 {
 		t.Fatalf("%d papers after the rerun, want 200", n)
+	}
+}
+
+// --version names the module version and the commit the build recorded
+// (go build in a git checkout), and a version given with -ldflags.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	build := func(args ...string) string {
+		bin := filepath.Join(t.TempDir(), "crawl")
+		cmd := exec.Command("go", append(append([]string{"build"}, args...), "-o", bin, ".")...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, b)
+		}
+		out, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	git := exec.Command("git", "-C", repoRoot, "rev-parse", "HEAD").Run() == nil
+	if out := build("-buildvcs=true"); git && !regexp.MustCompile(`^crawl \S+ \([0-9a-f]{12} \S+(, modified)?\) go1\.`).MatchString(out) {
+		t.Errorf("--version of a build that recorded the commit: %q, want the module version and the commit", out)
+	}
+	if out := build("-buildvcs=false", "-ldflags", "-X main.buildVersion=v9.8.7"); !strings.HasPrefix(out, "crawl v9.8.7 go1.") {
+		t.Errorf("--version with -ldflags: %q", out)
+	}
+	if out := build("-buildvcs=false"); !strings.Contains(out, "no revision recorded") {
+		t.Errorf("--version of a build without the commit: %q", out)
 	}
 }

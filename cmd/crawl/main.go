@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,14 +131,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
-// version is the module version the binary was built from ("(devel)" in
-// a checkout), with the commit and its date when the build recorded them.
+// buildVersion, when set at build time (go build -ldflags "-X
+// main.buildVersion=v1.4.0"), is the version --version names.
+var buildVersion string
+
+// version is the version the binary was built as: -ldflags' when given,
+// else the module's ("(devel)" in a checkout), with the commit, its date
+// and whether the tree was modified when the build recorded them (go
+// build in a git checkout does; go run does not).
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
+		return cmp.Or(buildVersion, "(unknown)")
 	}
-	v := info.Main.Version
+	v := cmp.Or(buildVersion, info.Main.Version)
 	var rev, at, dirty string
 	for _, s := range info.Settings {
 		switch s.Key {
@@ -153,6 +160,8 @@ func version() string {
 	}
 	if rev != "" {
 		v += fmt.Sprintf(" (%s %s%s)", rev, at, dirty)
+	} else if buildVersion == "" {
+		v += " (no revision recorded: go build in a git checkout records it)"
 	}
 	return v + " " + info.GoVersion
 }

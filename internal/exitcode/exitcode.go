@@ -30,7 +30,7 @@ var Codes = []struct {
 	Code           int
 	Short, Meaning string
 }{
-	{OK, "success", "success"},
+	{OK, "success", "success (a nightly walk cut short at nightly.max_pages included: the run says so, and the next nightly carries on)"},
 	{Fatal, "fatal error", "fatal error: the configuration file (the message names the key), the state, a sink, a missing input, or a host that never answered"},
 	{Usage, "usage error", "usage error: an unknown command or flag, a bad flag value or argument (the message names it)"},
 	{Incomplete, "some pages failed, or records quarantined", "finished, but some pages failed, a sink refused records " +
