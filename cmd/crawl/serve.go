@@ -132,8 +132,9 @@ func newServeCmd() *cobra.Command {
 	var verbose bool
 	var seed int64
 	var synth []string
+	var grow growFlag
 	cmd := &cobra.Command{
-		Use:   "serve [--dir DIR] [--archive DIR] [--synth J:PAGES[:PAPERS]] [--addr 127.0.0.1:8089] [--faults PROFILE]",
+		Use:   "serve [--dir DIR] [--archive DIR] [--synth J:PAGES[:PAPERS]] [--grow N/INTERVAL] [--addr 127.0.0.1:8089] [--faults PROFILE]",
 		Short: "Serve fixture or synthetic listing pages on loopback, with injected faults",
 		Long: `serve runs the test site: the listing pages of --dir (files named
 literature_d{journal}[_{page}].htm), the responses of a WARC archive
@@ -148,11 +149,16 @@ paper JSON, a gzip bomb, 10,000 papers, redirects to another port and
 host, a slowloris, a Retry-After of a day, a host down for ever) and a
 robots.txt with a Crawl-delay of a day: see docs/security.md. Circuits
 are per host and these journals share one: crawl the dead one (9009)
-last, or it takes the others down with it. It serves until interrupted.`,
+last, or it takes the others down with it. It serves until interrupted.
+
+--grow N/INTERVAL adds N new papers at page 1 of each --synth journal
+every INTERVAL, pushing the others down a page at a time, as the live
+site does between nightlies: a nightly run then delivers them alone.`,
 		Example: `  crawl serve --dir fixtures/html --faults flaky --seed 7
   crawl serve --synth 1001:2000 --addr 127.0.0.1:8089
   crawl backfill --journal 1001 --pages 1- --base-url http://127.0.0.1:8089 --delay 0
-  crawl serve --faults attack`,
+  crawl serve --faults attack
+  crawl serve --synth 1001:50 --grow 10/1m`,
 		Args: noArgs("serve"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loopback(addr); err != nil {
@@ -160,6 +166,9 @@ last, or it takes the others down with it. It serves until interrupted.`,
 			}
 			if _, err := testsite.ProfileNamed(faults); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--faults: %w", err))
+			}
+			if grow.n > 0 && len(synth) == 0 {
+				return exitcode.Usagef("--grow %s: adds papers to the --synth journals: give --synth J:PAGES too", grow.String())
 			}
 			if dir == "" && warcDir == "" && len(synth) == 0 && faults != "attack" {
 				return exitcode.UsageError(errors.New("nothing to serve: give --dir DIR, --archive DIR and/or --synth J:PAGES (or --faults attack)"))
@@ -181,6 +190,11 @@ last, or it takes the others down with it. It serves until interrupted.`,
 				"addr", ln.Addr().String(), "pages", pages, "faults", faults, "seed", seed)
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
+			if grow.n > 0 {
+				if err := startGrowing(ctx, site, synth, grow, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+			}
 			return serveUntil(ctx, srv, ln, "serve")
 		},
 	}
@@ -192,7 +206,85 @@ last, or it takes the others down with it. It serves until interrupted.`,
 	fl.StringVar(&faults, "faults", "none", "fault profile: none, flaky, hostile or attack (journals 9001-9009)")
 	fl.Int64Var(&seed, "seed", 1, "seed of the fault profile (the same seed gives the same faults)")
 	fl.BoolVar(&verbose, "verbose", false, "log every request (method, path, status, duration)")
+	fl.Var(&grow, "grow", "add N new papers at page 1 of each --synth journal every INTERVAL (`N/INTERVAL`, e.g. 10/1m: 1 to 1000 papers, 1s to 24h)")
 	return cmd
+}
+
+// growFlag is --grow N/INTERVAL.
+type growFlag struct {
+	n     int
+	every time.Duration
+}
+
+func (g *growFlag) Set(s string) error {
+	a, b, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(a)
+	every, err2 := time.ParseDuration(b)
+	if !ok || err != nil || err2 != nil || n < 1 || n > 1000 || every < time.Second || every > 24*time.Hour {
+		return fmt.Errorf("expected N/INTERVAL such as 10/1m: 1 to 1000 papers, every 1s to 24h")
+	}
+	g.n, g.every = n, every
+	return nil
+}
+
+func (g *growFlag) String() string {
+	if g.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%v", g.n, g.every)
+}
+func (g *growFlag) Type() string { return "N/INTERVAL" }
+
+// growFirstPage is where grown papers' ids begin (SynthID's page field):
+// above any --synth journal's pages.
+const growFirstPage = 100001
+
+// startGrowing adds g.n papers at the top of each synthetic journal every
+// g.every until ctx ends, saying so on w.
+func startGrowing(ctx context.Context, site *testsite.Site, synth []string, g growFlag, w io.Writer) error {
+	type listing struct {
+		journal int64
+		perPage int
+		ids     []string
+	}
+	var ls []*listing
+	for _, sv := range synth {
+		sp, err := parseSynth(sv)
+		if err != nil {
+			return err
+		}
+		l := &listing{journal: sp.journal, perPage: sp.papers}
+		for p := 1; p <= sp.pages; p++ {
+			for i := range sp.papers {
+				l.ids = append(l.ids, testsite.SynthID(sp.journal, p, i))
+			}
+		}
+		ls = append(ls, l)
+	}
+	go func() {
+		t := time.NewTicker(g.every)
+		defer t.Stop()
+		added := 0
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, l := range ls {
+				fresh := make([]string, g.n)
+				for i := range fresh {
+					k := added + g.n - 1 - i // newest first
+					fresh[i] = testsite.SynthID(l.journal, growFirstPage+k/100, k%100)
+				}
+				l.ids = append(fresh, l.ids...)
+				site.SetListing(l.journal, l.ids, l.perPage)
+			}
+			added += g.n
+			say(w, slog.LevelInfo, fmt.Sprintf("grew: %d new papers at page 1 of each journal (%d added so far)", g.n, added), "added", g.n, "added_total", added)
+		}
+	}()
+	return nil
 }
 
 // serveUntil serves on ln until ctx ends, then shuts the server down

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/parser"
@@ -128,5 +129,67 @@ func TestServeUsage(t *testing.T) {
 	// A missing archive is like a missing path: fatal, and named.
 	if code, _, errs := crawl(t, "serve", "--archive", "/no/such/dir"); code != exitcode.Fatal || !strings.Contains(errs, "/no/such/dir") {
 		t.Errorf("missing archive: exit %d, stderr %q", code, errs)
+	}
+}
+
+// crawl serve --grow adds papers at page 1 of each synthetic journal
+// between nightlies: a nightly after a growth delivers those papers, and
+// only those.
+func TestServeGrows(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	srv := exec.Command(bin, "serve", "--synth", "1001:3", "--synth", "1002:2:10", "--grow", "7/1s", "--addr", "127.0.0.1:0")
+	pipe, _ := srv.StderrPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	_, rest, _ := strings.Cut(waitLine(t, lines, "serving 5 pages on "), "serving 5 pages on ")
+	base := strings.Fields(rest)[0]
+	dir := t.TempDir()
+	out := filepath.Join(dir, "papers.jsonl")
+	args := []string{"--journal", "1001", "--journal", "1002", "--base-url", base, "--delay", "0", "--state-dir", filepath.Join(dir, "state"), "-o", out}
+	if code, _, errs := crawl(t, append([]string{"backfill", "--pages", "1-"}, args...)...); code != exitcode.OK {
+		t.Fatalf("backfill: exit %d: %s", code, errs)
+	}
+	before := countLines(t, out)
+	// The next growth after the backfill: a nightly delivers what grew.
+	waitLine(t, lines, "grew: 7 new papers")
+	code, _, errs := crawl(t, append([]string{"nightly"}, args...)...)
+	if code != exitcode.OK {
+		t.Fatalf("nightly: exit %d: %s", code, errs)
+	}
+	fresh := countLines(t, out) - before
+	if fresh < 14 || fresh%14 != 0 {
+		t.Errorf("the nightly after a growth delivered %d papers, want a multiple of 14 (7 a journal a growth): %s", fresh, errs)
+	}
+	papersIn(t, out) // each paper once
+}
+
+// waitLine waits (30 s at most) for a line of a process's output that
+// holds want, and returns it.
+func waitLine(t *testing.T, lines <-chan string, want string) string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the process ended without saying %q", want)
+			}
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-timeout:
+			t.Fatalf("the process did not say %q in 30 s", want)
+		}
 	}
 }
