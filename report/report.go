@@ -154,6 +154,8 @@ type page struct {
 	Latest          *history.RunView
 	Charts          []chart
 	RunRows         []history.RunView
+	// RunNumber numbers the runs as the charts do: 1 the oldest.
+	RunNumber map[string]int
 	MoreRuns        int
 	Failures        []failureRow
 	MoreFailures    int
@@ -188,6 +190,10 @@ func Write(w io.Writer, d Data) error {
 		pg.TotalFailed += failed
 		pg.TotalRetries += v.Retries()
 	}
+	pg.RunNumber = make(map[string]int, len(old))
+	for i, v := range old {
+		pg.RunNumber[v.ID] = i + 1
+	}
 	pg.RunRows = d.Runs[:min(len(d.Runs), maxRunRows)]
 	pg.MoreRuns = len(d.Runs) - len(pg.RunRows)
 	for _, v := range d.Runs {
@@ -218,7 +224,7 @@ func Write(w io.Writer, d Data) error {
 			pg.Incomplete = append(pg.Incomplete, incompleteRow{Run: v.ID, Started: v.Started, Journal: iw.Journal, Page: iw.Page, Why: cmp.Or(iw.Why, engine.WhyMaxPages)})
 		}
 	}
-	charts, err := buildCharts(old, d)
+	charts, err := buildCharts(old, d, pg.RunNumber)
 	if err != nil {
 		return err
 	}
@@ -227,7 +233,7 @@ func Write(w io.Writer, d Data) error {
 }
 
 // buildCharts draws the charts from the runs, oldest first.
-func buildCharts(runs []history.RunView, d Data) ([]chart, error) {
+func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart, error) {
 	var done []history.RunView // runs with a summary
 	for _, v := range runs {
 		if v.Summary != nil {
@@ -236,11 +242,13 @@ func buildCharts(runs []history.RunView, d Data) ([]chart, error) {
 	}
 	var ax xAxis
 	if len(done) > 0 {
-		ax = newXAxis(done[0].Started, done[len(done)-1].Started, len(done))
+		ax = newXAxis(done[0].Started, done[len(done)-1].Started, len(runs))
 	}
+	// Numbered as the runs table numbers them (every run, 1 the oldest),
+	// so that run 7 on a chart is run 7 in the table.
 	xs := make(map[string]float64, len(done))
-	for i, v := range done {
-		xs[v.ID] = ax.x(i, v.Started)
+	for _, v := range done {
+		xs[v.ID] = ax.x(number[v.ID]-1, v.Started)
 	}
 	var charts []chart
 	add := func(c chart, err error) error {

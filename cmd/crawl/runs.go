@@ -126,6 +126,7 @@ writes then), with that crawl as running.`,
 			if err != nil {
 				return err
 			}
+			total := len(runs)
 			if limit > 0 && len(runs) > limit {
 				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: showing the newest %d of %d runs (--limit 0 shows all)", limit, len(runs))
 				runs = runs[:limit]
@@ -140,7 +141,7 @@ writes then), with that crawl as running.`,
 				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: no run recorded in %s yet", dir)
 				return nil
 			}
-			return printRuns(cmd.OutOrStdout(), runs)
+			return printRuns(cmd.OutOrStdout(), runs, total)
 		},
 	}
 	stateDirVar(cmd.Flags(), &dir)
@@ -252,15 +253,17 @@ func clean(s string) string {
 
 func exitText(v history.RunView) string { return cmp.Or(v.Outcome(), "-") }
 
-func printRuns(w io.Writer, runs []history.RunView) error {
+// printRuns prints runs, newest first, numbered as the report numbers
+// them: 1 the oldest of all total runs.
+func printRuns(w io.Writer, runs []history.RunView, total int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/PAST END\tPAPERS NEW/KNOWN\tRETRIES\tEXIT\tQUALITY\tNOTES")
-	for _, v := range runs {
+	fmt.Fprintln(tw, "#\tRUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/SKIPPED/PAST END\tPAPERS NEW/KNOWN\tRETRIES\tEXIT\tQUALITY\tNOTES")
+	for i, v := range runs {
 		pages, papers, retries := "-", "-", "-"
 		if v.Summary != nil {
 			ok, failed, past := v.Pages()
 			fresh, known := v.Papers()
-			pages = fmt.Sprintf("%d/%d/%d", ok, failed, past)
+			pages = fmt.Sprintf("%d/%d/%d/%d", ok, failed, v.Summary.Pages["skipped"], past)
 			papers = fmt.Sprintf("%d/%d", fresh, known)
 			retries = strconv.Itoa(v.Retries())
 		}
@@ -275,7 +278,7 @@ func printRuns(w io.Writer, runs []history.RunView) error {
 		if len(note) > 0 {
 			notes = strings.Join(note, ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(v.ID), clean(v.Kind), journalList(v.Journals, 3),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", total-i, clean(v.ID), clean(v.Kind), journalList(v.Journals, 3),
 			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality, notes)
 	}
 	return tw.Flush()

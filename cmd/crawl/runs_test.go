@@ -68,8 +68,10 @@ func TestRunsHistory(t *testing.T) {
 
 	code, out, _ = crawl(t, "runs", "--state-dir", stateDir)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != exitcode.OK || len(lines) != 3 || !strings.HasPrefix(lines[0], "RUN") || !strings.Contains(lines[1], "2/1/0") ||
-		!strings.Contains(lines[2], "killed") {
+	// Numbered as the report numbers them (1 the oldest), with skipped
+	// pages beside ok, failed and past the end.
+	if code != exitcode.OK || len(lines) != 3 || !strings.HasPrefix(lines[0], "#  RUN") || !strings.Contains(lines[0], "OK/FAILED/SKIPPED/PAST END") ||
+		!strings.HasPrefix(lines[1], "2 ") || !strings.Contains(lines[1], "2/1/0/0") || !strings.HasPrefix(lines[2], "1 ") || !strings.Contains(lines[2], "killed") {
 		t.Errorf("runs: exit %d:\n%s", code, out)
 	}
 
