@@ -151,11 +151,11 @@ type incompleteRow struct {
 // page is what the template fills in.
 type page struct {
 	Data
-	Latest          *history.RunView
-	Charts          []chart
-	RunRows         []history.RunView
+	Latest  *history.RunView
+	Charts  []chart
+	RunRows []history.RunView
 	// RunNumber numbers the runs as the charts do: 1 the oldest.
-	RunNumber map[string]int
+	RunNumber       map[string]int
 	MoreRuns        int
 	Failures        []failureRow
 	MoreFailures    int
