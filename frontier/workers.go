@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -269,43 +270,61 @@ const maxLastPerSubjectBytes = 64 << 20
 // gaps older messages left. The stream is looked up again while a cluster
 // elects its leader; the read itself is bounded by ctx.
 func (f *Frontier) lastPerSubject(ctx context.Context, stream, filter string, most int, visit func(data []byte, h nats.Header)) error {
-	var s jetstream.Stream
-	if err := retry(ctx, func(ctx context.Context) (err error) {
-		s, err = f.js.Stream(ctx, stream)
-		return err
-	}); err != nil {
-		return err
+	type item struct {
+		data []byte
+		h    nats.Header
 	}
-	if s.CachedInfo().State.Msgs == 0 {
-		return nil
-	}
-	c, err := f.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
-		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-	if err != nil {
-		return err
-	}
-	for n, size := 0, 0; n < most && size < maxLastPerSubjectBytes; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		batch, err := c.Fetch(min(256, most-n), jetstream.FetchMaxWait(time.Second))
+	var items []item
+	// Asked again, whole, while a cluster elects a leader or the client
+	// moves to another server (no responder meanwhile); each try is bounded
+	// by ctx alone, a long read being no failure.
+	r := backoff.Retry{Policy: retryWait, Retryable: func(err error) bool {
+		return transient(err) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat)
+	}}
+	err := r.Do(ctx, func(ctx context.Context, _ int) error {
+		items = items[:0]
+		s, err := f.js.Stream(ctx, stream)
 		if err != nil {
 			return err
 		}
-		got, pending := 0, uint64(1)
-		for m := range batch.Messages() {
-			got, n, size = got+1, n+1, size+len(m.Data())
-			if md, err := m.Metadata(); err == nil {
-				pending = md.NumPending
-			}
-			visit(m.Data(), m.Headers())
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return err
-		}
-		if got == 0 || pending == 0 {
+		if s.CachedInfo().State.Msgs == 0 {
 			return nil
 		}
+		c, err := f.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+		if err != nil {
+			return err
+		}
+		for n, size := 0, 0; n < most && size < maxLastPerSubjectBytes; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			batch, err := c.Fetch(min(256, most-n), jetstream.FetchMaxWait(time.Second))
+			if err != nil {
+				return err
+			}
+			got, pending := 0, uint64(1)
+			for m := range batch.Messages() {
+				got, n, size = got+1, n+1, size+len(m.Data())
+				if md, err := m.Metadata(); err == nil {
+					pending = md.NumPending
+				}
+				items = append(items, item{m.Data(), m.Headers()})
+			}
+			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+				return err
+			}
+			if got == 0 || pending == 0 {
+				return nil
+			}
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		visit(it.data, it.h)
 	}
 	return nil
 }
