@@ -222,7 +222,7 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 			return nil, fetch.ErrEndOfListing
 		}
 		if ctx.Err() == nil && IsRetryable(err) {
-			if f.breaker.Failure(host, time.Now()) && f.breaker.State(host, time.Now()) == "down" {
+			if f.failed(host, err) == "down" {
 				f.log.Warn("host is down: its pages fail at once for the rest of the run (the next run tries them again)",
 					"host", host, "breaker_opens", f.breaker.Opens(host), "error", err)
 			}
@@ -236,7 +236,7 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 	}
 	if !page.IsListing() {
 		lim.slowDown(f.cfg.SlowdownMax)
-		f.breaker.Failure(host, time.Now())
+		f.failed(host, ErrSoftBlock)
 		return nil, &FetchError{URL: u.String(), Status: fetched.Status, Err: ErrSoftBlock}
 	}
 	f.breaker.Success(host)
@@ -245,4 +245,22 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 		return page, fetch.ErrEndOfListing
 	}
 	return page, nil
+}
+
+// failed records a failure of host with the breaker and returns the
+// circuit's state after it. A circuit that opens says so: which host, how
+// long its requests wait and until when, so that a run that seems stalled
+// says why.
+func (f *Fetcher) failed(host string, cause error) string {
+	now := time.Now()
+	before := f.breaker.State(host, now)
+	f.breaker.Failure(host, now)
+	after := f.breaker.State(host, now)
+	if after == "open" && before != "open" {
+		until := now.Add(f.breaker.Cooldown)
+		f.log.Warn(fmt.Sprintf("circuit open for %s after repeated failures: its requests wait %v, until %s",
+			host, f.breaker.Cooldown, until.Format(time.TimeOnly)),
+			"host", host, "wait_seconds", f.breaker.Cooldown.Seconds(), "until", until.UTC().Format(time.RFC3339), "error", cause)
+	}
+	return after
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,6 +155,10 @@ func TestHostDownFailsTheRemainingPagesFast(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "host is down") {
 		t.Errorf("going down was not logged: %s", logs.String())
+	}
+	// Each opening says which host waits, how long and until when.
+	if !regexp.MustCompile(`circuit open for 127\.0\.0\.1 after repeated failures: its requests wait 100ms, until \d\d:\d\d:\d\d.* host=127\.0\.0\.1 wait_seconds=0\.1 until=\d{4}-`).MatchString(logs.String()) {
+		t.Errorf("the circuit's opening does not say what waits and until when: %s", logs.String())
 	}
 }
 
