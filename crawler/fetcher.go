@@ -155,7 +155,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 	if err != nil {
 		return res, err
 	}
-	err = f.cfg.Retry.Retry(ctx, func(ctx context.Context, attempt int) error {
+	err = f.cfg.Retry.RetryWaiting(ctx, func(ctx context.Context, attempt int) error {
 		var err error
 		res.Tries = attempt
 		res.Page, err = f.fetchPage(ctx, u, r)
@@ -163,6 +163,16 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 			r.OnTryFailed(Cause(err))
 		}
 		return err
+	}, func(err error, wait time.Duration) {
+		// A long wait says what it waits for and until when: a run that
+		// seems stalled says why.
+		if wait >= longWait {
+			until := time.Now().Add(wait)
+			f.log.Info(fmt.Sprintf("waiting %v for %s (%s), until %s, before trying page %d of journal %d again",
+				wait.Round(time.Second), u.Hostname(), Cause(err), until.Format(time.TimeOnly), r.Page, r.Journal),
+				"host", u.Hostname(), "journal", r.Journal, "page", r.Page, "cause", Cause(err),
+				"wait_seconds", wait.Seconds(), "until", until.UTC().Format(time.RFC3339))
+		}
 	})
 	if err != nil && ctx.Err() == nil && Cause(err) == "network" && !f.fetcher.hasAnswered(u.Hostname()) {
 		// Every try failed and nothing of the host has answered in this
@@ -246,6 +256,9 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 	}
 	return page, nil
 }
+
+// longWait is the wait before another try that is said in the log.
+var longWait = 3 * time.Second
 
 // failed records a failure of host with the breaker and returns the
 // circuit's state after it. A circuit that opens says so: which host, how

@@ -288,3 +288,22 @@ func TestRobotsThatAnsweredBadlyIsNotUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// A wait of a few seconds or more before another try (here a server's
+// Retry-After) says in the log what it waits for and until when.
+func TestALongWaitSaysWhy(t *testing.T) {
+	t.Parallel()
+	ts, srv := synthSite(t, 1)
+	ts.Inject(testsite.PagePath(808, 1), testsite.Fault{Kind: testsite.TooMany, RetryAfter: "3"})
+	var logs bytes.Buffer // Fetch logs from its own goroutine
+	f, err := crawler.New(quick(srv.URL), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`waiting 3s for 127\.0\.0\.1 \(http-429\), until \d\d:\d\d:\d\d, before trying page 1 of journal 808 again.* wait_seconds=3 until=\d{4}-`).MatchString(logs.String()) {
+		t.Errorf("the wait is not said: %s", logs.String())
+	}
+}

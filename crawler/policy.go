@@ -58,7 +58,17 @@ func (p RetryPolicy) Delay(attempt int, err error) time.Duration {
 // A Retry-After beyond MaxRetryAfter ends it at once. It returns the last
 // error.
 func (p RetryPolicy) Retry(ctx context.Context, try func(ctx context.Context, attempt int) error) error {
+	return p.RetryWaiting(ctx, try, nil)
+}
+
+// RetryWaiting is Retry, and tells waiting (when set) of each wait before
+// another try: the error that caused it and how long it is.
+func (p RetryPolicy) RetryWaiting(ctx context.Context, try func(ctx context.Context, attempt int) error, waiting func(err error, wait time.Duration)) error {
 	r := backoff.Retry{Attempts: max(p.MaxAttempts, 1), Wait: p.Delay}
+	var retrying func(int, error, time.Duration) error
+	if waiting != nil {
+		retrying = func(_ int, err error, wait time.Duration) error { waiting(err, wait); return nil }
+	}
 	err := r.Do(ctx, func(ctx context.Context, attempt int) error {
 		err := try(ctx, attempt)
 		var fe *FetchError
@@ -66,7 +76,7 @@ func (p RetryPolicy) Retry(ctx context.Context, try func(ctx context.Context, at
 			return &tooLongError{err: err, asked: fe.RetryAfter, at: p.MaxRetryAfter}
 		}
 		return err
-	}, nil)
+	}, retrying)
 	var ex *backoff.Exhausted
 	if errors.As(err, &ex) {
 		return ex.Err
