@@ -217,16 +217,6 @@ func (e *Env) FleetRuns(ctx context.Context, fl Fleet) ([]history.RunView, error
 	return v.Runs(ctx)
 }
 
-// Status reads the frontier once (FleetView.Status).
-func (e *Env) Status(ctx context.Context, fl Fleet, lastDead int) (*frontier.Status, []frontier.DeadLetter, error) {
-	v, err := e.OpenFleet(ctx, fl)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer v.Close()
-	return v.Status(ctx, lastDead)
-}
-
 // Work is a fleet worker's session.
 type Work struct {
 	Fleet
