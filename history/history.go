@@ -52,6 +52,10 @@ type RunView struct {
 	// Summary is the run's summary (nil: the run has none, it did not
 	// end).
 	Summary *RunReport `json:"summary"`
+	// Recovered says the run ended without its summary (killed) and
+	// Summary holds only the counts it committed, read back from the
+	// state: pages done and failed, papers new and known, by journal.
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // Run statuses.
@@ -116,10 +120,14 @@ func (v RunView) Retries() int {
 func Read(dir string, thresholds config.Quality) (*History, error) {
 	h := &History{}
 	var runs []state.Run
+	var tallies map[string]map[int64]state.Tally
 	st, err := state.OpenReadOnly(dir)
 	switch {
 	case err == nil:
 		runs, err = st.Runs()
+		if err == nil {
+			tallies, err = st.Tallies()
+		}
 		st.Close()
 		if err != nil {
 			return nil, err
@@ -135,7 +143,7 @@ func Read(dir string, thresholds config.Quality) (*History, error) {
 		if host, _ := os.Hostname(); sn.Current.Host == host && !alive(sn.Current.PID) {
 			return nil, fmt.Errorf("%w (not by the crawl that wrote %s: process %d has ended); try again when it is free", err, state.SnapshotName, sn.Current.PID)
 		}
-		runs = sn.Runs
+		runs, tallies = sn.Runs, sn.Tallies
 		cur := view(sn.Current, thresholds)
 		cur.Status = StatusRunning
 		h.HeldBy = &cur
@@ -154,10 +162,37 @@ func Read(dir string, thresholds config.Quality) (*History, error) {
 		v := view(runs[i], thresholds)
 		if h.HeldBy != nil && v.ID == h.HeldBy.ID {
 			v = *h.HeldBy
+		} else if v.Status == StatusKilled && v.Summary == nil {
+			recoverCounts(&v, tallies[v.ID])
 		}
 		h.Runs = append(h.Runs, v)
 	}
 	return h, nil
+}
+
+// recoverCounts gives a run killed before its end the counts it
+// committed (the state's tally), marked as recovered: what it delivered
+// is in the sinks, and totals over the history must count it.
+func recoverCounts(v *RunView, t map[int64]state.Tally) {
+	if len(t) == 0 {
+		return
+	}
+	rep := RunReport{RunID: v.ID, Kind: v.Kind, Started: v.Started.UTC().Format(time.RFC3339),
+		Pages: map[string]int64{}, Papers: map[string]int64{}, Failures: []engine.PageFailure{},
+		PerJournal: map[string]engine.JournalCounts{}}
+	for j, c := range t {
+		rep.Pages["done"] += c.PagesDone
+		rep.Pages["failed"] += c.PagesFailed
+		rep.Papers["new"] += c.PapersNew
+		rep.Papers["known"] += c.PapersKnown
+		rep.PerJournal[strconv.FormatInt(j, 10)] = engine.JournalCounts{PagesDone: c.PagesDone, PagesFailed: c.PagesFailed,
+			PapersNew: c.PapersNew, PapersKnown: c.PapersKnown}
+	}
+	sanitize(&rep)
+	v.Summary, v.Recovered = &rep, true
+	if len(v.Journals) == 0 {
+		v.Journals = journalsOf(rep)
+	}
 }
 
 // alive says whether process pid is running on this machine.

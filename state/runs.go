@@ -138,6 +138,9 @@ type Snapshot struct {
 	// since: then the store is free and holds its end).
 	Current Run   `json:"current"`
 	Runs    []Run `json:"runs"` // the history, Current included
+	// Tallies are the counts committed by the runs that ended without a
+	// summary (killed), by run id and journal (see Store.Tallies).
+	Tallies map[string]map[int64]Tally `json:"tallies,omitempty"`
 }
 
 // SnapshotRuns bounds the runs a snapshot holds: the newest ones, so that
@@ -158,7 +161,11 @@ func (s *Store) WriteSnapshot(current Run) error {
 	if len(runs) > SnapshotRuns {
 		runs = runs[len(runs)-SnapshotRuns:]
 	}
-	data, err := json.Marshal(Snapshot{Current: current, Runs: runs})
+	sn := Snapshot{Current: current, Runs: runs}
+	if sn.Tallies, err = s.killedTallies(runs); err != nil {
+		return err
+	}
+	data, err := json.Marshal(sn)
 	if err != nil {
 		return err
 	}
@@ -170,6 +177,21 @@ func (s *Store) WriteSnapshot(current Run) error {
 		return fmt.Errorf("run history snapshot: %w", err)
 	}
 	return nil
+}
+
+// killedTallies are the tallies of the runs that have no summary.
+func (s *Store) killedTallies(runs []Run) (map[string]map[int64]Tally, error) {
+	all, err := s.Tallies()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int64]Tally{}
+	for _, r := range runs {
+		if len(r.Summary) == 0 && all[r.ID] != nil {
+			out[r.ID] = all[r.ID]
+		}
+	}
+	return out, nil
 }
 
 // ReadSnapshot reads the snapshot the last crawl wrote in dir when it

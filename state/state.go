@@ -608,6 +608,9 @@ func (s *Store) commitTx(tx *bolt.Tx, w *paperWriter, c ledger.Page) (newPapers 
 			newPapers++
 		}
 	}
+	if err := addTally(tx, run, c.Key.Journal, Tally{PagesDone: 1, PapersNew: int64(newPapers), PapersKnown: int64(max(c.OnPage-newPapers, 0))}); err != nil {
+		return 0, err
+	}
 	st := PageStatus{State: PageDone, Papers: c.OnPage, NewPapers: newPapers, UpdatedAt: c.At.UTC()}
 	pages := tx.Bucket(bucketPages)
 	pages.FillPercent = pagesFill
@@ -678,15 +681,21 @@ func (s *Store) FailPage(ctx context.Context, k PageKey, runID string, cause err
 		b := tx.Bucket(bucketPages)
 		b.FillPercent = pagesFill
 		var st PageStatus
+		var prevRun uint32
 		if prev := b.Get(pageKeyBytes(k)); prev != nil {
 			var err error
-			if st, _, err = s.decodePage(prev); err != nil {
+			if st, prevRun, err = s.decodePage(prev); err != nil {
 				return err
 			}
 		}
 		run, err := runNumber(tx, runID, true)
 		if err != nil {
 			return err
+		}
+		if st.State != PageFailed || prevRun != run { // a page fails once a run, however many tries
+			if err := addTally(tx, run, k.Journal, Tally{PagesFailed: 1}); err != nil {
+				return err
+			}
 		}
 		st.State, st.Attempts, st.UpdatedAt = PageFailed, st.Attempts+1, at.UTC()
 		if cause != nil {

@@ -147,10 +147,55 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("%d papers differ or are missing, e.g. %s", len(missing), fmt.Sprint(missing[:min(5, len(missing))]))
 	}
+	// The history counts what the killed runs delivered: their counts are
+	// recovered from the state, so the runs' new papers add up to the
+	// papers in the sink, in `crawl runs --json` and in the report.
+	out, err := exec.Command(bin, "runs", "--json", "--limit", "0", "--config", filepath.Join(repoRoot, "config.yaml"),
+		"--state-dir", filepath.Join(killed, "state")).Output()
+	if err != nil {
+		t.Fatalf("crawl runs: %v", err)
+	}
+	var runs []struct {
+		Status    string
+		Recovered bool
+		Summary   *struct{ Papers map[string]int64 }
+	}
+	if err := json.Unmarshal(out, &runs); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	recovered := 0
+	for _, r := range runs {
+		if r.Status == "killed" {
+			if !r.Recovered || r.Summary == nil {
+				t.Fatalf("a killed run has no recovered counts: %+v", r)
+			}
+			recovered++
+		}
+		if r.Summary != nil {
+			total += r.Summary.Papers["new"]
+		}
+	}
+	if recovered != 3 || total != int64(len(got)) {
+		t.Fatalf("history: %d killed runs recovered (want 3), %d new papers in all; the sink holds %d", recovered, total, len(got))
+	}
+	html := filepath.Join(killed, "report.html")
+	if out, err := exec.Command(bin, "report", "-o", html, "--config", filepath.Join(repoRoot, "config.yaml"),
+		"--state-dir", filepath.Join(killed, "state")).CombinedOutput(); err != nil {
+		t.Fatalf("crawl report: %v\n%s", err, out)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := regexp.MustCompile(`<div class="k">All runs</div><div class="v">(\d+)</div>`).FindSubmatch(page)
+	if card == nil || string(card[1]) != fmt.Sprint(len(got)) {
+		t.Fatalf("the report's total of new papers is %q; the sink holds %d", card, len(got))
+	}
 	// The archives written by the killed runs read back: every complete
 	// record, at least one response per page.
 	pagesSeen := map[string]bool{}
-	err := archive.Responses(filepath.Join(killed, "warc"), func(r archive.Response) error {
+	err = archive.Responses(filepath.Join(killed, "warc"), func(r archive.Response) error {
 		if r.Status == 200 && strings.Contains(r.URL, "literature_d9001") {
 			pagesSeen[r.URL] = true
 		}

@@ -102,7 +102,9 @@ func newRunsCmd() *cobra.Command {
 		Long: `runs lists the backfills and nightly runs recorded in the crawl state,
 newest first: id, kind, journals, start, duration, pages ok/failed/past the
 end, papers new/known, retries, exit code and the quality verdict. A run
-with no end recorded was killed (kill -9, power loss) before its end.
+with no end recorded was killed (kill -9, power loss) before its end; its
+counts are recovered from the state (the pages it committed, the papers it
+delivered first), noted "counts recovered"; its retries are not known.
 Runs recorded by older versions show what they recorded ("-" for the
 rest). 'crawl runs show ID' prints one run in full.
 
@@ -271,6 +273,10 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 		if v.Summary != nil && len(v.Summary.IncompleteWalks) > 0 {
 			note = append(note, plural(len(v.Summary.IncompleteWalks), "walk")+" cut short")
 		}
+		if v.Recovered {
+			note = append(note, "counts recovered")
+			retries = "-"
+		}
 		if v.Summary != nil && v.Summary.Quarantined > 0 {
 			note = append(note, fmt.Sprintf("%d quarantined", v.Summary.Quarantined))
 		}
@@ -302,6 +308,8 @@ func printRun(w io.Writer, v history.RunView) error {
 		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitcode.Meaning(*v.ExitCode))
 	case v.Status == history.StatusKilled && v.Kind == "worker":
 		status = "gone before its end (killed or cut off; the counts are its last); the jobs it held went to other workers after the ack wait"
+	case v.Status == history.StatusKilled && v.Recovered:
+		status = "killed before its end (no end recorded); a later run resumes where it stopped. Its counts are recovered: what it committed, read back from the state"
 	case v.Status == history.StatusKilled:
 		status = "killed before its end (no end recorded); a later run resumes where it stopped"
 	}
@@ -331,7 +339,9 @@ func printRun(w io.Writer, v history.RunView) error {
 	for _, k := range slices.Sorted(maps.Keys(s.Retries)) {
 		causes = append(causes, fmt.Sprintf("%s=%d", k, s.Retries[k]))
 	}
-	if len(causes) == 0 {
+	if v.Recovered {
+		row("retries", "not known (the run kept no summary)")
+	} else if len(causes) == 0 {
 		row("retries", "none")
 	} else {
 		row("retries", "%d (%s)", v.Retries(), strings.Join(causes, " "))
