@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,8 +23,10 @@ import (
 type Crawl struct {
 	Kind     string // "backfill" or "nightly"
 	Journals []int64
-	// Sinks are the sink URLs (none: standard output).
-	Sinks []string
+	// Sinks are the sink URLs (none: standard output), and JournalSinks
+	// those of the journals whose records go to sinks of their own.
+	Sinks        []string
+	JournalSinks map[int64][]string
 	// StateDir holds the crawl state.
 	StateDir string
 	// Report, when set, is where the run report goes (JSON, with a page log).
@@ -46,12 +50,12 @@ func (c Crawl) validate(cfg *config.Config) error {
 		return err
 	}
 	if c.Kind == "backfill" && c.To != 0 {
-		if err := checkSpan(cfg, c.From, c.To, "run"); err != nil {
+		if err := checkSpan(cfg, c.Journals, c.From, c.To, "run"); err != nil {
 			return err
 		}
 	}
 	if c.Report != "" {
-		for _, u := range c.Sinks {
+		for _, u := range slices.Concat(append([][]string{c.Sinks}, slices.Collect(maps.Values(c.JournalSinks))...)...) {
 			if p, ok := strings.CutPrefix(u, "jsonl:"); ok && samePath(p, c.Report) {
 				return exitcode.Usagef("--report %s: is the records' JSONL file too: give the report a file of its own", c.Report)
 			}
@@ -69,12 +73,37 @@ func needJournals(js []int64) error {
 }
 
 // checkSpan bounds the pages of a journal one run (or one enqueue) takes:
-// backfill.max_pages.
-func checkSpan(cfg *config.Config, from, to int, what string) error {
-	if to-from >= cfg.Backfill.MaxPages {
-		return exitcode.Usagef("--pages %d-%d: at most backfill.max_pages (%d) pages a journal in one %s; do a long range in parts", from, to, cfg.Backfill.MaxPages, what)
+// backfill.max_pages, the journal's own where it has one.
+func checkSpan(cfg *config.Config, journals []int64, from, to int, what string) error {
+	for _, j := range journals {
+		if m := cfg.For(j).Backfill.MaxPages; to-from >= m {
+			key := "backfill.max_pages"
+			if m != cfg.Backfill.MaxPages {
+				key = fmt.Sprintf("journal %d's backfill.max_pages", j)
+			}
+			return exitcode.Usagef("--pages %d-%d: at most %s (%d) pages a journal in one %s; do a long range in parts", from, to, key, m, what)
+		}
 	}
 	return nil
+}
+
+// limits are the walk bounds of the journals with their own settings: a
+// nightly's, or a backfill's (whose max_pages is backfill.max_pages).
+func limits(cfg *config.Config, journals []int64, backfill bool) map[int64]engine.Limits {
+	var out map[int64]engine.Limits
+	for _, j := range journals {
+		if s := cfg.For(j); s.Own != nil {
+			if out == nil {
+				out = map[int64]engine.Limits{}
+			}
+			l := engine.Limits{StopAfterKnownPages: s.Nightly.StopAfterKnownPages, MaxPages: s.Nightly.MaxPages, StopAfterRepeatPages: s.Backfill.StopAfterRepeatPages}
+			if backfill {
+				l.MaxPages = s.Backfill.MaxPages
+			}
+			out[j] = l
+		}
+	}
+	return out
 }
 
 // Crawl runs c: it opens the state and the sinks, rolls the sinks back to
@@ -152,7 +181,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	openCtx, cancelOpen := e.untilStop(ctx) // the first signal gives up a sink that does not answer
 	defer cancelOpen()
 	out, err := OpenSinks(openCtx, c.Sinks, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
-		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined})
+		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined, PerJournal: c.JournalSinks, Journals: c.Journals})
 	if err != nil {
 		return early(err)
 	}
@@ -163,7 +192,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	fcfg := FetcherConfig(cfg)
 	fcfg.Transport, fcfg.Metrics = rt, e.Metrics.fetch()
 	if c.Offline != "" {
-		fcfg.Delay, fcfg.Jitter = 0, 0 // nothing goes to the site: no politeness to keep
+		fcfg.Delay, fcfg.Jitter, fcfg.JournalDelays = 0, 0, nil // nothing goes to the site: no politeness to keep
 	}
 	fetch, err := crawler.New(fcfg, e.log())
 	if err != nil {
@@ -184,11 +213,11 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	case "backfill":
 		runErr = run.Backfill(ctx, engine.BackfillOptions{Journals: c.Journals, From: c.From, To: c.To,
 			NoResume: c.NoResume, Redeliver: c.Redeliver, Stop: e.Stop,
-			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, MaxPages: cfg.Backfill.MaxPages})
+			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, MaxPages: cfg.Backfill.MaxPages, PerJournal: limits(cfg, c.Journals, true)})
 	case "nightly":
 		runErr = run.Nightly(ctx, engine.NightlyOptions{Journals: c.Journals, Stop: e.Stop,
 			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages,
-			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages})
+			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, PerJournal: limits(cfg, c.Journals, false)})
 	default:
 		runErr = exitcode.Usagef("run kind %q: expected backfill or nightly", c.Kind)
 	}

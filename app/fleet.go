@@ -65,7 +65,7 @@ func (o Enqueue) validate(cfg *config.Config) error {
 	if o.To == 0 {
 		return exitcode.Usagef("--pages %d-: a distributed backfill needs its last page (A-B); use --nightly for walks", o.From)
 	}
-	return checkSpan(cfg, o.From, o.To, "enqueue")
+	return checkSpan(cfg, o.Journals, o.From, o.To, "enqueue")
 }
 
 // Enqueue publishes the jobs under a new run id, one at a time. Pages (or
@@ -102,7 +102,8 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 					markErr = err
 					return
 				}
-				w.Page, w.StopAfterKnown, w.StopAfterRepeat, w.MaxPages = 1, e.Config.Nightly.StopAfterKnownPages, e.Config.Backfill.StopAfterRepeatPages, e.Config.Nightly.MaxPages
+				js := e.Config.For(j)
+				w.Page, w.StopAfterKnown, w.StopAfterRepeat, w.MaxPages = 1, js.Nightly.StopAfterKnownPages, js.Backfill.StopAfterRepeatPages, js.Nightly.MaxPages
 				job := frontier.Job{Journal: j, RunID: runID, Nightly: true, Walk: w}
 				if !yieldUnlessStopped(yield, job) {
 					return
@@ -224,6 +225,9 @@ type Work struct {
 	// deduplicates by record id (nats://…?stream=…) is the one that keeps
 	// every paper once across redeliveries.
 	Sinks []string
+	// JournalSinks are the sinks of the journals whose records go to
+	// sinks of their own (journals[].sinks).
+	JournalSinks map[int64][]string
 	// IdleExit, when set, ends the session after this long without a job.
 	IdleExit time.Duration
 	// Quarantine is the file that keeps the records a sink refuses
@@ -248,7 +252,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	openCtx, cancelOpen := e.untilStop(ctx) // the first signal gives up a sink that does not answer
 	defer cancelOpen()
 	out, err := OpenSinks(openCtx, o.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
-		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined})
+		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined, PerJournal: o.JournalSinks})
 	if err != nil {
 		return err
 	}
@@ -256,6 +260,9 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	urls := o.Sinks
 	if len(urls) == 0 {
 		urls = []string{sink.Stdout}
+	}
+	for _, js := range o.JournalSinks {
+		urls = append(urls, js...)
 	}
 	for _, u := range urls {
 		if sink.Scheme(u) == "jsonl" {

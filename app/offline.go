@@ -43,6 +43,9 @@ func (p *Pages) Deliver(ctx context.Context, page *parser.Page) (int, error) {
 type Replay struct {
 	Archive string   // a directory of WARC files
 	Sinks   []string // sink URLs (none: standard output)
+	// JournalSinks are the sinks of the journals whose records go to
+	// sinks of their own.
+	JournalSinks map[int64][]string
 }
 
 // Replayed is what a replay did.
@@ -56,7 +59,7 @@ type Replayed struct {
 // replay are those an offline backfill of the same archive delivers.
 func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 	res := Replayed{RunID: "replay-" + NewRunID(time.Now())}
-	out, err := OpenSinks(ctx, r.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.log(), Metrics: e.Metrics})
+	out, err := OpenSinks(ctx, r.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.log(), Metrics: e.Metrics, PerJournal: r.JournalSinks})
 	if err != nil {
 		return res, err
 	}

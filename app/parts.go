@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,7 +33,20 @@ func FetcherConfig(cfg *config.Config) crawler.Config {
 		BreakerThreshold: f.BreakerThreshold, BreakerCooldown: f.BreakerCooldown.D(), BreakerMaxOpens: f.BreakerMaxOpens,
 		MaxCrawlDelay: f.MaxCrawlDelay.D(),
 		SlowdownMax:   f.BackoffMax.D(), UserAgent: f.UserAgent, Robots: f.Robots,
+		JournalDelays: journalDelays(cfg),
 	}
+}
+
+// journalDelays are the journals' own fetch.delay longer than the host's.
+func journalDelays(cfg *config.Config) map[int64]time.Duration {
+	var out map[int64]time.Duration
+	for j, d := range cfg.JournalDelays() {
+		if out == nil {
+			out = map[int64]time.Duration{}
+		}
+		out[j] = d.D()
+	}
+	return out
 }
 
 // Transport says where fetches go: to the site (live), to the site while
@@ -92,6 +107,12 @@ type SinkOptions struct {
 	// refusal fails the write.
 	Quarantine   sink.Quarantine
 	OnQuarantine func(n int)
+	// PerJournal are the journals whose records go to sinks of their own
+	// instead of urls (a configuration's journals[].sinks); Journals,
+	// when set, are the only journals the records come from, so that only
+	// the sinks they need are opened.
+	PerJournal map[int64][]string
+	Journals   []int64
 }
 
 // OpenSinks opens each sink URL, each retried with the default policy
@@ -106,8 +127,9 @@ func OpenSinks(ctx context.Context, urls []string, o SinkOptions) (sink.Sink, er
 	if len(urls) == 0 {
 		urls = []string{sink.Stdout}
 	}
+	all, others, byJournal := routes(urls, o.PerJournal, o.Journals)
 	var sinks []sink.Sink
-	for _, u := range urls {
+	for _, u := range all {
 		s, err := openRetrying(ctx, u, opts, retry)
 		if err != nil {
 			for _, o := range sinks {
@@ -125,7 +147,48 @@ func OpenSinks(ctx context.Context, urls []string, o SinkOptions) (sink.Sink, er
 		}
 		sinks = append(sinks, s)
 	}
-	return sink.NewMulti(sinks...), nil
+	if byJournal == nil {
+		return sink.NewMulti(sinks...), nil
+	}
+	return sink.NewRouted(sinks, others, byJournal), nil
+}
+
+// routes are the sinks to open (each URL once), those of the records of
+// journals without sinks of their own (by index into all; none when no
+// journal of the run needs them), and each journal's own (nil when no
+// journal has any).
+func routes(urls []string, perJournal map[int64][]string, journals []int64) (all []string, others []int, byJournal map[int64][]int) {
+	if len(perJournal) == 0 {
+		return urls, nil, nil
+	}
+	index := func(u string) int {
+		if i := slices.Index(all, u); i >= 0 {
+			return i
+		}
+		all = append(all, u)
+		return len(all) - 1
+	}
+	needOthers := journals == nil
+	for _, j := range journals {
+		if _, own := perJournal[j]; !own {
+			needOthers = true
+		}
+	}
+	if needOthers {
+		for _, u := range urls {
+			others = append(others, index(u))
+		}
+	}
+	byJournal = map[int64][]int{}
+	for _, j := range slices.Sorted(maps.Keys(perJournal)) {
+		if journals != nil && !slices.Contains(journals, j) {
+			continue
+		}
+		for _, u := range perJournal[j] {
+			byJournal[j] = append(byJournal[j], index(u))
+		}
+	}
+	return all, others, byJournal
 }
 
 // SinkStartWait bounds how long a run waits for a sink that does not answer

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,8 +46,9 @@ const DefaultPath = "config.yaml"
 type Config struct {
 	// Site is where the listings are.
 	Site Site `yaml:"site"`
-	// Journals are the journal ids crawled when --journal is not given.
-	Journals []int64 `yaml:"journals"`
+	// Journals are the journals crawled when --journal is not given: ids,
+	// or sections with a journal's own settings (see Journal).
+	Journals []Journal `yaml:"journals"`
 	// Fetch is how politely and patiently pages are fetched.
 	Fetch Fetch `yaml:"fetch"`
 	// Nightly is how far a nightly walk goes.
@@ -77,10 +77,10 @@ type Backfill struct {
 	// many fetched pages in a row that add no paper not already seen in
 	// this run (a site that answers every page number with the same
 	// papers). Skipped pages do not count. Nightly walks obey it too.
-	StopAfterRepeatPages int `yaml:"stop_after_repeat_pages"`
+	StopAfterRepeatPages int `yaml:"stop_after_repeat_pages" json:"stop_after_repeat_pages"`
 	// MaxPages: an open-ended walk never goes past page A+MaxPages-1
 	// (crawl enqueue too).
-	MaxPages int `yaml:"max_pages"`
+	MaxPages int `yaml:"max_pages" json:"max_pages"`
 }
 
 // Parse bounds crawl parse.
@@ -174,11 +174,11 @@ type Fetch struct {
 type Nightly struct {
 	// StopAfterKnownPages: stop after this many consecutive pages whose
 	// papers were all known before the run began.
-	StopAfterKnownPages int `yaml:"stop_after_known_pages"`
+	StopAfterKnownPages int `yaml:"stop_after_known_pages" json:"stop_after_known_pages"`
 	// MaxPages: a walk fetches at most this many pages; one that reaches
 	// it before known papers leaves a mark, and the next walk carries on
 	// from there (engine.Walk).
-	MaxPages int `yaml:"max_pages"`
+	MaxPages int `yaml:"max_pages" json:"max_pages"`
 }
 
 // Quality thresholds: a run whose parsed papers fall below them exits 4
@@ -237,6 +237,12 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	*d = Duration(v)
 	return nil
 }
+
+// MarshalJSON and MarshalYAML write the duration as it is written in the
+// file ("1.5s").
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.D().String() + `"`), nil }
+
+func (d Duration) MarshalYAML() (any, error) { return d.D().String(), nil }
 
 // D is the duration as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
@@ -334,13 +340,8 @@ func (c *Config) Validate() error {
 			return bad(fmt.Sprintf("site.allowed_hosts[%d]", i), fmt.Sprintf("%q", h), "a host name, or host:port with a port from 1 to 65535")
 		}
 	}
-	for i, j := range c.Journals {
-		if err := CheckJournal(j); err != nil {
-			return fmt.Errorf("journals[%d]: %d: %w", i, j, err)
-		}
-		if k := slices.Index(c.Journals[:i], j); k >= 0 {
-			return fmt.Errorf("journals[%d]: %d: listed twice (journals[%d]): expected each journal once", i, j, k)
-		}
+	if err := c.validateJournalIDs(); err != nil {
+		return err
 	}
 	f := c.Fetch
 	switch {
@@ -371,20 +372,11 @@ func (c *Config) Validate() error {
 	case strings.TrimSpace(f.UserAgent) == "" || strings.ContainsFunc(f.UserAgent, func(r rune) bool { return r < ' ' || r == 0x7f }):
 		return bad("fetch.user_agent", fmt.Sprintf("%q", f.UserAgent), "a user agent naming the crawler, on one line")
 	}
-	if c.Nightly.StopAfterKnownPages < 1 {
-		return bad("nightly.stop_after_known_pages", c.Nightly.StopAfterKnownPages, "1 or more pages")
+	if err := c.Nightly.validate("nightly"); err != nil {
+		return err
 	}
-	if least := c.Nightly.StopAfterKnownPages + 3; c.Nightly.MaxPages < least || c.Nightly.MaxPages > MaxPages {
-		// A walk that carries on from where the last one stopped spends
-		// the pages to known papers, the page before the one it stopped at
-		// and that page before it gets a page further.
-		return bad("nightly.max_pages", c.Nightly.MaxPages, fmt.Sprintf("%d to %d pages (at least nightly.stop_after_known_pages + 3, so that a walk that carries on from where the last one stopped gets further)", least, MaxPages))
-	}
-	if c.Backfill.StopAfterRepeatPages < 1 {
-		return bad("backfill.stop_after_repeat_pages", c.Backfill.StopAfterRepeatPages, "1 or more pages")
-	}
-	if c.Backfill.MaxPages < 1 || c.Backfill.MaxPages > MaxPages {
-		return bad("backfill.max_pages", c.Backfill.MaxPages, fmt.Sprintf("1 to %d pages", MaxPages))
+	if err := c.Backfill.validate("backfill"); err != nil {
+		return err
 	}
 	if c.Parse.MaxInputBytes < 1024 || c.Parse.MaxInputBytes > MaxInputBytes {
 		return bad("parse.max_input_bytes", c.Parse.MaxInputBytes, fmt.Sprintf("1024 to %d bytes", MaxInputBytes))
@@ -408,6 +400,34 @@ func (c *Config) Validate() error {
 		if err := sink.CheckURL(u); err != nil {
 			return fmt.Errorf("sinks[%d]: %w", i, err)
 		}
+	}
+	// A journal's own settings, after the sections they override.
+	return c.validateJournalSettings()
+}
+
+// validate checks a nightly section; key names it ("nightly", or a
+// journal's: "journals[1] (501423).nightly").
+func (n Nightly) validate(key string) error {
+	if n.StopAfterKnownPages < 1 {
+		return fmt.Errorf("%s.stop_after_known_pages: %d: expected 1 or more pages", key, n.StopAfterKnownPages)
+	}
+	if least := n.StopAfterKnownPages + 3; n.MaxPages < least || n.MaxPages > MaxPages {
+		// A walk that carries on from where the last one stopped spends
+		// the pages to known papers, the page before the one it stopped at
+		// and that page before it gets a page further.
+		return fmt.Errorf("%s.max_pages: %d: expected %d to %d pages (at least %s.stop_after_known_pages + 3, so that a walk that carries on from where the last one stopped gets further)",
+			key, n.MaxPages, least, MaxPages, key)
+	}
+	return nil
+}
+
+// validate checks a backfill section; key names it.
+func (b Backfill) validate(key string) error {
+	if b.StopAfterRepeatPages < 1 {
+		return fmt.Errorf("%s.stop_after_repeat_pages: %d: expected 1 or more pages", key, b.StopAfterRepeatPages)
+	}
+	if b.MaxPages < 1 || b.MaxPages > MaxPages {
+		return fmt.Errorf("%s.max_pages: %d: expected 1 to %d pages", key, b.MaxPages, MaxPages)
 	}
 	return nil
 }

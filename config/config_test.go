@@ -106,7 +106,7 @@ func TestFetchAndSiteKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Fetch.Delay.D() != 1500*time.Millisecond || c.Fetch.Concurrency != 3 || !slices.Equal(c.Journals, []int64{7, 9}) ||
+	if c.Fetch.Delay.D() != 1500*time.Millisecond || c.Fetch.Concurrency != 3 || !slices.Equal(c.JournalIDs(), []int64{7, 9}) ||
 		c.Site.BaseURL != "http://127.0.0.1:8089" || c.Site.FirstPage != "/literature_d{journal}.htm" || c.Fetch.Attempts != 5 {
 		t.Errorf("loaded %+v", c)
 	}
@@ -183,9 +183,22 @@ func TestLoadErrorsSpeakTheFilesLanguage(t *testing.T) {
 		"fetch:\n  attempts: abc\n":         `fetch.attempts: "abc": expected a whole number`,
 		"fetch:\n  delay: \"1\"\n":          `fetch.delay: "1" is not a duration`,
 		"journals: 5\n":                     `journals: "5": expected a list`,
-		"journals: [1, x]\n":                `journals[1]: "x": expected a whole number`,
+		"journals: [1, x]\n":                `journals[1]: "x": expected a journal id, or a section with id:`,
 		"fetch: 3\n":                        "fetch: expected a section of keys",
 		"quality:\n  min_doi_share: high\n": `quality.min_doi_share: "high": expected a number`,
+		// A journal's own settings obey the file's rules, named by the
+		// journal's key path.
+		"journals: [{id: 5, nightly: {max_pages: 2}}]\n":  "journals[0] (5).nightly.max_pages: 2: expected 4 to",
+		"journals: [{id: 5, backfill: {max_pages: 0}}]\n": "journals[0] (5).backfill.max_pages: 0: expected 1 to",
+		"journals: [7, {id: 5, sinks: [\"ftp://x\"]}]\n":  "journals[1] (5).sinks[0]: sink",
+		"journals: [{id: 5, sinks: []}]\n":                "journals[0] (5).sinks: []: expected at least one sink URL",
+		"journals: [{id: 5, fetch: {delay: 2h}}]\n":       "journals[0] (5).fetch.delay: 2h0m0s: expected a duration from 0 to 1h",
+		"journals: [{id: 5, fetch: {delay: x}}]\n":        `journals[0].fetch.delay: "x" is not a duration`,
+		"journals: [{id: 5, fetch: {jitter: 1s}}]\n":      "journals[0].fetch.jitter: unknown key (line 1); a journal's entry takes id, name",
+		"journals: [{id: 5, nightly: {max_pagez: 9}}]\n":  "did you mean journals[0].nightly.max_pages?",
+		"journals: [{name: x}]\n":                         "journals[0]: no id: expected id: J",
+		"journals: [5, {id: 5}]\n":                        "journals[1]: 5: listed twice (journals[0])",
+		"journals: [{id: 5, name: \"a\\nb\"}]\n":          `journals[0] (5).name: "a\nb": expected a name on one line`,
 	} {
 		_, err := config.Load(write(t, text), false)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -205,5 +218,52 @@ func TestImplausibleShareDefault(t *testing.T) {
 	c, err := config.Load(write(t, "quality:\n  max_implausible_share: 0.01\n"), false)
 	if err != nil || c.Quality.MaxImplausibleShare != 0.01 {
 		t.Errorf("%v %+v", err, c.Quality)
+	}
+}
+
+// A journal's entry overrides the file's settings for it alone; For
+// gives the settings in effect, and what the journal sets itself.
+func TestJournalSettings(t *testing.T) {
+	c, err := config.Load(write(t, `fetch: {delay: 2s}
+sinks: [-]
+nightly: {max_pages: 30}
+journals:
+  - 1
+  - id: 2
+    name: Two
+    nightly: {max_pages: 90}
+    backfill: {stop_after_repeat_pages: 7}
+    sinks: ["jsonl:two.jsonl"]
+    fetch: {delay: 1s}
+`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.JournalIDs(), []int64{1, 2}) {
+		t.Fatalf("ids %v", c.JournalIDs())
+	}
+	one, two, other := c.For(1), c.For(2), c.For(3)
+	if one.Nightly.MaxPages != 30 || one.Own != nil || !slices.Equal(one.Sinks, []string{"-"}) || one.Delay.D() != 2*time.Second {
+		t.Errorf("journal 1: %+v", one)
+	}
+	if two.Name != "Two" || two.Nightly.MaxPages != 90 || two.Nightly.StopAfterKnownPages != 1 || two.Backfill.StopAfterRepeatPages != 7 ||
+		two.Backfill.MaxPages != 100_000 || !slices.Equal(two.Sinks, []string{"jsonl:two.jsonl"}) ||
+		!slices.Equal(two.Own, []string{"nightly.max_pages", "backfill.stop_after_repeat_pages", "sinks", "fetch.delay"}) {
+		t.Errorf("journal 2: %+v", two)
+	}
+	// The host's delay holds between any two requests: a shorter one of
+	// the journal's changes nothing.
+	if two.Delay.D() != 2*time.Second || c.JournalDelays() != nil {
+		t.Errorf("journal 2's delay in effect %v, journal delays %v", two.Delay.D(), c.JournalDelays())
+	}
+	if other.Nightly != c.Nightly || other.Own != nil {
+		t.Errorf("a journal with no entry: %+v", other)
+	}
+	if js := c.JournalSinks(); len(js) != 1 || js[2][0] != "jsonl:two.jsonl" {
+		t.Errorf("journal sinks %v", js)
+	}
+	c.DropJournalSinks()
+	if c.JournalSinks() != nil || !slices.Equal(c.For(2).Sinks, []string{"-"}) {
+		t.Errorf("after DropJournalSinks: %v", c.For(2).Sinks)
 	}
 }

@@ -30,7 +30,16 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 	if n.Tag == "!!null" {
 		return nil
 	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch {
+	case t == reflect.TypeOf(Journal{}) && n.Kind == yaml.ScalarNode:
+		var id int64
+		if err := n.Decode(&id); err != nil {
+			return fmt.Errorf("%s: %q: expected a journal id, or a section with id: and the journal's own settings (line %d)", path, shown(n.Value), n.Line)
+		}
+		return nil
 	case t == reflect.TypeOf(Duration(0)):
 		var d Duration
 		if err := n.Decode(&d); err != nil {
@@ -49,6 +58,8 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 				msg := fmt.Sprintf("%s: unknown key (line %d)", join(path, key), n.Content[i].Line)
 				if near := nearest(key, fields); near != "" {
 					msg += "; did you mean " + join(path, near) + "?"
+				} else if strings.HasPrefix(path, "journals[") {
+					msg += "; a journal's entry takes " + journalKeys
 				}
 				return fmt.Errorf("%s", msg)
 			}
@@ -76,6 +87,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	return nil
 }
+
+// journalKeys are the keys a journal's entry takes.
+const journalKeys = "id, name, nightly.stop_after_known_pages, nightly.max_pages, backfill.stop_after_repeat_pages, backfill.max_pages, sinks and fetch.delay"
 
 // shown is a value as an error may quote it: a URL's secrets redacted
 // (a sink URL written where a list was expected holds its password).
@@ -110,6 +124,9 @@ func kindName(t reflect.Type) string {
 }
 
 func example(t reflect.Type) string {
+	if t == reflect.TypeOf(Journal{}) {
+		return "501422, 501423"
+	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64:
 		return "501422, 501423"

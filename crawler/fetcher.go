@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/internal/redact"
@@ -44,6 +47,10 @@ type Config struct {
 	// BreakerMaxOpens openings in a row make a host down: its remaining
 	// pages fail at once (ErrHostDown). 0 never.
 	BreakerMaxOpens int
+	// JournalDelays space the requests of some journals further: at
+	// least this between two requests for the journal's pages, on top of
+	// the host's Delay (which still holds between any two requests).
+	JournalDelays map[int64]time.Duration
 	// MaxCrawlDelay caps robots.txt's Crawl-delay (a larger one is
 	// clamped, and logged). 0: no cap.
 	MaxCrawlDelay time.Duration
@@ -86,6 +93,7 @@ type Fetcher struct {
 
 	mu       sync.Mutex
 	limiters map[string]*hostLimiter
+	journals map[int64]*rate.Limiter // JournalDelays', made at New
 }
 
 // New makes a fetcher.
@@ -113,6 +121,14 @@ func New(cfg Config, log *slog.Logger) (*Fetcher, error) {
 	agent := cfg.UserAgent
 	if agent == "" {
 		agent = "litcrawl"
+	}
+	for j, d := range cfg.JournalDelays {
+		if d > 0 {
+			if f.journals == nil {
+				f.journals = map[int64]*rate.Limiter{}
+			}
+			f.journals[j] = rate.NewLimiter(rate.Every(d), 1)
+		}
 	}
 	f.robots = &robots{agent: agent, fetch: f.fetcher.fetch, retry: cfg.Retry, maxDelay: cfg.MaxCrawlDelay, log: log}
 	return f, nil
@@ -156,6 +172,11 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 		return res, err
 	}
 	err = f.cfg.Retry.RetryWaiting(ctx, func(ctx context.Context, attempt int) error {
+		if lim := f.journals[r.Journal]; lim != nil {
+			if err := lim.Wait(ctx); err != nil {
+				return cmp.Or(ctx.Err(), err)
+			}
+		}
 		var err error
 		res.Tries = attempt
 		res.Page, err = f.fetchPage(ctx, u, r)

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -305,5 +306,56 @@ func TestALongWaitSaysWhy(t *testing.T) {
 	}
 	if !regexp.MustCompile(`waiting 3s for 127\.0\.0\.1 \(http-429\), until \d\d:\d\d:\d\d, before trying page 1 of journal 808 again.* wait_seconds=3 until=\d{4}-`).MatchString(logs.String()) {
 		t.Errorf("the wait is not said: %s", logs.String())
+	}
+}
+
+// A journal's own delay (journals[].fetch.delay) spaces the requests for
+// its pages, on top of the host's; other journals do not wait for it.
+func TestJournalDelaySpacesItsPages(t *testing.T) {
+	t.Parallel()
+	ts := testsite.New()
+	ts.SynthJournal(808, 3, 5)
+	ts.SynthJournal(809, 3, 5)
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		j := "other"
+		if strings.Contains(r.URL.Path, "d808") {
+			j = "808"
+		} else if strings.Contains(r.URL.Path, "d809") {
+			j = "809"
+		}
+		starts[j] = append(starts[j], time.Now())
+		mu.Unlock()
+		ts.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := quick(srv.URL)
+	cfg.JournalDelays = map[int64]time.Duration{808: 150 * time.Millisecond}
+	f, err := crawler.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := 1; p <= 3; p++ {
+		for _, j := range []int64{808, 809} {
+			if _, err := f.Fetch(context.Background(), fetch.Request{Journal: j, Page: p}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	s := starts["808"]
+	if len(s) != 3 {
+		t.Fatalf("journal 808: %d requests", len(s))
+	}
+	for i := 1; i < len(s); i++ {
+		if gap := s[i].Sub(s[i-1]); gap < 140*time.Millisecond {
+			t.Errorf("journal 808: requests %d and %d %v apart, want at least its delay of 150ms", i, i+1, gap)
+		}
+	}
+	if len(starts["809"]) != 3 {
+		t.Errorf("journal 809: %d requests", len(starts["809"]))
 	}
 }

@@ -36,6 +36,17 @@ type BackfillOptions struct {
 	// never), and never go past page From+MaxPages-1 (0: no bound).
 	StopAfterRepeatPages int
 	MaxPages             int
+	// PerJournal are the bounds of the journals that have their own
+	// (StopAfterRepeatPages and MaxPages); the others by the fields above.
+	PerJournal map[int64]Limits
+}
+
+// limits are journal's bounds.
+func (o BackfillOptions) limits(journal int64) Limits {
+	if l, ok := o.PerJournal[journal]; ok {
+		return l
+	}
+	return Limits{MaxPages: o.MaxPages, StopAfterRepeatPages: o.StopAfterRepeatPages}
 }
 
 // stopped reports whether stop is closed.
@@ -62,24 +73,26 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 	// The pool bounds the pages in flight; Go blocks when it is full, so
 	// an open-ended walk never runs more than the pool's size past the end.
 	p := pool.New().WithMaxGoroutines(r.conc)
-	to, open := o.To, o.To == 0
-	if open && o.MaxPages > 0 {
-		to = o.From + o.MaxPages - 1
-	}
+	open := o.To == 0
 	for _, journal := range o.Journals {
+		l := o.limits(journal)
+		to := o.To
+		if open && l.MaxPages > 0 {
+			to = o.From + l.MaxPages - 1
+		}
 		var end atomic.Int64         // first page found past the end (0: none yet)
 		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
 		// An open range's walk: the repeat rule, over pages in the order
 		// they are committed.
 		var walkMu sync.Mutex
-		walk := Walk{StopAfterRepeat: o.StopAfterRepeatPages, MaxPages: math.MaxInt}
+		walk := Walk{StopAfterRepeat: l.StopAfterRepeatPages, MaxPages: math.MaxInt}
 		walkStopped := false
 		for pageNo := o.From; to == 0 || pageNo <= to; pageNo++ {
 			if e := end.Load(); e != 0 && int64(pageNo) >= e || ctx.Err() != nil || stopped(o.Stop) {
 				break
 			}
 			if open && pageNo == to {
-				r.log.Warn("the open-ended walk reached backfill.max_pages", "journal", journal, "page", pageNo, "max_pages", o.MaxPages)
+				r.log.Warn("the open-ended walk reached backfill.max_pages", "journal", journal, "page", pageNo, "max_pages", l.MaxPages)
 			}
 			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
 				r.log.Warn("giving up on the journal's open-ended walk after failed pages in a row", "journal", journal, "failed", maxFailedInRow)

@@ -606,6 +606,25 @@ type NightlyOptions struct {
 	StopAfterRepeatPages int
 	// Stop, when closed, stops starting pages (see BackfillOptions.Stop).
 	Stop <-chan struct{}
+	// PerJournal are the bounds of the journals that have their own (a
+	// configuration's journals[]); the others walk by the fields above.
+	PerJournal map[int64]Limits
+}
+
+// Limits are one journal's own walk bounds (see NightlyOptions and
+// BackfillOptions for what each means).
+type Limits struct {
+	StopAfterKnownPages  int // nightly
+	MaxPages             int // nightly: of a walk; backfill: of an open range
+	StopAfterRepeatPages int
+}
+
+// limits are journal's bounds.
+func (o NightlyOptions) limits(journal int64) Limits {
+	if l, ok := o.PerJournal[journal]; ok {
+		return l
+	}
+	return Limits{StopAfterKnownPages: o.StopAfterKnownPages, MaxPages: o.MaxPages, StopAfterRepeatPages: o.StopAfterRepeatPages}
 }
 
 // Nightly walks each journal from page 1 and delivers only papers never
@@ -614,15 +633,18 @@ type NightlyOptions struct {
 // journal's walk (and counts as failed); the next run walks again from page
 // 1. Journals are walked concurrently, up to the run's concurrency.
 func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
-	if o.StopAfterKnownPages < 1 || o.MaxPages < 1 {
-		return fmt.Errorf("nightly: stop_after_known_pages %d and max_pages %d must be at least 1", o.StopAfterKnownPages, o.MaxPages)
+	for _, j := range o.Journals {
+		if l := o.limits(j); l.StopAfterKnownPages < 1 || l.MaxPages < 1 {
+			return fmt.Errorf("nightly: journal %d: stop_after_known_pages %d and max_pages %d must be at least 1", j, l.StopAfterKnownPages, l.MaxPages)
+		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := pool.New().WithMaxGoroutines(r.conc)
 	for _, journal := range o.Journals {
 		p.Go(func() {
-			w, err := r.StartWalk(ctx, journal, Walk{StopAfterKnown: o.StopAfterKnownPages, StopAfterRepeat: o.StopAfterRepeatPages, MaxPages: o.MaxPages})
+			l := o.limits(journal)
+			w, err := r.StartWalk(ctx, journal, Walk{StopAfterKnown: l.StopAfterKnownPages, StopAfterRepeat: l.StopAfterRepeatPages, MaxPages: l.MaxPages})
 			if err != nil {
 				cancel(err)
 				return

@@ -19,10 +19,22 @@ import (
 // Multi restores every sink that can be rolled back.
 type Multi struct {
 	sinks []Sink
+	// Routes (nil: every record to every sink): the sinks (indexes) of
+	// the records of each journal listed, and of every other record.
+	byJournal map[int64][]int
+	others    []int
 }
 
 // NewMulti fans out to sinks (at least one).
 func NewMulti(sinks ...Sink) *Multi { return &Multi{sinks: sinks} }
+
+// NewRouted fans each record out to the sinks of its journal (the
+// listing's: record.Journal.ID): byJournal's, by index into sinks, for
+// the journals it lists, others' for every other record. A record left
+// with no sink fails the Write. Token, Restore and Close cover every sink.
+func NewRouted(sinks []Sink, others []int, byJournal map[int64][]int) *Multi {
+	return &Multi{sinks: sinks, others: others, byJournal: byJournal}
+}
 
 // Sinks are the children, in the order given.
 func (m *Multi) Sinks() []Sink { return m.sinks }
@@ -36,19 +48,50 @@ func (m *Multi) Describe() string {
 }
 
 func (m *Multi) Write(ctx context.Context, recs []record.Record) error {
-	if len(m.sinks) == 1 {
+	if m.byJournal == nil && len(m.sinks) == 1 {
 		return m.sinks[0].Write(ctx, recs)
 	}
+	batches := make([][]record.Record, len(m.sinks))
+	if m.byJournal == nil {
+		for i := range batches {
+			batches[i] = recs
+		}
+	} else {
+		for _, r := range recs {
+			to := m.others
+			if r.Journal != nil {
+				if t, ok := m.byJournal[r.Journal.ID]; ok {
+					to = t
+				}
+			}
+			if len(to) == 0 {
+				return fmt.Errorf("record %s (journal %v): no sink takes its journal's records", r.ID, journalOf(r))
+			}
+			for _, i := range to {
+				batches[i] = append(batches[i], r)
+			}
+		}
+	}
 	p := pool.New().WithErrors().WithContext(ctx)
-	for _, s := range m.sinks {
+	for i, s := range m.sinks {
+		if len(batches[i]) == 0 {
+			continue
+		}
 		p.Go(func(ctx context.Context) error {
-			if err := s.Write(ctx, recs); err != nil {
+			if err := s.Write(ctx, batches[i]); err != nil {
 				return fmt.Errorf("%s: %w", Describe(s), err)
 			}
 			return nil
 		})
 	}
 	return p.Wait()
+}
+
+func journalOf(r record.Record) any {
+	if r.Journal == nil {
+		return "none"
+	}
+	return r.Journal.ID
 }
 
 // TokenKeyer is implemented by sinks whose commit token is stored under a

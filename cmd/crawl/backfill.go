@@ -72,9 +72,9 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	cfg.Sinks = sinks
-	if len(f.journals) > 0 {
-		cfg.Journals = f.journals
+	if f.sinks.replaces(cmd) {
+		cfg.Sinks = sinks
+		cfg.DropJournalSinks() // --sink replaces every sink of the file, a journal's too
 	}
 	if f.stateDir != "" {
 		cfg.StateDir = f.stateDir
@@ -197,7 +197,11 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, c app.Crawl) error {
 		return err
 	}
 	limitMemory(env.Config.Fetch.Concurrency)
-	c.Journals, c.Sinks, c.StateDir, c.Report = env.Config.Journals, env.Config.Sinks, env.Config.StateDir, f.report
+	c.Journals = f.journals
+	if len(c.Journals) == 0 {
+		c.Journals = env.Config.JournalIDs()
+	}
+	c.Sinks, c.JournalSinks, c.StateDir, c.Report = env.Config.Sinks, env.Config.JournalSinks(), env.Config.StateDir, f.report
 	c.Transport = app.Transport{Archive: f.archive, Offline: f.offline}
 	c.Progress = func(total int64, sum *engine.Summary) func() {
 		return startProgress(cmd.ErrOrStderr(), total, sum, env.Log)

@@ -103,7 +103,7 @@ enqueued again.`,
 				return err
 			}
 			if len(journals) == 0 {
-				journals = env.Config.Journals
+				journals = env.Config.JournalIDs()
 			}
 			if nightly == (pages != "") {
 				return exitcode.UsageError(errors.New("give either --pages A-B or --nightly"))
@@ -187,7 +187,7 @@ handed back at once; at the end the worker prints its summary (JSON with
 			limitMemory(env.Config.Fetch.Concurrency)
 			ctx, cancel := stopOnSignal(cmd.Context(), env.Config.ShutdownTimeout.D())
 			defer cancel()
-			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, IdleExit: idle, Version: version()})
+			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, JournalSinks: env.Config.JournalSinks(), IdleExit: idle, Version: version()})
 		},
 	}
 	ff.register(cmd, true)

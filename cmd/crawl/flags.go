@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -193,13 +194,41 @@ func (s *sinkFlags) given(cmd *cobra.Command) bool {
 	return cmd.Flags().Changed("sink") || s.out != "" || s.appendOK
 }
 
+// replaces says --sink or -o was given: they replace every sink of the
+// file, a journal's too.
+func (s *sinkFlags) replaces(cmd *cobra.Command) bool {
+	return cmd.Flags().Changed("sink") || s.out != ""
+}
+
+// journalSinks are the configured journals' own sinks, unless --sink or
+// -o replace every sink; a stateless command refuses a JSONL file of
+// theirs that holds records, as resolve does.
+func (s *sinkFlags) journalSinks(cmd *cobra.Command, cfg *config.Config) (map[int64][]string, error) {
+	if s.replaces(cmd) {
+		return nil, nil
+	}
+	js := cfg.JournalSinks()
+	if s.stateless && !s.appendOK {
+		for _, j := range slices.Sorted(maps.Keys(js)) {
+			names := make([]string, len(js[j]))
+			for i, u := range js[j] {
+				names[i] = fmt.Sprintf("journal %d's sinks[%d] %s (configuration)", j, i, redact.URL(u))
+			}
+			if err := refuseAppend(js[j], names); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return js, nil
+}
+
 // resolve is the sink URLs: the flags', each checked and named by the flag
 // that gave it, else the configured ones (checked with the file). A
 // stateless command refuses a JSONL file that holds records, unless
 // --append (refuseAppend).
 func (s *sinkFlags) resolve(cmd *cobra.Command, configured []string) ([]string, error) {
 	urls, flags := configured, make([]string, len(configured))
-	if cmd.Flags().Changed("sink") || s.out != "" {
+	if s.replaces(cmd) {
 		urls, flags = slices.Clone(s.urls), make([]string, 0, len(s.urls)+1)
 		for _, u := range s.urls {
 			if err := sink.CheckURL(u); err != nil {

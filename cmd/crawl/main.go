@@ -249,7 +249,7 @@ files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
-		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd(), newSinkCmd(), newQuarantineCmd())
+		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd(), newSinkCmd(), newQuarantineCmd(), newConfigCmd())
 	return root
 }
 

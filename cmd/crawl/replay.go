@@ -38,9 +38,13 @@ parser fix to re-derive records from what was fetched.`,
 			if err != nil {
 				return err
 			}
+			perJournal, err := sinks.journalSinks(cmd, env.Config)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
-			res, err := env.Replay(ctx, app.Replay{Archive: dir, Sinks: urls})
+			res, err := env.Replay(ctx, app.Replay{Archive: dir, Sinks: urls, JournalSinks: perJournal})
 			if err != nil {
 				return err
 			}

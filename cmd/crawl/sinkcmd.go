@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,6 +53,13 @@ Exit codes: 0 every sink ready, 1 a sink is not (each is named with why),
 					return err
 				}
 				urls = cfg.Sinks
+				for _, j := range cfg.Journals { // a journal's own sinks too
+					for _, u := range j.Sinks {
+						if !slices.Contains(urls, u) {
+							urls = append(urls, u)
+						}
+					}
+				}
 			}
 			if len(urls) == 0 {
 				return exitcode.UsageError(errors.New("sink check: no sink: give --sink URL, or list sinks in the config"))
