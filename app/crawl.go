@@ -190,7 +190,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return early(err)
 	}
 	fcfg := FetcherConfig(cfg)
-	fcfg.Transport, fcfg.Metrics = rt, e.Metrics.fetch()
+	fcfg.Transport, fcfg.Metrics, fcfg.Waits = rt, e.Metrics.fetch(), &sum.Waits
 	if c.Offline != "" {
 		fcfg.Delay, fcfg.Jitter, fcfg.JournalDelays = 0, 0, nil // nothing goes to the site: no politeness to keep
 	}

@@ -270,7 +270,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		}
 	}
 	fcfg := FetcherConfig(cfg)
-	fcfg.Metrics = e.Metrics.fetch()
+	fcfg.Metrics, fcfg.Waits = e.Metrics.fetch(), &sum.Waits
 	fcfg.Pacer = f.Pacer(fcfg.Delay) // the pace is fleet-wide
 	fcfg.Delay = 0
 	fetch, err := crawler.New(fcfg, e.log())

@@ -211,7 +211,7 @@ func openRetrying(ctx context.Context, u string, opts sink.Options, p sink.Retry
 		s, err = sink.Open(octx, u, opts)
 		last = err
 		return err
-	}, func(tries int, err error) {
+	}, func(tries int, err error, _ time.Duration) {
 		if p.Log != nil {
 			p.Log.Warn("sink not reachable; retrying", "try", tries, "giving_up_after", SinkStartWait.String(), "sink", redact.URL(u), "error", err)
 		}

@@ -47,6 +47,10 @@ type Config struct {
 	// BreakerMaxOpens openings in a row make a host down: its remaining
 	// pages fail at once (ErrHostDown). 0 never.
 	BreakerMaxOpens int
+	// Waits, when set, are told of every wait of longLimit or more (a
+	// cooling circuit, Retry-After, Crawl-delay, backoff), for a progress
+	// display; the log says each too.
+	Waits *fetch.Waits
 	// JournalDelays space the requests of some journals further: at
 	// least this between two requests for the journal's pages, on top of
 	// the host's Delay (which still holds between any two requests).
@@ -188,11 +192,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 		// A long wait says what it waits for and until when: a run that
 		// seems stalled says why.
 		if wait >= longWait {
-			until := time.Now().Add(wait)
-			f.log.Info(fmt.Sprintf("waiting %v for %s (%s), until %s, before trying page %d of journal %d again",
-				wait.Round(time.Second), u.Hostname(), Cause(err), until.Format(time.TimeOnly), r.Page, r.Journal),
-				"host", u.Hostname(), "journal", r.Journal, "page", r.Page, "cause", Cause(err),
-				"wait_seconds", wait.Seconds(), "until", until.UTC().Format(time.RFC3339))
+			f.waiting(u.Hostname(), Cause(err), r, wait, "before trying page %d of journal %d again")
 		}
 	})
 	if err != nil && ctx.Err() == nil && Cause(err) == "network" && !f.fetcher.hasAnswered(u.Hostname()) {
@@ -217,7 +217,10 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 		if !allowed {
 			return nil, &FetchError{URL: u.String(), Err: ErrRobotsDisallowed}
 		}
-		lim.atLeast(crawlDelay)
+		if lim.atLeast(crawlDelay) {
+			f.log.Info(fmt.Sprintf("robots.txt of %s asks a Crawl-delay of %v: its requests go at least that far apart (fetch.delay is %v)", host, crawlDelay, f.cfg.Delay),
+				"host", host, "crawl_delay_seconds", crawlDelay.Seconds(), "delay_seconds", f.cfg.Delay.Seconds())
+		}
 	}
 	switch gate, wait := f.breaker.Allow(host, time.Now()); gate {
 	case Wait:
@@ -225,7 +228,11 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 	case Down:
 		return nil, &FetchError{URL: u.String(), Err: ErrHostDown}
 	}
-	release, err := lim.acquire(ctx)
+	release, err := lim.acquire(ctx, func(d time.Duration, cause string) {
+		if d >= longWait {
+			f.waiting(host, cause, r, d, "before fetching page %d of journal %d")
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -278,8 +285,21 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 	return page, nil
 }
 
-// longWait is the wait before another try that is said in the log.
+// longWait is the least wait that is said in the log and shown on the
+// progress line.
 var longWait = 3 * time.Second
+
+// waiting says a long wait: in the log, as text and fields (host, cause,
+// journal, page, wait_seconds, until), and to the progress display.
+// what says what comes after it, with the page and journal.
+func (f *Fetcher) waiting(host, cause string, r fetch.Request, wait time.Duration, what string) {
+	until := time.Now().Add(wait)
+	f.cfg.Waits.Note(fetch.Wait{Host: host, Cause: cause, Journal: r.Journal, Page: r.Page, Until: until})
+	f.log.Info(fmt.Sprintf("waiting %v for %s (%s), until %s, "+what,
+		wait.Round(time.Second), host, cause, until.Format(time.TimeOnly), r.Page, r.Journal),
+		"host", host, "journal", r.Journal, "page", r.Page, "cause", cause,
+		"wait_seconds", wait.Seconds(), "until", until.UTC().Format(time.RFC3339))
+}
 
 // failed records a failure of host with the breaker and returns the
 // circuit's state after it. A circuit that opens says so: which host, how

@@ -18,18 +18,21 @@ type hostLimiter struct {
 
 	mu       sync.Mutex
 	next     time.Time     // earliest start of the next request
+	base     time.Duration // the configured delay
 	delay    time.Duration // the configured delay, or robots.txt's Crawl-delay if longer
 	jitter   time.Duration
 	slowdown time.Duration // added after soft blocks; halves on success
 }
 
 func newHostLimiter(concurrency int, delay, jitter time.Duration) *hostLimiter {
-	return &hostLimiter{sem: make(chan struct{}, max(concurrency, 1)), delay: delay, jitter: jitter}
+	return &hostLimiter{sem: make(chan struct{}, max(concurrency, 1)), base: delay, delay: delay, jitter: jitter}
 }
 
 // acquire waits for a slot and for the host's next start time; release
-// frees the slot.
-func (h *hostLimiter) acquire(ctx context.Context) (release func(), err error) {
+// frees the slot. Before it sleeps, waiting (when set) is told how long
+// and why: "crawl-delay" (robots.txt's, longer than the configured
+// delay), "slowdown" (after soft blocks) or "delay".
+func (h *hostLimiter) acquire(ctx context.Context, waiting func(d time.Duration, cause string)) (release func(), err error) {
 	select {
 	case h.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -46,7 +49,17 @@ func (h *hostLimiter) acquire(ctx context.Context) (release func(), err error) {
 		gap += rand.N(h.jitter)
 	}
 	h.next = start.Add(gap)
+	cause := "delay"
+	switch {
+	case h.slowdown > h.delay-h.base && h.slowdown > 0:
+		cause = "slowdown"
+	case h.delay > h.base:
+		cause = "crawl-delay"
+	}
 	h.mu.Unlock()
+	if d := start.Sub(now); waiting != nil && d > 0 {
+		waiting(d, cause)
+	}
 	if err := backoff.Sleep(ctx, start.Sub(now)); err != nil {
 		<-h.sem
 		return nil, err
@@ -62,11 +75,14 @@ func (h *hostLimiter) gap() time.Duration {
 	return h.delay + h.slowdown
 }
 
-// atLeast raises the delay (robots.txt's Crawl-delay).
-func (h *hostLimiter) atLeast(d time.Duration) {
+// atLeast raises the delay (robots.txt's Crawl-delay); raised says it
+// did.
+func (h *hostLimiter) atLeast(d time.Duration) (raised bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	raised = d > h.delay
 	h.delay = max(h.delay, d)
+	return raised
 }
 
 // slowDown doubles the extra delay after a soft block (capped); success

@@ -359,3 +359,61 @@ func TestJournalDelaySpacesItsPages(t *testing.T) {
 		t.Errorf("journal 809: %d requests", len(starts["809"]))
 	}
 }
+
+// waitsSeen is a log handler that, at each "waiting" line, reads what the
+// progress display would show then.
+type waitsSeen struct {
+	slog.Handler
+	waits *fetch.Waits
+	mu    *sync.Mutex
+	seen  *[]fetch.Wait
+}
+
+func (h waitsSeen) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "waiting") {
+		if w, _, ok := h.waits.Longest(); ok {
+			h.mu.Lock()
+			*h.seen = append(*h.seen, w)
+			h.mu.Unlock()
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// A robots.txt Crawl-delay longer than fetch.delay is said once, and each
+// wait it makes of a few seconds or more is said in the log (host, cause,
+// until when, for which page, as fields too) and shown to the progress
+// display while it lasts.
+func TestCrawlDelayWaitSaysWhy(t *testing.T) {
+	t.Parallel()
+	ts, srv := synthSite(t, 2)
+	ts.SetRobots("User-agent: *\nCrawl-delay: 4\n")
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	var seen []fetch.Wait
+	cfg := quick(srv.URL)
+	cfg.Waits = &fetch.Waits{}
+	cfg.MaxCrawlDelay = time.Minute
+	h := waitsSeen{Handler: slog.NewJSONHandler(&logs, nil), waits: cfg.Waits, mu: &mu, seen: &seen}
+	f, err := crawler.New(cfg, slog.New(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := 1; p <= 2; p++ {
+		if _, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"msg":"robots.txt of 127.0.0.1 asks a Crawl-delay of 4s: its requests go at least that far apart (fetch.delay is 0s)"`) {
+		t.Errorf("the Crawl-delay is not said: %s", out)
+	}
+	if !regexp.MustCompile(`"msg":"waiting 4s for 127\.0\.0\.1 \(crawl-delay\), until \d\d:\d\d:\d\d, before fetching page 2 of journal 808","host":"127.0.0.1","journal":808,"page":2,"cause":"crawl-delay","wait_seconds":\d\.\d+,"until":"\d{4}-`).MatchString(out) {
+		t.Errorf("the wait is not said with its fields: %s", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0].Host != "127.0.0.1" || seen[0].Cause != "crawl-delay" || seen[0].Page != 2 || time.Since(seen[0].Until).Abs() > time.Second {
+		t.Errorf("the progress display saw %+v", seen)
+	}
+}

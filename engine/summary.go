@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/quality"
@@ -28,6 +29,9 @@ type Summary struct {
 	// Quarantined counts the records a sink refused for their content,
 	// kept in the quarantine (sink.Quarantined).
 	Quarantined atomic.Int64
+	// Waits are the fetcher's long waits under way (crawler.Config.Waits),
+	// for the progress display.
+	Waits fetch.Waits
 
 	mu         sync.Mutex
 	retries    map[string]int

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/litcrawl/litcrawl/config"
@@ -140,7 +139,7 @@ func Read(dir string, thresholds config.Quality) (*History, error) {
 			}
 			return nil, fmt.Errorf("%w, and its history snapshot cannot be read: %v", err, serr)
 		}
-		if host, _ := os.Hostname(); sn.Current.Host == host && !alive(sn.Current.PID) {
+		if host, _ := os.Hostname(); sn.Current.Host == host && !state.Alive(sn.Current.PID) {
 			return nil, fmt.Errorf("%w (not by the crawl that wrote %s: process %d has ended); try again when it is free", err, state.SnapshotName, sn.Current.PID)
 		}
 		runs, tallies = sn.Runs, sn.Tallies
@@ -195,15 +194,6 @@ func recoverCounts(v *RunView, t map[int64]state.Tally) {
 	}
 }
 
-// alive says whether process pid is running on this machine.
-func alive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil || pid <= 0 {
-		return false
-	}
-	err = p.Signal(syscall.Signal(0))
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
 
 // view makes a run's view from its history entry.
 func view(r state.Run, thresholds config.Quality) RunView {

@@ -42,14 +42,14 @@ var DefaultRetry = RetryPolicy{Attempts: 40, MaxElapsed: 2 * time.Minute, Base: 
 // are told of the failed try: its number and error. Each wait is
 // cancellable. One loop for every retried sink operation: writes (Retry)
 // and opening (the CLI).
-func (p RetryPolicy) Do(ctx context.Context, try func() error, retrying func(tries int, err error)) error {
+func (p RetryPolicy) Do(ctx context.Context, try func() error, retrying func(tries int, err error, wait time.Duration)) error {
 	r := backoff.Retry{Policy: backoff.Policy{Base: p.Base, Max: p.Max}, Attempts: max(p.Attempts, 1), MaxElapsed: p.MaxElapsed}
-	err := r.Do(ctx, func(context.Context, int) error { return try() }, func(tries int, err error, _ time.Duration) error {
+	err := r.Do(ctx, func(context.Context, int) error { return try() }, func(tries int, err error, wait time.Duration) error {
 		if p.OnRetry != nil {
 			p.OnRetry()
 		}
 		if retrying != nil {
-			retrying(tries, err)
+			retrying(tries, err, wait)
 		}
 		return nil
 	})
@@ -72,9 +72,14 @@ func Retry(s Sink, p RetryPolicy) Sink {
 		bound = []any{"giving_up_after", p.MaxElapsed.String()}
 	}
 	return wrap(s, func(ctx context.Context, recs []record.Record) error {
-		return p.Do(ctx, func() error { return s.Write(ctx, recs) }, func(tries int, err error) {
+		return p.Do(ctx, func() error { return s.Write(ctx, recs) }, func(tries int, err error, wait time.Duration) {
 			if p.Log != nil {
-				p.Log.Warn("sink write failed; retrying", append(append([]any{"sink", Describe(s), "try", tries}, bound...), "records", len(recs), "error", err)...)
+				// What the run waits for, and until when: a run that seems
+				// stalled on a sink says so.
+				until := time.Now().Add(wait)
+				p.Log.Warn(fmt.Sprintf("sink write failed; waiting %v for %s, until %s, before trying again", wait.Round(100*time.Millisecond), Describe(s), until.Format(time.TimeOnly)),
+					append(append([]any{"sink", Describe(s), "try", tries}, bound...), "records", len(recs), "wait_seconds", wait.Seconds(),
+						"until", until.UTC().Format(time.RFC3339), "error", err)...)
 			}
 		})
 	})

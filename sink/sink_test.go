@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -70,8 +71,12 @@ func TestRetryLogsEachRetry(t *testing.T) {
 		if retried != 2 {
 			t.Errorf("OnRetry called %d times, want 2", retried)
 		}
-		if n := strings.Count(logs.String(), "sink write failed; retrying"); n != 2 || !strings.Contains(logs.String(), "broker away") {
+		if n := strings.Count(logs.String(), "sink write failed; waiting "); n != 2 || !strings.Contains(logs.String(), "broker away") {
 			t.Errorf("%d retries logged, want 2: %s", n, logs.String())
+		}
+		// Each says what it waits for and until when, as text and fields.
+		if !regexp.MustCompile(`msg="sink write failed; waiting [0-9.]+m?s for \S+, until \d\d:\d\d:\d\d, before trying again" .* wait_seconds=[0-9.]+ until=\d{4}-`).MatchString(logs.String()) {
+			t.Errorf("the wait is not said: %s", logs.String())
 		}
 	})
 }

@@ -19,14 +19,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/litcrawl/litcrawl/internal/fskind"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/litcrawl/litcrawl/internal/fskind"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -94,7 +96,7 @@ func filePath(dir string) string { return filepath.Join(dir, FileName) }
 func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
-		return fmt.Errorf("state %s: %w", path, ErrLocked)
+		return fmt.Errorf("state %s: %w%s", path, ErrLocked, holder(filepath.Dir(path)))
 	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrChecksum),
 		errors.Is(err, bolt.ErrInvalidMapping):
 		return &DamagedError{Path: path, Cause: err.Error()}
@@ -106,6 +108,33 @@ func openError(path string, err error) error {
 		return &DamagedError{Path: path, Cause: err.Error()}
 	}
 	return fmt.Errorf("state %s: %w", path, err)
+}
+
+// holder says which crawl holds the state in dir, from the snapshot it
+// wrote when it started: "" when that cannot be told (no snapshot, or its
+// process has ended: another reader holds the file for a moment).
+func holder(dir string) string {
+	sn, err := ReadSnapshot(dir)
+	if err != nil {
+		return ""
+	}
+	host, _ := os.Hostname()
+	c := sn.Current
+	if c.Host == host && !Alive(c.PID) {
+		return ""
+	}
+	return fmt.Sprintf(": the %s run %s holds it (pid %d on %s, started %s ago); wait for it to end, or stop it (SIGINT lets its pages in flight finish)",
+		c.Kind, c.ID, c.PID, c.Host, time.Since(c.Started).Round(time.Second))
+}
+
+// Alive says whether process pid runs on this machine.
+func Alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // Open opens (creating if needed) the store in dir. If another process

@@ -167,6 +167,16 @@ func TestLocked(t *testing.T) {
 	if _, err := state.Open(dir); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("second Open = %v, want ErrLocked", err)
 	}
+	// Once the crawl that holds it has written its snapshot, the error
+	// says which run holds it, where, and what to do.
+	host, _ := os.Hostname()
+	if err := s.WriteSnapshot(state.Run{ID: "20261205T090000Z-abcd", Kind: "nightly", Started: time.Now().Add(-time.Minute), PID: os.Getpid(), Host: host}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := state.Open(dir)
+	if want := fmt.Sprintf("the nightly run 20261205T090000Z-abcd holds it (pid %d on %s, started 1m", os.Getpid(), host); !errors.Is(err, state.ErrLocked) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "wait for it to end") {
+		t.Fatalf("second Open = %v, want %q", err, want)
+	}
 }
 
 // Handing the memory map's pages back to the kernel after commits loses

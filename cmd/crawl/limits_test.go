@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -276,5 +278,22 @@ func TestSinkThatNeverAnsweredFailsTheStartFast(t *testing.T) {
 	}
 	if took > 15*time.Second+2*time.Second { // the bound, and a loaded machine's slack
 		t.Errorf("the start failed after %v, want within 15s", took)
+	}
+}
+
+// The progress line says the longest wait under way: a run that seems
+// stalled says what it waits for and until when.
+func TestProgressLineSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	sum := engine.NewSummary()
+	if line := progressLine(sum); strings.Contains(line, "waiting") {
+		t.Fatalf("no wait, yet: %s", line)
+	}
+	until := time.Now().Add(90 * time.Second)
+	sum.Waits.Note(fetch.Wait{Host: "m.booksci.cn", Cause: "circuit-open", Journal: 5, Page: 3, Until: until})
+	sum.Waits.Note(fetch.Wait{Host: "m.booksci.cn", Cause: "crawl-delay", Journal: 5, Page: 4, Until: time.Now().Add(5 * time.Second)})
+	want := "waiting for m.booksci.cn (circuit-open) until " + until.Format(time.TimeOnly)
+	if line := progressLine(sum); !strings.Contains(line, want) || !strings.Contains(line, "(2 pages waiting)") {
+		t.Errorf("progress line %q, want %q and the count of pages waiting", line, want)
 	}
 }

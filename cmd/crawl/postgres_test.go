@@ -317,7 +317,7 @@ func TestBackfillIntoPostgresServerRestart(t *testing.T) {
 	started := false
 	var startErr error
 	out, err := c.run(func(_ *exec.Cmd, line string) {
-		if strings.Contains(line, "sink write failed; retrying") && !started {
+		if strings.Contains(line, "sink write failed; waiting") && !started {
 			started = true
 			if startErr = <-stopped; startErr == nil {
 				startErr = srv.Start()

@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/fetch"
 )
 
 // progressLogEvery is how often progress is logged when stderr is not a
@@ -56,8 +57,14 @@ func startProgress(w io.Writer, total int64, sum *engine.Summary, log *slog.Logg
 					if total < 0 {
 						of = "unknown" // an open range, a nightly walk
 					}
-					log.Info("progress", "pages", sum.PagesSeen(), "of", of, "failed", sum.Failed.Load(),
-						"papers_new", sum.PapersNew.Load(), "retries", sum.RetriesTotal())
+					args := []any{"pages", sum.PagesSeen(), "of", of, "failed", sum.Failed.Load(),
+						"papers_new", sum.PapersNew.Load(), "retries", sum.RetriesTotal()}
+					msg := "progress"
+					if wt, n, ok := sum.Waits.Longest(); ok {
+						msg += "; " + waitText(wt, n, time.Now())
+						args = append(args, "waiting_for", wt.Host, "waiting_cause", wt.Cause, "waiting_until", wt.Until.UTC().Format(time.RFC3339), "waits", n)
+					}
+					log.Info(msg, args...)
 				}
 			}
 		}()
@@ -68,7 +75,22 @@ func startProgress(w io.Writer, total int64, sum *engine.Summary, log *slog.Logg
 	}
 }
 
-// progressLine is the bar's description.
+// progressLine is the bar's description, with the longest wait under way
+// when there is one (a run that seems stalled says why).
 func progressLine(s *engine.Summary) string {
-	return fmt.Sprintf("pages (%d new papers, %d retries, %d failed)", s.PapersNew.Load(), s.RetriesTotal(), s.Failed.Load())
+	line := fmt.Sprintf("pages (%d new papers, %d retries, %d failed)", s.PapersNew.Load(), s.RetriesTotal(), s.Failed.Load())
+	if w, n, ok := s.Waits.Longest(); ok {
+		line += "; " + waitText(w, n, time.Now())
+	}
+	return line
+}
+
+// waitText says a wait: "waiting for HOST (cause) until 09:14:03, 1m52s
+// more" (and how many other pages wait).
+func waitText(w fetch.Wait, n int, now time.Time) string {
+	t := fmt.Sprintf("waiting for %s (%s) until %s, %v more", w.Host, w.Cause, w.Until.Format(time.TimeOnly), w.Until.Sub(now).Round(time.Second))
+	if n > 1 {
+		t += fmt.Sprintf(" (%d pages waiting)", n)
+	}
+	return t
 }
