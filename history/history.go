@@ -194,7 +194,6 @@ func recoverCounts(v *RunView, t map[int64]state.Tally) {
 	}
 }
 
-
 // view makes a run's view from its history entry.
 func view(r state.Run, thresholds config.Quality) RunView {
 	v := RunView{ID: r.ID, Kind: r.Kind, Journals: r.Journals, Started: r.Started, Finished: r.Finished,
