@@ -139,6 +139,9 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 	if o.RunID == "" {
 		o.RunID = r.id
 	}
+	endBusy := r.sum.pageBegins()
+	outcome := then
+	then = func(oc Outcome, err error) { endBusy(); outcome(oc, err) }
 	start := time.Now()
 	report := func(res Result, tries, records int, err error) {
 		r.metrics.page(res.String())
@@ -221,7 +224,11 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 		then(Outcome{Result: Done, Delivered: d}, nil)
 	}
 	if async {
-		return r.commit.deliverAsync(ctx, it, committed)
+		err := r.commit.deliverAsync(ctx, it, committed)
+		if err != nil {
+			endBusy() // not handed over: then is never called
+		}
+		return err
 	}
 	committed(r.commit.deliver(ctx, it))
 	return nil

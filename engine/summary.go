@@ -33,6 +33,13 @@ type Summary struct {
 	// for the progress display.
 	Waits fetch.Waits
 
+	// Busy time: while at least one page is in flight (a worker waiting
+	// for jobs is idle, not busy), for rates that leave idle time out.
+	busyMu    sync.Mutex
+	inFlight  int
+	busySince time.Time
+	busy      time.Duration
+
 	mu         sync.Mutex
 	retries    map[string]int
 	failures   []PageFailure
@@ -335,4 +342,36 @@ func (s *Summary) String() string {
 	return fmt.Sprintf("pages: %d ok, %d failed, %d skipped (done before), %d past the end; papers: %d new, %d known; retries: %s; %v (%.1f pages/s)",
 		s.Done.Load(), s.Failed.Load(), s.Skipped.Load(), s.Ended.Load(), s.PapersNew.Load(), s.PapersKnown.Load(),
 		retries, d.Round(time.Millisecond), pps)
+}
+
+// pageBegins counts a page in flight; end (idempotent) ends it.
+func (s *Summary) pageBegins() (end func()) {
+	s.busyMu.Lock()
+	if s.inFlight == 0 {
+		s.busySince = time.Now()
+	}
+	s.inFlight++
+	s.busyMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.busyMu.Lock()
+			defer s.busyMu.Unlock()
+			if s.inFlight--; s.inFlight == 0 {
+				s.busy += time.Since(s.busySince)
+			}
+		})
+	}
+}
+
+// BusySeconds is the time at least one page was in flight: the run's
+// length without its idle time (a fleet worker waiting for jobs).
+func (s *Summary) BusySeconds() float64 {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	b := s.busy
+	if s.inFlight > 0 {
+		b += time.Since(s.busySince)
+	}
+	return b.Seconds()
 }

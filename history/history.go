@@ -88,6 +88,22 @@ func (v RunView) Papers() (fresh, known int64) {
 	return v.count("papers", "new"), v.count("papers", "known")
 }
 
+// PagesPerSecond is the run's pages done per second of work: per busy
+// second (a page in flight) when the run recorded them, so that a fleet
+// worker's idle time waiting for jobs does not count; else per second of
+// its length. ok is false when it did no page or its length is unknown.
+func (v RunView) PagesPerSecond() (rate float64, ok bool) {
+	done, _, _ := v.Pages()
+	secs := v.DurationSeconds
+	if v.Summary != nil && v.Summary.BusySeconds > 0 {
+		secs = v.Summary.BusySeconds
+	}
+	if done == 0 || secs <= 0 {
+		return 0, false
+	}
+	return float64(done) / secs, true
+}
+
 // Outcome is how the run ended, in a word: its exit code, "killed",
 // "running", or "" when it is not known (a run recorded before exit codes
 // were).
@@ -255,6 +271,9 @@ func sanitize(rep *RunReport) {
 	// summary) a duration makes every rate infinite: it reads as unknown.
 	if !(rep.DurationSeconds >= minRunSeconds && rep.DurationSeconds <= maxRunSeconds) {
 		rep.DurationSeconds = 0
+	}
+	if !(rep.BusySeconds >= minRunSeconds && rep.BusySeconds <= rep.DurationSeconds) {
+		rep.BusySeconds = 0
 	}
 	for _, m := range []map[string]int64{rep.Pages, rep.Papers} {
 		for k, n := range m {

@@ -87,3 +87,19 @@ func TestHistoryMergesRareCauses(t *testing.T) {
 		t.Errorf("causes: %d, %v", len(rep.Retries), rep.Retries)
 	}
 }
+
+// A run's rate is per second of work: a worker's idle time waiting for
+// jobs does not count; a busy time longer than the run is not believed.
+func TestPagesPerSecondLeavesIdleTimeOut(t *testing.T) {
+	v := func(duration, busy float64) RunView {
+		return FromReport(RunReport{RunID: "r", Kind: "worker", Started: "2026-12-01T03:00:00Z", DurationSeconds: duration,
+			BusySeconds: busy, Pages: map[string]int64{"done": 40}}, config.Default().Quality)
+	}
+	for _, c := range []struct {
+		duration, busy, want float64
+	}{{400, 20, 2}, {400, 0, 0.1}, {400, 800, 0.1}} {
+		if got, ok := v(c.duration, c.busy).PagesPerSecond(); !ok || got != c.want {
+			t.Errorf("40 pages in %vs, busy %vs: %v pages/s, want %v", c.duration, c.busy, got, c.want)
+		}
+	}
+}

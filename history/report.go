@@ -16,15 +16,19 @@ import (
 // Fields added over time are absent from older runs' summaries: a reader
 // shows what a run has.
 type RunReport struct {
-	RunID           string               `json:"run_id"`
-	Kind            string               `json:"kind"`
-	Started         string               `json:"started"`
-	DurationSeconds float64              `json:"duration_seconds"`
-	Journals        []int64              `json:"journals,omitempty"`
-	Pages           map[string]int64     `json:"pages"`
-	Papers          map[string]int64     `json:"papers"`
-	Retries         map[string]int       `json:"retries"`
-	Failures        []engine.PageFailure `json:"failures"`
+	RunID           string  `json:"run_id"`
+	Kind            string  `json:"kind"`
+	Started         string  `json:"started"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	// BusySeconds is the time at least one page was in flight: the run's
+	// length without idle time (a fleet worker waiting for jobs); rates
+	// are per busy second. 0: not recorded (older runs).
+	BusySeconds float64              `json:"busy_seconds,omitempty"`
+	Journals    []int64              `json:"journals,omitempty"`
+	Pages       map[string]int64     `json:"pages"`
+	Papers      map[string]int64     `json:"papers"`
+	Retries     map[string]int       `json:"retries"`
+	Failures    []engine.PageFailure `json:"failures"`
 	// FailuresOmitted counts the failed pages beyond MaxFailuresKept (the
 	// --report page log lists every page).
 	FailuresOmitted int            `json:"failures_omitted,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,26 @@ type series struct {
 	pts    plotter.XYs
 	dashed bool
 	color  int // index into the palette
+}
+
+// mergeSame draws series with the same points (and the same dash) once:
+// one line hidden under another would leave its legend entry pointing at
+// nothing. The merged series is named by all of them ("with title = with
+// authors"), in the colour of the first.
+func mergeSame(ss []series) (out []series, merged bool) {
+	for _, s := range ss {
+		if len(s.pts) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(out, func(o series) bool { return o.dashed == s.dashed && slices.Equal(o.pts, s.pts) })
+		if i < 0 {
+			out = append(out, s)
+			continue
+		}
+		out[i].name += " = " + s.name
+		merged = true
+	}
+	return out, merged
 }
 
 // newPlot makes a plot with the report's faces, a title and axis labels.
@@ -159,6 +180,10 @@ func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax fl
 	if n == 0 {
 		ch.Empty = empty
 		return ch, nil
+	}
+	ss, merged := mergeSame(ss)
+	if merged {
+		ch.Caption += " Lines with the same values are drawn once, their names joined by “=”."
 	}
 	p := newPlot(title, "run start (UTC)", yLabel)
 	ax.apply(p)

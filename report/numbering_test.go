@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/report"
 )
@@ -41,4 +42,49 @@ func TestRunsAreNumberedAsTheChartsNumberThem(t *testing.T) {
 	if !strings.Contains(page, ">3</text>") {
 		t.Error("the charts do not number the newest run 3")
 	}
+}
+
+// Lines with the same values are drawn once with their names joined (a
+// legend entry never points at a line hidden under another); the pages
+// per second chart rates a worker by its busy time, not its idle time,
+// and leaves out runs too short to have a rate.
+func TestChartsShowEverySeriesAndRateWork(t *testing.T) {
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	run := func(id, kind string, i int, pages int64, duration, busy float64) history.RunView {
+		rep := &history.RunReport{RunID: id, Kind: kind, Started: at.Format(time.RFC3339), DurationSeconds: duration, BusySeconds: busy,
+			Pages: map[string]int64{"done": pages}, Papers: map[string]int64{"new": 10 * pages},
+			Quality: engine.Quality{Pages: int(pages), Records: 20, WithTitle: 20, WithDOI: 15, WithAuthor: 20, WithDate: 20}}
+		return history.RunView{ID: id, Kind: kind, Status: history.StatusFinished, Started: at.Add(time.Duration(i) * time.Second),
+			DurationSeconds: duration, Summary: rep}
+	}
+	runs := []history.RunView{
+		run("run-c", "nightly", 2, 2, 0.01, 0.01), // 200 pages/s: too short to rate
+		run("run-b", "worker", 1, 40, 400, 20),    // 2 pages/s of work, 0.1 over its length
+		run("run-a", "backfill", 0, 30, 10, 10),   // 3 pages/s
+	}
+	var b bytes.Buffer
+	if err := report.Write(&b, report.Data{StateDir: "st", Runs: runs, Generated: at}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	quality := between(page, `id="chart-quality"`, "</figure>")
+	for _, want := range []string{"with title = with authors = with date", "authors minimum = date minimum", "Lines with the same values are drawn once"} {
+		if !strings.Contains(quality, want) {
+			t.Errorf("the quality chart does not merge its equal lines (%q): %s", want, quality[:min(len(quality), 300)])
+		}
+	}
+	speed := between(page, `id="chart-speed"`, "</figure>")
+	if !strings.Contains(speed, `data-series="backfill|worker"`) {
+		t.Errorf("the speed chart draws %s; want backfill and worker, not the 2-page nightly", speed[:min(len(speed), 200)])
+	}
+	// The y axis goes to about 3.3 (3 pages/s, and room above), not 200.
+	if !strings.Contains(speed, ">3</text>") || strings.Contains(speed, ">200</text>") {
+		t.Errorf("the speed chart's scale is not the work's")
+	}
+}
+
+func between(s, from, to string) string {
+	_, rest, _ := strings.Cut(s, from)
+	out, _, _ := strings.Cut(rest, to)
+	return out
 }

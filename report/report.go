@@ -232,6 +232,11 @@ func Write(w io.Writer, d Data) error {
 	return tmpl.Execute(w, pg)
 }
 
+// minSpeedPages is the fewest pages a run does to be drawn on the pages
+// per second chart: a nightly of two pages would set the scale with a rate
+// that is mostly its start-up.
+const minSpeedPages = 10
+
 // buildCharts draws the charts from the runs, oldest first.
 func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart, error) {
 	var done []history.RunView // runs with a summary
@@ -311,7 +316,8 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 	var kindOrder []string
 	for _, v := range done {
 		ok, _, _ := v.Pages()
-		if v.DurationSeconds <= 0 || ok == 0 {
+		rate, known := v.PagesPerSecond()
+		if !known || ok < minSpeedPages || math.IsInf(rate, 0) || math.IsNaN(rate) {
 			continue
 		}
 		s, found := kinds[v.Kind]
@@ -320,16 +326,14 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 			kinds[v.Kind] = s
 			kindOrder = append(kindOrder, v.Kind)
 		}
-		if y := float64(ok) / v.DurationSeconds; !math.IsInf(y, 0) && !math.IsNaN(y) {
-			s.pts = append(s.pts, plotter.XY{X: xs[v.ID], Y: y})
-		}
+		s.pts = append(s.pts, plotter.XY{X: xs[v.ID], Y: rate})
 	}
 	ss = nil
 	for _, k := range kindOrder {
 		ss = append(ss, *kinds[k])
 	}
-	if err := add(lineChart("speed", "Pages per second", "Listing pages delivered per second of each run (its whole length: fetches, retries, waits and delivery).",
-		"pages per second", ss, ax, 0, false, "no run has delivered a page yet")); err != nil {
+	if err := add(lineChart("speed", "Pages per second", fmt.Sprintf("Listing pages done per second of work of each run (while a page was in flight: fetches, retries, waits and delivery; a fleet worker's time waiting for jobs left out). Runs of fewer than %d pages are left out: their rate is mostly start-up.", minSpeedPages),
+		"pages per second", ss, ax, 0, false, fmt.Sprintf("no run has done %d pages yet", minSpeedPages))); err != nil {
 		return nil, err
 	}
 
