@@ -15,9 +15,9 @@ import (
 func newRunReport(runID, kind string, s *engine.Summary, jobs *frontier.JobCounts, err error) history.RunReport {
 	r := history.RunReport{RunID: runID, Kind: kind, Started: s.Started.UTC().Format(time.RFC3339),
 		DurationSeconds: time.Since(s.Started).Seconds(), BusySeconds: s.BusySeconds(),
-		Pages:           map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
-		Papers:          map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
-		Retries:         s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
+		Pages:   map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
+		Papers:  map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
+		Retries: s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
 		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
 	for j, c := range s.Journals() {
 		r.PerJournal[strconv.FormatInt(j, 10)] = c
