@@ -3,6 +3,7 @@ package crawler
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -152,4 +153,35 @@ func Cause(err error) string {
 		return fmt.Sprintf("http-%d", fe.Status)
 	}
 	return "network"
+}
+
+// unreachableError is a page's failure when its host never answered: it
+// says so, and the network's own words (a refused connection, a name that
+// does not resolve), once, rather than every layer's URL.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string {
+	return fetch.ErrUnreachable.Error() + " (" + rootCause(e.err) + ")"
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{fetch.ErrUnreachable, e.err} }
+
+// rootCause is what the network said: the dial's or the look-up's error,
+// else the innermost error.
+func rootCause(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &dns):
+		return dns.Error()
+	case errors.As(err, &op):
+		return op.Error()
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }

@@ -199,7 +199,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 		// Every try failed and nothing of the host has answered in this
 		// fetcher's life: a wrong base URL, a name that does not resolve,
 		// nothing listening. The caller may stop the run (ErrUnreachable).
-		err = &FetchError{URL: u.String(), Err: fmt.Errorf("%w: %w", fetch.ErrUnreachable, err)}
+		err = &FetchError{URL: u.String(), Err: &unreachableError{err: err}}
 	}
 	return res, err
 }

@@ -183,6 +183,12 @@ func TestUnreachableHostFailsTheRunFast(t *testing.T) {
 	if took > 20*time.Second {
 		t.Errorf("took %v with the default retries, want about 15 s at most", took)
 	}
+	// The error says it once, with the network's words: the base URL is
+	// not repeated by every layer (it was five times in 400 characters).
+	last := errs[strings.LastIndex(strings.TrimSpace(errs), "\n")+1:]
+	if n := strings.Count(last, ln.Addr().String()); n > 2 || len(last) > 300 || !strings.Contains(last, "connection refused") {
+		t.Errorf("the error names the host %d times in %d characters: %s", n, len(last), last)
+	}
 }
 
 // parse and replay do not add to a JSONL file that already holds records
