@@ -161,12 +161,23 @@ func routes(urls []string, perJournal map[int64][]string, journals []int64) (all
 	if len(perJournal) == 0 {
 		return urls, nil, nil
 	}
+	// One sink per destination, however its URL is spelled
+	// (jsonl:out/p.jsonl and jsonl:./out/p.jsonl are one file): two sinks
+	// on one file would each write at their own offset.
+	var same []string
 	index := func(u string) int {
-		if i := slices.Index(all, u); i >= 0 {
+		k := sink.Same(u)
+		if i := slices.Index(same, k); i >= 0 {
 			return i
 		}
-		all = append(all, u)
+		all, same = append(all, u), append(same, k)
 		return len(all) - 1
+	}
+	add := func(to []int, u string) []int {
+		if i := index(u); !slices.Contains(to, i) {
+			to = append(to, i)
+		}
+		return to
 	}
 	needOthers := journals == nil
 	for _, j := range journals {
@@ -176,7 +187,7 @@ func routes(urls []string, perJournal map[int64][]string, journals []int64) (all
 	}
 	if needOthers {
 		for _, u := range urls {
-			others = append(others, index(u))
+			others = add(others, u)
 		}
 	}
 	byJournal = map[int64][]int{}
@@ -185,7 +196,7 @@ func routes(urls []string, perJournal map[int64][]string, journals []int64) (all
 			continue
 		}
 		for _, u := range perJournal[j] {
-			byJournal[j] = append(byJournal[j], index(u))
+			byJournal[j] = add(byJournal[j], u)
 		}
 	}
 	return all, others, byJournal
@@ -238,6 +249,9 @@ func restore(ctx context.Context, l ledger.Ledger, out sink.Sink, redeliverAll b
 	tok, err := ts.SinkToken(ctx)
 	if err != nil || tok == nil {
 		return err
+	}
+	if m, ok := out.(*sink.Multi); ok {
+		m.KeepTokens(tok) // the positions of sinks this run does not open stay
 	}
 	err = r.Restore(ctx, tok)
 	if err != nil && redeliverAll && onlyBehind(err) {

@@ -137,7 +137,7 @@ func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Stor
 	rs := c.Entries
 	urls := o.Sinks
 	if len(urls) == 0 {
-		urls = e.Config.Sinks
+		urls = e.Config.AllSinks() // a refusal names the one that refused it
 	}
 	out, err := OpenSinks(ctx, urls, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics})
 	if err != nil {

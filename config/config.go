@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -340,6 +341,14 @@ func (c *Config) Validate() error {
 			return bad(fmt.Sprintf("site.allowed_hosts[%d]", i), fmt.Sprintf("%q", h), "a host name, or host:port with a port from 1 to 65535")
 		}
 	}
+	// The base URL's host must be fetched: else every page fails as off
+	// the allowed hosts, which reads as a site that never answered.
+	if !slices.ContainsFunc(c.Site.AllowedHosts, func(h string) bool {
+		return strings.EqualFold(h, u.Hostname()) || u.Port() != "" && strings.EqualFold(h, u.Host)
+	}) {
+		return bad("site.base_url", fmt.Sprintf("%q", redact.URL(c.Site.BaseURL)),
+			fmt.Sprintf("a host in site.allowed_hosts (%s): add %s to it", strings.Join(c.Site.AllowedHosts, ", "), u.Host))
+	}
 	if err := c.validateJournalIDs(); err != nil {
 		return err
 	}
@@ -396,20 +405,32 @@ func (c *Config) Validate() error {
 	if a := c.Frontier.AckWait.D(); a != 0 && (a < MinAckWait || a > MaxAckWait) {
 		return bad("frontier.ack_wait", a, fmt.Sprintf("a duration from %v to %v (0: as the frontier has it, 30s when created)", MinAckWait, MaxAckWait))
 	}
-	for i, u := range c.Sinks {
-		if err := sink.CheckURL(u); err != nil {
-			return fmt.Errorf("sinks[%d]: %w", i, err)
-		}
+	if err := checkSinks("sinks", c.Sinks); err != nil {
+		return err
 	}
 	// A journal's own settings, after the sections they override.
 	return c.validateJournalSettings()
 }
 
+// checkSinks checks a list of sink URLs (key names it): each valid, and
+// each destination once, however its URL is spelled.
+func checkSinks(key string, urls []string) error {
+	for i, u := range urls {
+		if err := sink.CheckURL(u); err != nil {
+			return fmt.Errorf("%s[%d]: %w", key, i, err)
+		}
+		if k := slices.IndexFunc(urls[:i], func(o string) bool { return sink.Same(o) == sink.Same(u) }); k >= 0 {
+			return fmt.Errorf("%s[%d]: %s: the destination of %s[%d] again: expected each sink once", key, i, redact.URL(u), key, k)
+		}
+	}
+	return nil
+}
+
 // validate checks a nightly section; key names it ("nightly", or a
 // journal's: "journals[1] (501423).nightly").
 func (n Nightly) validate(key string) error {
-	if n.StopAfterKnownPages < 1 {
-		return fmt.Errorf("%s.stop_after_known_pages: %d: expected 1 or more pages", key, n.StopAfterKnownPages)
+	if n.StopAfterKnownPages < 1 || n.StopAfterKnownPages > MaxPages {
+		return fmt.Errorf("%s.stop_after_known_pages: %d: expected 1 to %d pages", key, n.StopAfterKnownPages, MaxPages)
 	}
 	if least := n.StopAfterKnownPages + 3; n.MaxPages < least || n.MaxPages > MaxPages {
 		// A walk that carries on from where the last one stopped spends

@@ -102,7 +102,7 @@ func TestShippedConfig(t *testing.T) {
 }
 
 func TestFetchAndSiteKeys(t *testing.T) {
-	c, err := config.Load(write(t, "fetch:\n  delay: 1.5s\n  concurrency: 3\njournals: [7, 9]\nsite:\n  base_url: http://127.0.0.1:8089\n"), false)
+	c, err := config.Load(write(t, "fetch:\n  delay: 1.5s\n  concurrency: 3\njournals: [7, 9]\nsite:\n  base_url: http://127.0.0.1:8089\n  allowed_hosts: [127.0.0.1]\n"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestBaseURLUserInfoIsKeptOutOfTheURL(t *testing.T) {
 	if c.Site.BaseURL != "https://example.org" || c.Site.BaseURLWithAuth() != "https://ann:hunter2@example.org" {
 		t.Errorf("BaseURL %q, with auth %q", c.Site.BaseURL, c.Site.BaseURLWithAuth())
 	}
-	c.Site.BaseURL = "http://127.0.0.1:8089"
+	c.Site.BaseURL, c.Site.AllowedHosts = "http://127.0.0.1:8089", []string{"127.0.0.1"}
 	if err := c.Prepare(); err != nil || c.Site.BaseURLWithAuth() != "http://127.0.0.1:8089" {
 		t.Errorf("another base URL must not get the first one's password: %q (%v)", c.Site.BaseURLWithAuth(), err)
 	}
@@ -188,17 +188,22 @@ func TestLoadErrorsSpeakTheFilesLanguage(t *testing.T) {
 		"quality:\n  min_doi_share: high\n": `quality.min_doi_share: "high": expected a number`,
 		// A journal's own settings obey the file's rules, named by the
 		// journal's key path.
-		"journals: [{id: 5, nightly: {max_pages: 2}}]\n":  "journals[0] (5).nightly.max_pages: 2: expected 4 to",
-		"journals: [{id: 5, backfill: {max_pages: 0}}]\n": "journals[0] (5).backfill.max_pages: 0: expected 1 to",
-		"journals: [7, {id: 5, sinks: [\"ftp://x\"]}]\n":  "journals[1] (5).sinks[0]: sink",
-		"journals: [{id: 5, sinks: []}]\n":                "journals[0] (5).sinks: []: expected at least one sink URL",
-		"journals: [{id: 5, fetch: {delay: 2h}}]\n":       "journals[0] (5).fetch.delay: 2h0m0s: expected a duration from 0 to 1h",
-		"journals: [{id: 5, fetch: {delay: x}}]\n":        `journals[0].fetch.delay: "x" is not a duration`,
-		"journals: [{id: 5, fetch: {jitter: 1s}}]\n":      "journals[0].fetch.jitter: unknown key (line 1); a journal's entry takes id, name",
-		"journals: [{id: 5, nightly: {max_pagez: 9}}]\n":  "did you mean journals[0].nightly.max_pages?",
-		"journals: [{name: x}]\n":                         "journals[0]: no id: expected id: J",
-		"journals: [5, {id: 5}]\n":                        "journals[1]: 5: listed twice (journals[0])",
-		"journals: [{id: 5, name: \"a\\nb\"}]\n":          `journals[0] (5).name: "a\nb": expected a name on one line`,
+		"journals: [{id: 5, nightly: {max_pages: 2}}]\n":                         "journals[0] (5).nightly.max_pages: 2: expected 4 to",
+		"journals: [{id: 5, backfill: {max_pages: 0}}]\n":                        "journals[0] (5).backfill.max_pages: 0: expected 1 to",
+		"journals: [7, {id: 5, sinks: [\"ftp://x\"]}]\n":                         "journals[1] (5).sinks[0]: sink",
+		"journals: [{id: 5, sinks: []}]\n":                                       "journals[0] (5).sinks: []: expected at least one sink URL",
+		"journals: [{id: 5, fetch: {delay: 2h}}]\n":                              "journals[0] (5).fetch.delay: 2h0m0s: expected a duration from 0 to 1h",
+		"journals: [{id: 5, fetch: {delay: x}}]\n":                               `journals[0].fetch.delay: "x" is not a duration`,
+		"journals: [{id: 5, fetch: {jitter: 1s}}]\n":                             "journals[0].fetch.jitter: unknown key (line 1); a journal's entry takes id, name",
+		"journals: [{id: 5, nightly: {max_pagez: 9}}]\n":                         "did you mean journals[0].nightly.max_pages?",
+		"journals: [{name: x}]\n":                                                "journals[0]: no id: expected id: J",
+		"sinks: [\"jsonl:a.jsonl\", \"jsonl:./a.jsonl\"]\n":                      "sinks[1]: jsonl:./a.jsonl: the destination of sinks[0] again",
+		"journals: [{id: 5, sinks: [\"jsonl:b\", \"jsonl:b\"]}]\n":               "journals[0] (5).sinks[1]: jsonl:b: the destination of journals[0] (5).sinks[0] again",
+		"nightly: {stop_after_known_pages: 9223372036854775806, max_pages: 5}\n": "nightly.stop_after_known_pages: 9223372036854775806: expected 1 to",
+		"journals: [{id: 5, name: \"a\\u2028b\"}]\n":                             "journals[0] (5).name",
+		"site: {base_url: \"http://127.0.0.1:18089\"}\n":                         `site.base_url: "http://127.0.0.1:18089": expected a host in site.allowed_hosts (m.booksci.cn, booksci.cn): add 127.0.0.1:18089 to it`,
+		"journals: [5, {id: 5}]\n":                                               "journals[1]: 5: listed twice (journals[0])",
+		"journals: [{id: 5, name: \"a\\nb\"}]\n":                                 `journals[0] (5).name: "a\nb": expected a name on one line`,
 	} {
 		_, err := config.Load(write(t, text), false)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -261,6 +266,9 @@ journals:
 	}
 	if js := c.JournalSinks(); len(js) != 1 || js[2][0] != "jsonl:two.jsonl" {
 		t.Errorf("journal sinks %v", js)
+	}
+	if all := c.AllSinks(); !slices.Equal(all, []string{"-", "jsonl:two.jsonl"}) {
+		t.Errorf("all sinks %v", all)
 	}
 	c.DropJournalSinks()
 	if c.JournalSinks() != nil || !slices.Equal(c.For(2).Sinks, []string{"-"}) {

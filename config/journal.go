@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -171,6 +172,20 @@ func (c *Config) JournalSinks() map[int64][]string {
 	return out
 }
 
+// AllSinks are the file's sinks and the journals' own, each destination
+// once (sink check, quarantine retry).
+func (c *Config) AllSinks() []string {
+	urls := slices.Clone(c.Sinks)
+	for _, j := range c.Journals {
+		for _, u := range j.Sinks {
+			if !slices.ContainsFunc(urls, func(o string) bool { return sink.Same(o) == sink.Same(u) }) {
+				urls = append(urls, u)
+			}
+		}
+	}
+	return urls
+}
+
 // DropJournalSinks makes every journal's records go to the file's sinks:
 // --sink replaces every sink the file names, a journal's too.
 func (c *Config) DropJournalSinks() {
@@ -211,7 +226,9 @@ func (c *Config) validateJournalIDs() error {
 			return fmt.Errorf("journals[%d]: %d: listed twice (journals[%d]): expected each journal once", i, j.ID, k)
 		}
 		if n := j.Name; n != "" && (utf8.RuneCountInString(n) > maxJournalName || !utf8.ValidString(n) || strings.TrimSpace(n) == "" ||
-			strings.ContainsFunc(n, func(r rune) bool { return r < ' ' || r == 0x7f })) {
+			strings.ContainsFunc(n, func(r rune) bool {
+				return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
+			})) {
 			return fmt.Errorf("journals[%d] (%d).name: %q: expected a name on one line, up to %d characters", i, j.ID, n, maxJournalName)
 		}
 	}
@@ -237,10 +254,8 @@ func (c *Config) validateJournalSettings() error {
 		if j.Sinks != nil && len(j.Sinks) == 0 {
 			return fmt.Errorf("%s.sinks: []: expected at least one sink URL (leave sinks out for the file's)", key)
 		}
-		for k, u := range j.Sinks {
-			if err := sink.CheckURL(u); err != nil {
-				return fmt.Errorf("%s.sinks[%d]: %w", key, k, err)
-			}
+		if err := checkSinks(key+".sinks", j.Sinks); err != nil {
+			return err
 		}
 		if d := j.Fetch.Delay; d != nil && (*d < 0 || d.D() > MaxWait) {
 			return fmt.Errorf("%s.fetch.delay: %v: expected a duration from 0 to 1h", key, d.D())

@@ -1,7 +1,6 @@
 package crawler
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/litcrawl/litcrawl/fetch"
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/site"
@@ -177,8 +177,16 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 	}
 	err = f.cfg.Retry.RetryWaiting(ctx, func(ctx context.Context, attempt int) error {
 		if lim := f.journals[r.Journal]; lim != nil {
-			if err := lim.Wait(ctx); err != nil {
-				return cmp.Or(ctx.Err(), err)
+			// The journal's own delay: a long one says so, like every wait.
+			res := lim.Reserve()
+			if d := res.Delay(); d > 0 {
+				if d >= longWait || f.cfg.JournalDelays[r.Journal] >= longWait {
+					f.waiting(u.Hostname(), "journal-delay", r, d, "before fetching page %d of journal %d")
+				}
+				if err := backoff.Sleep(ctx, d); err != nil {
+					res.Cancel()
+					return err
+				}
 			}
 		}
 		var err error

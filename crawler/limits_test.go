@@ -417,3 +417,25 @@ func TestCrawlDelayWaitSaysWhy(t *testing.T) {
 		t.Errorf("the progress display saw %+v", seen)
 	}
 }
+
+// A journal's own long delay says what it waits for, like every wait.
+func TestJournalDelayWaitSaysWhy(t *testing.T) {
+	t.Parallel()
+	_, srv := synthSite(t, 2)
+	var logs bytes.Buffer
+	cfg := quick(srv.URL)
+	cfg.JournalDelays = map[int64]time.Duration{808: 3 * time.Second}
+	cfg.Waits = &fetch.Waits{}
+	f, err := crawler.New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := 1; p <= 2; p++ {
+		if _, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !regexp.MustCompile(`waiting 3s for 127\.0\.0\.1 \(journal-delay\), until \d\d:\d\d:\d\d, before fetching page 2 of journal 808`).MatchString(logs.String()) {
+		t.Errorf("the journal's delay is not said: %s", logs.String())
+	}
+}

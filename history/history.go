@@ -136,6 +136,7 @@ func Read(dir string, thresholds config.Quality) (*History, error) {
 	h := &History{}
 	var runs []state.Run
 	var tallies map[string]map[int64]state.Tally
+	var sn0 state.Run // the run under way, when a crawl holds the state
 	st, err := state.OpenReadOnly(dir)
 	switch {
 	case err == nil:
@@ -158,12 +159,15 @@ func Read(dir string, thresholds config.Quality) (*History, error) {
 		if host, _ := os.Hostname(); sn.Current.Host == host && !state.Alive(sn.Current.PID) {
 			return nil, fmt.Errorf("%w (not by the crawl that wrote %s: process %d has ended); try again when it is free", err, state.SnapshotName, sn.Current.PID)
 		}
-		runs, tallies = sn.Runs, sn.Tallies
+		runs, tallies, sn0 = sn.Runs, sn.Tallies, sn.Current
 		cur := view(sn.Current, thresholds)
 		cur.Status = StatusRunning
 		h.HeldBy = &cur
 	default:
 		return nil, err
+	}
+	if h.HeldBy != nil && !slices.ContainsFunc(runs, func(r state.Run) bool { return r.ID == h.HeldBy.ID }) {
+		runs = append(runs, sn0) // a snapshot of an older version lacks the run under way
 	}
 	// Newest first: by start time (ids sort by the second a run started,
 	// then at random), then by id.
@@ -195,7 +199,12 @@ func recoverCounts(v *RunView, t map[int64]state.Tally) {
 	rep := RunReport{RunID: v.ID, Kind: v.Kind, Started: v.Started.UTC().Format(time.RFC3339),
 		Pages: map[string]int64{}, Papers: map[string]int64{}, Failures: []engine.PageFailure{},
 		PerJournal: map[string]engine.JournalCounts{}}
+	clamp := func(n int64) int64 { return min(max(n, 0), maxCount) }
 	for j, c := range t {
+		if j <= 0 {
+			continue // no journal's
+		}
+		c = state.Tally{PagesDone: clamp(c.PagesDone), PagesFailed: clamp(c.PagesFailed), PapersNew: clamp(c.PapersNew), PapersKnown: clamp(c.PapersKnown)}
 		rep.Pages["done"] += c.PagesDone
 		rep.Pages["failed"] += c.PagesFailed
 		rep.Papers["new"] += c.PapersNew

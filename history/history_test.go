@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,37 @@ func TestPagesPerSecondLeavesIdleTimeOut(t *testing.T) {
 		if got, ok := v(c.duration, c.busy).PagesPerSecond(); !ok || got != c.want {
 			t.Errorf("40 pages in %vs, busy %vs: %v pages/s, want %v", c.duration, c.busy, got, c.want)
 		}
+	}
+}
+
+// While a crawl holds the state, the history shows it, under way, first
+// (its snapshot is written before its run is recorded), and does not
+// wait long for the state.
+func TestHistoryShowsTheRunUnderWay(t *testing.T) {
+	dir := t.TempDir()
+	st, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	host, _ := os.Hostname()
+	old := state.Run{ID: "20261201T030000Z-old", Kind: "backfill", Started: time.Now().Add(-time.Hour), Finished: time.Now().Add(-50 * time.Minute)}
+	if err := st.PutRun(old); err != nil {
+		t.Fatal(err)
+	}
+	cur := state.Run{ID: "20261205T090000Z-cur", Kind: "nightly", Started: time.Now(), PID: os.Getpid(), Host: host}
+	if err := st.WriteSnapshot(cur); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	h, err := Read(dir, config.Default().Quality)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("reading the history while a crawl holds the state took %v", took)
+	}
+	if len(h.Runs) != 2 || h.Runs[0].ID != cur.ID || h.Runs[0].Status != StatusRunning || h.HeldBy == nil {
+		t.Fatalf("history %+v", h.Runs)
 	}
 }

@@ -19,6 +19,9 @@ import (
 // Multi restores every sink that can be rolled back.
 type Multi struct {
 	sinks []Sink
+	// kept is a token (KeepTokens) whose entries for sinks not among
+	// these are carried into every Token.
+	kept []byte
 	// Routes (nil: every record to every sink): the sinks (indexes) of
 	// the records of each journal listed, and of every other record.
 	byJournal map[int64][]int
@@ -124,8 +127,24 @@ type multiToken struct {
 	Sinks map[string]json.RawMessage `json:"sinks"`
 }
 
-// Token holds each Committer child's token under its name.
+// KeepTokens carries the entries of prev (the token the last commit
+// stored) for sinks this Multi does not hold into every Token: a run
+// that opens only some of the configured sinks (its journals need no
+// others) must not erase the others' positions, or the next run that
+// opens them could not roll them back.
+func (m *Multi) KeepTokens(prev []byte) { m.kept = prev }
+
+// Token holds each Committer child's token under its name (and the kept
+// entries of the others: KeepTokens).
 func (m *Multi) Token() ([]byte, error) {
+	tok, err := m.token()
+	if err != nil || m.kept == nil {
+		return tok, err
+	}
+	return MergeTokens(m.kept, tok)
+}
+
+func (m *Multi) token() ([]byte, error) {
 	t := multiToken{Sinks: map[string]json.RawMessage{}}
 	for _, s := range m.sinks {
 		c, ok := s.(Committer)

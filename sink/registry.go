@@ -26,6 +26,10 @@ type Driver struct {
 	Check func(rawURL string) error
 	// Open opens the sink a URL names; the URL has passed Check.
 	Open func(ctx context.Context, rawURL string, opts Options) (Sink, error)
+	// Same, when set, is the destination a URL names, however it is
+	// spelled (a file's absolute path): two URLs with one Same are one
+	// sink. nil: the URL itself.
+	Same func(rawURL string) string
 }
 
 var registry = struct {
@@ -126,6 +130,16 @@ func CheckURL(rawURL string) error {
 		return err
 	}
 	return d.Check(u)
+}
+
+// Same is the destination a URL names, however it is spelled: two URLs
+// with one Same are one sink (jsonl:out/p.jsonl and jsonl:./out/p.jsonl).
+func Same(rawURL string) string {
+	d, u, err := driverFor(rawURL)
+	if err != nil || d.Same == nil {
+		return rawURL
+	}
+	return d.Same(u)
 }
 
 // Open makes the sink a URL names, through the driver registered for its

@@ -1,5 +1,7 @@
 package state
 
+import bolt "go.etcd.io/bbolt"
+
 // SetReleaseEvery sets how many page bytes are written between releases of
 // the memory map, for a test; it returns the old value's restore.
 func SetReleaseEvery(n int64) (restore func()) {
@@ -23,4 +25,15 @@ func SetMerge(at, chunk int) (restore func()) {
 	oldAt, oldChunk := mergeAt, mergeChunk
 	mergeAt, mergeChunk = at, chunk
 	return func() { mergeAt, mergeChunk = oldAt, oldChunk }
+}
+
+// PutRawTally stores v as a run tally under key k, as damage would.
+func (s *Store) PutRawTally(k, v []byte) error {
+	return s.update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketTally)
+		if err != nil {
+			return err
+		}
+		return b.Put(k, v)
+	})
 }

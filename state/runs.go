@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -108,7 +109,9 @@ func OpenReadOnly(dir string) (*Store, error) {
 	if err := Stat(dir); err != nil {
 		return nil, err
 	}
-	s, err := openBolt(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
+	// A crawl holds its lock for its whole life: a reader need not wait
+	// long to know (and then reads the snapshot).
+	s, err := openBolt(path, &bolt.Options{Timeout: readLockWait, ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +129,9 @@ func OpenReadOnly(dir string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// readLockWait is how long a reader waits for a crawl to let go.
+const readLockWait = 300 * time.Millisecond
 
 // SnapshotName is the file in the state directory that a crawl writes when
 // it starts: the run history as it was then, with the run under way, for
@@ -157,6 +163,9 @@ func (s *Store) WriteSnapshot(current Run) error {
 	runs, err := s.Runs()
 	if err != nil {
 		return err
+	}
+	if !slices.ContainsFunc(runs, func(r Run) bool { return r.ID == current.ID }) {
+		runs = append(runs, current) // the run under way, recorded after its snapshot
 	}
 	if len(runs) > SnapshotRuns {
 		runs = runs[len(runs)-SnapshotRuns:]
@@ -223,7 +232,17 @@ func ReadSnapshot(dir string) (Snapshot, error) {
 		return sn, fmt.Errorf("%s: more than a snapshot holds", path)
 	}
 	if err := json.Unmarshal(data, &sn); err != nil {
-		return sn, fmt.Errorf("%s: %w", path, err)
+		// The tallies are counts only: a snapshot whose tallies do not
+		// read is read without them.
+		var without struct {
+			Snapshot
+			Tallies json.RawMessage `json:"tallies"`
+		}
+		if json.Unmarshal(data, &without) != nil {
+			return sn, fmt.Errorf("%s: %w", path, err)
+		}
+		sn = without.Snapshot
+		sn.Tallies = nil
 	}
 	if sn.Current.ID == "" || sn.Current.PID <= 0 {
 		return sn, fmt.Errorf("%s: it names no run and process", path)

@@ -174,8 +174,15 @@ func TestLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := state.Open(dir)
-	if want := fmt.Sprintf("the nightly run 20261205T090000Z-abcd holds it (pid %d on %s, started 1m", os.Getpid(), host); !errors.Is(err, state.ErrLocked) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "wait for it to end") {
+	if want := fmt.Sprintf("the nightly run 20261205T090000Z-abcd holds it (pid %d, started 1m", os.Getpid()); !errors.Is(err, state.ErrLocked) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "wait for it to end") {
 		t.Fatalf("second Open = %v, want %q", err, want)
+	}
+	// A hostile snapshot cannot steer the terminal, nor claim an age.
+	if err := s.WriteSnapshot(state.Run{ID: "X\x1b[2J\r\nfake: line", Kind: "nightly\x07", PID: os.Getpid(), Host: host}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := state.Open(dir); err == nil || strings.ContainsAny(err.Error(), "\x1b\r\n\x07") || strings.Contains(err.Error(), "ago") || !strings.Contains(err.Error(), "run X?[2J??fake: line holds it") {
+		t.Fatalf("second Open = %q", err)
 	}
 }
 

@@ -60,3 +60,18 @@ func TestTallyCountsWhatEachRunCommitted(t *testing.T) {
 		t.Fatalf("snapshot tallies %+v", sn.Tallies)
 	}
 }
+
+// A tally not as written (damage, a hand edit) is left out: the counts of
+// killed runs are never a reason for the history not to read.
+func TestDamagedTallyIsLeftOut(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	commitPage(t, s, ledger.Page{Key: ledger.PageKey{Journal: 1, Page: 1}, OnPage: 1, RunID: "r1", At: t0, Papers: []ledger.Paper{{ID: "a"}}}, nil)
+	if err := s.PutRawTally([]byte("abc"), []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Tallies()
+	if err != nil || got["r1"][1].PapersNew != 1 || len(got) != 1 {
+		t.Fatalf("tallies %v, %v", got, err)
+	}
+}

@@ -140,7 +140,7 @@ func TestBackfillUsage(t *testing.T) {
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--delay", "100h"}, "fetch.delay: 100h0m0s: expected a duration from 0 to 1h"},
 		{[]string{"backfill", "--journal", "1", "--pages", "9223372036854775807"}, "<= 100000000"},
 		{[]string{"backfill", "--journal", "1", "--pages", "1-2000000"}, "at most backfill.max_pages (100000)"},
-		{[]string{"backfill", "--journal", "1", "--pages", "1", "--sink", "foo:bar"}, "--sink foo:bar: expected jsonl:PATH"},
+		{[]string{"backfill", "--journal", "1", "--pages", "1", "--sink", "foo:bar"}, "--sink foo:bar: expected atom:DIR"},
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--sink", "nats://u:hunter2@h:1/s"}, "--sink nats://u:REDACTED@h:1/s: "},
 		{[]string{"backfill", "--journal", "1", "--pages", "1", "--metrics-addr", "nonsense"}, "--metrics-addr nonsense: expected HOST:PORT"},
 	} {

@@ -238,6 +238,9 @@ func (s *sinkFlags) resolve(cmd *cobra.Command, configured []string) ([]string, 
 				}
 				return nil, exitcode.Usagef("--sink: %w", err)
 			}
+			if slices.ContainsFunc(urls[:len(flags)], func(o string) bool { return sink.Same(o) == sink.Same(u) }) {
+				return nil, exitcode.Usagef("--sink %s: given twice (the same destination): expected each sink once", redact.URL(u))
+			}
 			flags = append(flags, "--sink "+redact.URL(u))
 		}
 		if s.out != "" {

@@ -214,7 +214,7 @@ func TestParseToSinks(t *testing.T) {
 func TestParseSinkErrors(t *testing.T) {
 	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	code, _, errs := crawl(t, "parse", "fixtures/seeds", "--sink", "ftp://user:pw@host/x")
-	if code != exitcode.Usage || !strings.Contains(errs, "expected jsonl:PATH") || strings.Contains(errs, ":pw@") {
+	if code != exitcode.Usage || !strings.Contains(errs, "jsonl:PATH") || strings.Contains(errs, ":pw@") {
 		t.Errorf("bad sink URL: exit %d, stderr %q", code, errs)
 	}
 	code, _, errs = crawl(t, "parse", "fixtures/seeds", "--sink", "jsonl:/dev/null/x/out.jsonl")

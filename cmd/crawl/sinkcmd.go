@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,14 +51,7 @@ Exit codes: 0 every sink ready, 1 a sink is not (each is named with why),
 				if err != nil {
 					return err
 				}
-				urls = cfg.Sinks
-				for _, j := range cfg.Journals { // a journal's own sinks too
-					for _, u := range j.Sinks {
-						if !slices.Contains(urls, u) {
-							urls = append(urls, u)
-						}
-					}
-				}
+				urls = cfg.AllSinks() // the journals' own sinks too
 			}
 			if len(urls) == 0 {
 				return exitcode.UsageError(errors.New("sink check: no sink: give --sink URL, or list sinks in the config"))

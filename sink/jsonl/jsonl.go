@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	sink.Register(sink.Driver{Scheme: "jsonl", Usage: "jsonl:PATH, - (stdout)", Check: check, Open: open})
+	sink.Register(sink.Driver{Scheme: "jsonl", Usage: "jsonl:PATH, - (stdout)", Check: check, Open: open, Same: same})
 }
 
 // check reads jsonl:PATH (or jsonl:- for standard output).
@@ -38,6 +38,18 @@ func check(rawURL string) error {
 		return &sink.URLError{URL: redact.URL("jsonl:" + p), Reason: "expected jsonl:PATH, a file path, not a URL (jsonl://…)"}
 	}
 	return nil
+}
+
+// same is the file a URL names, as an absolute path.
+func same(rawURL string) string {
+	p := strings.TrimPrefix(rawURL, "jsonl:")
+	if p == "-" {
+		return "jsonl:-"
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return "jsonl:" + abs
+	}
+	return rawURL
 }
 
 func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error) {
