@@ -6,6 +6,7 @@
 //
 //	go run ./bench [-pages 2000] [-concurrency 4] [-rounds 1]
 //	go run ./bench -scale [-scale-pages 1000,10000,100000] [-journals 1000]
+//	go run ./bench -atom -pages 500 -rounds 5
 //
 // With -rounds N the two run N times each, interleaved and alternating
 // which goes first, and the ratios printed are the medians of the rounds'
@@ -160,6 +161,7 @@ func main() {
 	fleetPapers := flag.Int("fleet-papers", 1_000_000, "with -fleet: papers to commit")
 	natsServer := flag.String("nats-server", "", "with -fleet: this nats-server binary (default: build the Go module's)")
 	delay := flag.Duration("delay", 5*time.Millisecond, "with -fleet: one-way delay added between the look-up and the server")
+	atomMode := flag.Bool("atom", false, "compare a backfill of -pages pages into atom: with one into jsonl: (CPU, interleaved -rounds)")
 	crawlPath := flag.String("crawl", "", "measure this crawl binary instead of building ./cmd/crawl (an older version, say)")
 	flag.Parse()
 	if *pages < 1 || *conc < 1 || *rounds < 1 || *journals < 1 {
@@ -189,14 +191,17 @@ func main() {
 		scale(crawlBin, dir, sizes, *journals, *conc)
 		return
 	}
-	baseBin := build(dir, "./bench/baseline", "baseline")
-
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
 	go http.Serve(ln, synthSite{n: *pages})
 	base := "http://" + ln.Addr().String()
+	if *atomMode {
+		atomVsJSONL(crawlBin, base, dir, *pages, *conc, *rounds)
+		return
+	}
+	baseBin := build(dir, "./bench/baseline", "baseline")
 	fmt.Printf("site: %d pages of 20 papers (%d KB a page) on %s; concurrency %d; %d rounds\n", *pages, len(testsite.Synth(journal, 1, 20))>>10, base, *conc, *rounds)
 
 	runCrawl := func(round int) result {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/archive"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/feedtest"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/testsite"
 )
@@ -95,7 +96,7 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, "backfill", "--journal", "9001", "--pages", "1-", "--base-url", srv.URL,
 			"--delay", "0", "--concurrency", "3", "--config", filepath.Join(repoRoot, "config.yaml"),
-			"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "papers.jsonl"),
+			"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "papers.jsonl"), "--sink", "atom:"+filepath.Join(dir, "feeds")+"?keep=250",
 			"--archive", filepath.Join(dir, "warc"))
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
@@ -147,6 +148,13 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("%d papers differ or are missing, e.g. %s", len(missing), fmt.Sprint(missing[:min(5, len(missing))]))
 	}
+	// The feed after the kills is the feed of a run without them: the
+	// same entries in the same order, and feedparser reads it.
+	cleanFeed, killedFeed := filepath.Join(clean, "feeds", "9001.atom"), filepath.Join(killed, "feeds", "9001.atom")
+	if c, k := feedtest.Read(t, cleanFeed), feedtest.Read(t, killedFeed); len(c.Entries) != 250 || !slices.Equal(c.IDs(), k.IDs()) {
+		t.Fatalf("the feed after kills holds %d entries, a clean run's %d; same order: %v", len(k.Entries), len(c.Entries), slices.Equal(c.IDs(), k.IDs()))
+	}
+	feedtest.Feedparser(t, cleanFeed, killedFeed)
 	// The history counts what the killed runs delivered: their counts are
 	// recovered from the state, so the runs' new papers add up to the
 	// papers in the sink, in `crawl runs --json` and in the report.

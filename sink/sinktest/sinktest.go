@@ -38,6 +38,9 @@ type Features struct {
 	// its content (sink.ErrRefused): every driver has one (a NUL for
 	// PostgreSQL, a record over the size a message or line may have).
 	Refuse func(id string) record.Record
+	// Keeps, for a sink that keeps a view of a record (a feed entry), is
+	// that view: records are compared by it (nil: whole).
+	Keeps func(record.Record) record.Record
 }
 
 // Destination is one empty place to deliver to (a file, a stream, a
@@ -56,19 +59,19 @@ type Destination struct {
 // Run runs the suite. fresh makes a new, empty destination for each test.
 func Run(t *testing.T, fresh func(t *testing.T) Destination, f Features) {
 	t.Run("WriteReadBack", func(t *testing.T) { writeReadBack(t, fresh(t), f) })
-	t.Run("EmptyBatch", func(t *testing.T) { emptyBatch(t, fresh(t)) })
+	t.Run("EmptyBatch", func(t *testing.T) { emptyBatch(t, fresh(t), f) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { concurrentWriters(t, fresh(t), f) })
-	t.Run("CloseAndWriteAfterClose", func(t *testing.T) { closeTwice(t, fresh(t)) })
+	t.Run("CloseAndWriteAfterClose", func(t *testing.T) { closeTwice(t, fresh(t), f) })
 	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh(t)) })
 	t.Run("SameBytesAsMarshal", func(t *testing.T) { sameBytes(t, fresh(t), f.Reencoded) })
 	if f.Restore {
-		t.Run("RestoreAfterCrash", func(t *testing.T) { restoreAfterCrash(t, fresh(t)) })
+		t.Run("RestoreAfterCrash", func(t *testing.T) { restoreAfterCrash(t, fresh(t), f) })
 	}
 	if f.Refuse != nil {
 		t.Run("RefusedRecordQuarantined", func(t *testing.T) { refusedQuarantined(t, fresh(t), f) })
 	}
 	if f.DedupeByID {
-		t.Run("RedeliveryDeduped", func(t *testing.T) { redelivery(t, fresh(t)) })
+		t.Run("RedeliveryDeduped", func(t *testing.T) { redelivery(t, fresh(t), f) })
 	}
 }
 
@@ -107,11 +110,23 @@ func keys(rs []record.Record) []string {
 	return out
 }
 
+// view is each record as the sink keeps it (Keeps).
+func (f Features) view(rs []record.Record) []record.Record {
+	if f.Keeps == nil {
+		return rs
+	}
+	out := make([]record.Record, len(rs))
+	for i, r := range rs {
+		out[i] = f.Keeps(r)
+	}
+	return out
+}
+
 // sameMultiset reports whether got and want hold the same records the same
 // number of times.
-func sameMultiset(t *testing.T, got, want []record.Record) {
+func sameMultiset(t *testing.T, f Features, got, want []record.Record) {
 	t.Helper()
-	g, w := keys(got), keys(want)
+	g, w := keys(f.view(got)), keys(f.view(want))
 	slices.Sort(g)
 	slices.Sort(w)
 	if !slices.Equal(g, w) {
@@ -159,18 +174,18 @@ func writeReadBack(t *testing.T, d Destination, f Features) {
 	}
 	closeSink(t, s)
 	got := d.Read(t)
-	sameMultiset(t, got, all)
+	sameMultiset(t, f, got, all)
 	if f.Ordered && !slices.Equal(keys(got), keys(all)) {
 		t.Fatal("records came back out of write order")
 	}
 }
 
-func emptyBatch(t *testing.T, d Destination) {
+func emptyBatch(t *testing.T, d Destination, f Features) {
 	s := d.Open(t)
 	write(t, s, nil)
 	write(t, s, Records("one", 1))
 	closeSink(t, s)
-	sameMultiset(t, d.Read(t), Records("one", 1))
+	sameMultiset(t, f, d.Read(t), Records("one", 1))
 }
 
 func concurrentWriters(t *testing.T, d Destination, f Features) {
@@ -203,7 +218,7 @@ func concurrentWriters(t *testing.T, d Destination, f Features) {
 	}
 	closeSink(t, s)
 	got := d.Read(t)
-	sameMultiset(t, got, all)
+	sameMultiset(t, f, got, all)
 	if !f.Ordered {
 		return
 	}
@@ -218,7 +233,7 @@ func concurrentWriters(t *testing.T, d Destination, f Features) {
 	}
 }
 
-func closeTwice(t *testing.T, d Destination) {
+func closeTwice(t *testing.T, d Destination, f Features) {
 	s := d.Open(t)
 	write(t, s, Records("c", 2))
 	closeSink(t, s)
@@ -228,7 +243,7 @@ func closeTwice(t *testing.T, d Destination) {
 	if err := s.Write(context.Background(), Records("late", 1)); !errors.Is(err, sink.ErrClosed) {
 		t.Fatalf("Write after Close = %v, want sink.ErrClosed", err)
 	}
-	sameMultiset(t, d.Read(t), Records("c", 2))
+	sameMultiset(t, f, d.Read(t), Records("c", 2))
 }
 
 func cancelled(t *testing.T, d Destination) {
@@ -244,7 +259,7 @@ func cancelled(t *testing.T, d Destination) {
 // restoreAfterCrash: batch A is committed (its token stored), batch B is
 // written but the process dies before its commit; the rerun restores the
 // token and writes B again. Each record must be there once.
-func restoreAfterCrash(t *testing.T, d Destination) {
+func restoreAfterCrash(t *testing.T, d Destination, f Features) {
 	s := d.Open(t)
 	a, b := Records("a", 5), Records("b", 5)
 	write(t, s, a)
@@ -262,7 +277,7 @@ func restoreAfterCrash(t *testing.T, d Destination) {
 	write(t, s2, b)
 	closeSink(t, s2)
 	got := d.Read(t)
-	sameMultiset(t, got, append(slices.Clone(a), b...))
+	sameMultiset(t, f, got, append(slices.Clone(a), b...))
 }
 
 // sameBytes: a record is the same bytes in every sink, as sink.Marshal
@@ -332,13 +347,13 @@ func Bench(b *testing.B, s sink.Sink) {
 	b.ReportMetric(float64(pages*20)/b.Elapsed().Seconds(), "records/s")
 }
 
-func redelivery(t *testing.T, d Destination) {
+func redelivery(t *testing.T, d Destination, f Features) {
 	s := d.Open(t)
 	a := Records("again", 6)
 	write(t, s, a)
 	write(t, s, a)
 	closeSink(t, s)
-	sameMultiset(t, d.Read(t), a)
+	sameMultiset(t, f, d.Read(t), a)
 }
 
 // Open opens the sink a URL names, failing the test if it cannot.
@@ -423,7 +438,7 @@ func refusedQuarantined(t *testing.T, d Destination, f Features) {
 			t.Fatalf("delivered, in order:\n%s", firstDiff(keys(got), keys(good)))
 		}
 	} else {
-		sameMultiset(t, got, good)
+		sameMultiset(t, f, got, good)
 	}
 	if c, ok := qs.(sink.Committer); ok != (f.Restore) {
 		t.Errorf("the quarantine wrapper hides the sink's token (Committer %v, want %v)", ok, f.Restore)

@@ -1,0 +1,248 @@
+package atom
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"encoding/xml"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// entry is one paper as its feed shows it, cleaned when it is made (see
+// clean) and never changed after: its XML and its line in the state file
+// are rendered once.
+type entry struct {
+	ID        string   `json:"id"` // the paper's id
+	Title     string   `json:"title"`
+	TitleCN   string   `json:"title_cn,omitempty"`
+	Authors   []string `json:"authors,omitempty"`
+	Published string   `json:"published,omitempty"` // RFC 3339, from the paper; "" when it gives none
+	Updated   string   `json:"updated"`             // RFC 3339: Published, else when the feed first had it
+	Link      string   `json:"link,omitempty"`      // the DOI URL, else the paper's page (http or https)
+	DOI       string   `json:"doi,omitempty"`
+	Summary   string   `json:"summary,omitempty"` // the abstract
+	Subject   string   `json:"subject,omitempty"`
+	Journal   string   `json:"journal,omitempty"` // the journal's name
+
+	xml, line []byte // rendered once (render)
+}
+
+// Bounds of an entry's text: a feed stays a size a reader fetches.
+const (
+	maxLineRunes    = 1000  // a title, an author, a subject, a name
+	maxAuthors      = 100   // authors named (the rest as "and N more")
+	maxSummaryRunes = 10000 // an abstract
+)
+
+// tagAuthority names this program in the tag: URIs of feeds and entries
+// (RFC 4151): an id never changes with the directory or the base URL, so
+// a reader never shows a paper twice.
+const tagAuthority = "tag:litcrawl.github.io,2026:"
+
+// newEntry makes a record's entry; seen is when the feed first had the
+// paper (its updated time when the paper gives no date).
+func newEntry(r *record.Record, seen time.Time) *entry {
+	e := &entry{
+		ID:      r.ID,
+		Title:   clean(r.Title, true, maxLineRunes),
+		TitleCN: clean(r.TitleCN, true, maxLineRunes),
+		DOI:     clean(r.DOI, true, maxLineRunes),
+		Summary: clean(cmp.Or(r.Abstract, r.AbstractCN), false, maxSummaryRunes),
+		Subject: clean(r.Subject, true, maxLineRunes),
+		Link:    webLink(r.DOIURL, r.URL),
+	}
+	if r.Journal != nil {
+		e.Journal = clean(r.Journal.Name, true, maxLineRunes)
+	}
+	for i, a := range r.Authors {
+		if i == maxAuthors {
+			e.Authors = append(e.Authors, "and "+strconv.Itoa(len(r.Authors)-maxAuthors)+" more")
+			break
+		}
+		if a = clean(a, true, maxLineRunes); a != "" {
+			e.Authors = append(e.Authors, a)
+		}
+	}
+	if t, ok := paperTime(r.Published); ok {
+		e.Published = t.Format(time.RFC3339)
+	}
+	e.Updated = cmp.Or(e.Published, seen.UTC().Truncate(time.Second).Format(time.RFC3339))
+	return e
+}
+
+// paperTime reads a paper's date: a day (2024-09-02), a month, a year,
+// or a time in RFC 3339.
+func paperTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{"2006-01-02", time.RFC3339, "2006-01", "2006"} {
+		if t, err := time.Parse(layout, s); err == nil && t.Year() >= 1000 && t.Year() <= 9999 {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// webLink is the first of urls that a reader may open: an absolute http
+// or https URL without user information; "" when none is.
+func webLink(urls ...string) string {
+	for _, raw := range urls {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			continue
+		}
+		return u.String()
+	}
+	return ""
+}
+
+// clean makes text safe for a feed, whatever the source gave: broken
+// UTF-8 becomes U+FFFD; control characters, characters XML 1.0 does not
+// allow and the marks that reorder text are dropped; a one-line field's
+// white space (new lines and tabs included) becomes single spaces; text
+// longer than max runes is cut, with "…". Markup stays text: the XML
+// writer escapes it, and every text element is type="text".
+func clean(s string, oneLine bool, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	b.Grow(len(s))
+	n, space := 0, false
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t' || r == '\r' || unicode.IsSpace(r):
+			if oneLine || r != '\n' {
+				space = true
+				continue
+			}
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0, // C0, DEL, C1
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f, // bidirectional marks
+			r == 0xfffe || r == 0xffff, r >= 0xd800 && r <= 0xdfff, r > unicode.MaxRune: // not XML characters
+			continue
+		}
+		if space && b.Len() > 0 && r != '\n' {
+			b.WriteByte(' ')
+			n++
+		}
+		space = false
+		if n >= max {
+			return strings.TrimSpace(b.String()) + "…"
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// tagID is the tag: URI of kind/key (the key percent-encoded where the
+// URI's syntax needs it).
+func tagID(kind, key string) string {
+	var b strings.Builder
+	b.WriteString(tagAuthority)
+	b.WriteString(kind)
+	b.WriteByte(':')
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < 0x80 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteString("%" + strings.ToUpper(strconv.FormatUint(uint64(c)>>4, 16)+strconv.FormatUint(uint64(c)&15, 16)))
+	}
+	return b.String()
+}
+
+// render makes the entry's XML and its state line, once.
+func (e *entry) render() {
+	if e.xml != nil {
+		return
+	}
+	var b bytes.Buffer
+	b.WriteString("  <entry>\n")
+	element(&b, "id", "", tagID("paper", e.ID))
+	title := cmp.Or(e.Title, e.TitleCN, "Untitled paper "+clean(e.ID, true, maxLineRunes))
+	element(&b, "title", ` type="text"`, title)
+	element(&b, "updated", "", e.Updated)
+	if e.Published != "" {
+		element(&b, "published", "", e.Published)
+	}
+	for _, a := range e.Authors {
+		b.WriteString("    <author><name>")
+		escape(&b, a)
+		b.WriteString("</name></author>\n")
+	}
+	if e.Link != "" {
+		b.WriteString(`    <link rel="alternate" type="text/html" href="`)
+		escape(&b, e.Link)
+		b.WriteString("\"/>\n")
+	}
+	if e.Summary != "" {
+		element(&b, "summary", ` type="text"`, e.Summary)
+	}
+	element(&b, "content", ` type="text"`, e.content())
+	if e.Journal != "" {
+		category(&b, e.Journal, "journal")
+	}
+	if e.Subject != "" {
+		category(&b, e.Subject, "subject")
+	}
+	b.WriteString("  </entry>\n")
+	e.xml = b.Bytes()
+	line, err := json.Marshal(e)
+	if err != nil { // strings only: cannot fail
+		panic(err)
+	}
+	e.line = line
+}
+
+// content is the entry's text: the Chinese title, the DOI, the journal.
+func (e *entry) content() string {
+	var parts []string
+	if e.TitleCN != "" && e.TitleCN != e.Title {
+		parts = append(parts, e.TitleCN)
+	}
+	if e.DOI != "" {
+		parts = append(parts, "DOI: "+e.DOI)
+	}
+	if e.Journal != "" {
+		parts = append(parts, e.Journal)
+	}
+	if len(parts) == 0 {
+		return cmp.Or(e.Title, e.TitleCN, e.ID)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func element(b *bytes.Buffer, name, attrs, text string) {
+	b.WriteString("    <" + name + attrs + ">")
+	escape(b, text)
+	b.WriteString("</" + name + ">\n")
+}
+
+func category(b *bytes.Buffer, term, scheme string) {
+	b.WriteString(`    <category term="`)
+	escape(b, term)
+	b.WriteString(`" scheme="` + tagAuthority + scheme + `"/>` + "\n")
+}
+
+// escape writes text escaped for XML text and attribute values (both
+// quotes too); a character XML does not allow becomes U+FFFD.
+func escape(b *bytes.Buffer, s string) {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	xml.EscapeText(b, []byte(s)) //nolint:errcheck // a bytes.Buffer does not fail
+}
+
+// newer orders entries newest first: by their time (the paper's date, or
+// when the feed first had it), then by id, so that the order depends on
+// the entries alone, never on when or how often they were delivered.
+func newer(a, b *entry) int {
+	return cmp.Or(strings.Compare(b.Updated, a.Updated), strings.Compare(a.ID, b.ID))
+}

@@ -1,0 +1,27 @@
+//go:build unix
+
+package atom
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// lockDir takes the directory's lock file, so that a second writer (two
+// crawls given one directory) is refused rather than interleaved.
+func lockDir(dir string) (unlock func() error, err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".litcrawl-atom.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errors.New("another process writes these feeds (one writer per directory)")
+		}
+		return nil, err
+	}
+	return f.Close, nil
+}
