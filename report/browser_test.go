@@ -162,10 +162,15 @@ func TestReportInBrowser(t *testing.T) {
 				t.Errorf("chart %s lacks %q (series %q); texts: %q", c.ID, w, c.Series, c.Texts)
 			}
 		}
+		// A long name is broken into lines of the legend.
+		lines := strings.Join(c.Texts, " ")
 		for _, s := range strings.Split(c.Series, "|") {
-			if !strings.Contains(texts, s) {
+			if !strings.Contains(lines, s) {
 				t.Errorf("chart %s: series %q has no legend entry", c.ID, s)
 			}
+		}
+		if len(c.Clipped) > 0 {
+			t.Errorf("chart %s: texts cut off at its edge: %q", c.ID, c.Clipped)
 		}
 	}
 	// Dates on the time axis.

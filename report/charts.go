@@ -53,9 +53,11 @@ type series struct {
 
 // mergeSame draws series with the same points (and the same dash) once:
 // one line hidden under another would leave its legend entry pointing at
-// nothing. The merged series is named by all of them ("with title = with
-// authors"), in the colour of the first.
+// nothing. The merged series is named by all of them, their common words
+// said once ("with title, authors"; "title, DOI minimum"), in the colour
+// of the first.
 func mergeSame(ss []series) (out []series, merged bool) {
+	var names [][]string
 	for _, s := range ss {
 		if len(s.pts) == 0 {
 			continue
@@ -63,12 +65,98 @@ func mergeSame(ss []series) (out []series, merged bool) {
 		i := slices.IndexFunc(out, func(o series) bool { return o.dashed == s.dashed && slices.Equal(o.pts, s.pts) })
 		if i < 0 {
 			out = append(out, s)
+			names = append(names, []string{s.name})
 			continue
 		}
-		out[i].name += " = " + s.name
+		names[i] = append(names[i], s.name)
 		merged = true
 	}
+	for i := range out {
+		out[i].name = joinNames(names[i])
+	}
 	return out, merged
+}
+
+// joinNames names merged series: names that share a first or last word
+// say it once ("with title, DOI"; "title, DOI minimum"), the groups
+// joined by semicolons.
+func joinNames(names []string) string {
+	var parts []string
+	done := make([]bool, len(names))
+	for i, n := range names {
+		if done[i] {
+			continue
+		}
+		done[i] = true
+		if !strings.Contains(n, " ") {
+			parts = append(parts, n)
+			continue
+		}
+		first, _, _ := strings.Cut(n, " ")
+		last := n[strings.LastIndexByte(n, ' ')+1:]
+		var byFirst, byLast []int
+		for j := i + 1; j < len(names); j++ {
+			if done[j] {
+				continue
+			}
+			if strings.HasPrefix(names[j], first+" ") {
+				byFirst = append(byFirst, j)
+			}
+			if strings.HasSuffix(names[j], " "+last) {
+				byLast = append(byLast, j)
+			}
+		}
+		group, trim := []int(nil), func(s string) string { return s }
+		switch {
+		case len(byFirst) > 0 && len(byFirst) >= len(byLast):
+			group, trim = byFirst, func(s string) string { return strings.TrimPrefix(s, first+" ") }
+		case len(byLast) > 0:
+			group, trim = byLast, func(s string) string { return strings.TrimSuffix(s, " "+last) }
+		}
+		words := []string{trim(n)}
+		for _, j := range group {
+			done[j] = true
+			words = append(words, trim(names[j]))
+		}
+		switch {
+		case len(group) == 0:
+			parts = append(parts, n)
+		case len(byFirst) > 0 && len(byFirst) >= len(byLast):
+			parts = append(parts, first+" "+strings.Join(words, ", "))
+		default:
+			parts = append(parts, strings.Join(words, ", ")+" "+last)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// addLegend adds an entry to p's legend, its name broken into lines that
+// fit the legend's column (the lines after the first have no icon).
+func addLegend(p *plot.Plot, name string, thumbs ...plot.Thumbnailer) {
+	sty := p.Legend.TextStyle
+	room := legendWidth - 8 - p.Legend.ThumbnailWidth - sty.Width("  ")
+	var lines []string
+	for _, w := range strings.Fields(name) {
+		if n := len(lines); n > 0 && sty.Width(lines[n-1]+" "+w) <= room {
+			lines[n-1] += " " + w
+			continue
+		}
+		lines = append(lines, w)
+	}
+	for i, l := range lines {
+		if i == 0 {
+			p.Legend.Add(l, thumbs...)
+		} else {
+			p.Legend.Add(l)
+		}
+	}
+}
+
+// darker is c at 60% of its brightness: dashed lines drawn over a line
+// of their own colour stay visible.
+func darker(c color.Color) color.Color {
+	r, g, b, a := c.RGBA()
+	return color.RGBA64{R: uint16(r * 6 / 10), G: uint16(g * 6 / 10), B: uint16(b * 6 / 10), A: uint16(a)}
 }
 
 // newPlot makes a plot with the report's faces, a title and axis labels.
@@ -83,6 +171,7 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Title.Padding = 6
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = 10
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -151,7 +240,7 @@ func render(p *plot.Plot) (template.HTML, error) {
 	dc := draw.New(c)
 	legend := p.Legend
 	p.Legend = plot.NewLegend() // the plot draws none inside its area
-	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
+	p.Draw(draw.Crop(dc, 3, -legendWidth, 0, -3)) // room for the title's and axis label's line boxes
 	legend.Top, legend.Left = true, true
 	legend.Padding = vg.Points(3.5)
 	legend.YOffs = -vg.Length(p.Title.TextStyle.Font.Size) * 2
@@ -183,7 +272,7 @@ func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax fl
 	}
 	ss, merged := mergeSame(ss)
 	if merged {
-		ch.Caption += " Lines with the same values are drawn once, their names joined by “=”."
+		ch.Caption += " Lines with the same values are drawn once, under all their names."
 	}
 	p := newPlot(title, "run start (UTC)", yLabel)
 	ax.apply(p)
@@ -194,6 +283,7 @@ func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax fl
 	if yMax > 0 {
 		p.Y.Max = yMax
 	}
+	var last []plot.Plotter // dashed lines, drawn over the others
 	for _, s := range ss {
 		if len(s.pts) == 0 {
 			continue
@@ -205,16 +295,23 @@ func lineChart(id, title, caption, yLabel string, ss []series, ax xAxis, yMax fl
 		}
 		l.Color, l.Width = col, vg.Points(1.5)
 		pts.Color, pts.Shape, pts.Radius = col, draw.CircleGlyph{}, vg.Points(2.2)
-		if s.dashed || len(s.pts) > maxGlyphs {
+		switch {
+		case s.dashed:
+			l.Color, l.Width = darker(col), vg.Points(1.2)
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			last = append(last, l)
+			addLegend(p, s.name, l)
+		case len(s.pts) > maxGlyphs:
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			p.Add(l)
-			p.Legend.Add(s.name, l)
-		} else {
+			addLegend(p, s.name, l)
+		default:
 			p.Add(l, pts)
-			p.Legend.Add(s.name, l, pts)
+			addLegend(p, s.name, l, pts)
 		}
 		ch.Series = append(ch.Series, s.name)
 	}
+	p.Add(last...)
 	switch {
 	case p.Y.Max <= p.Y.Min:
 		p.Y.Max = 1
@@ -250,7 +347,7 @@ func barChart(id, title, caption, xLabel, yLabel string, categories []string, gr
 		b.LineStyle.Width = 0
 		b.Offset = width * vg.Length(float64(i)-float64(len(groups)-1)/2)
 		p.Add(b)
-		p.Legend.Add(g, b)
+		addLegend(p, g, b)
 		ch.Series = append(ch.Series, g)
 	}
 	p.NominalX(categories...)
@@ -261,5 +358,3 @@ func barChart(id, title, caption, xLabel, yLabel string, categories []string, gr
 	ch.SVG = svg
 	return ch, err
 }
-
-var _ color.Color = plotutil.Color(0)

@@ -68,7 +68,7 @@ func TestChartsShowEverySeriesAndRateWork(t *testing.T) {
 	}
 	page := b.String()
 	quality := between(page, `id="chart-quality"`, "</figure>")
-	for _, want := range []string{"with title = with authors = with date", "authors minimum = date minimum", "Lines with the same values are drawn once"} {
+	for _, want := range []string{`data-series="with title, authors, date; all fields plausible|title, DOI, authors, date minimum|with DOI|plausible minimum"`, "Lines with the same values are drawn once"} {
 		if !strings.Contains(quality, want) {
 			t.Errorf("the quality chart does not merge its equal lines (%q): %s", want, quality[:min(len(quality), 300)])
 		}

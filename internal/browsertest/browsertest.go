@@ -45,6 +45,9 @@ type Chart struct {
 	Width  float64  `json:"width"`
 	Height float64  `json:"height"`
 	Note   string   `json:"note"`
+	// Clipped are the texts that reach past the chart's edges (cut off
+	// on screen).
+	Clipped []string `json:"clipped"`
 }
 
 // Page is what a page showed in the browser.
@@ -121,7 +124,11 @@ func Open(t testing.TB, url string) Page {
 				paths: svg ? svg.querySelectorAll("path").length : 0,
 				texts: svg ? [...svg.querySelectorAll("text")].map(t => t.textContent) : [],
 				width: r.width, height: r.height,
-				note: (f.querySelector(".empty") || {textContent: ""}).textContent};
+				note: (f.querySelector(".empty") || {textContent: ""}).textContent,
+				clipped: svg ? [...svg.querySelectorAll("text")].filter(t => {
+					const b = t.getBoundingClientRect();
+					return b.width > 0 && (b.left < r.left - 0.5 || b.right > r.right + 0.5 || b.top < r.top - 0.5 || b.bottom > r.bottom + 0.5);
+				}).map(t => t.textContent) : []};
 		})`))
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
