@@ -137,9 +137,9 @@ func OpenSinks(ctx context.Context, urls []string, o SinkOptions) (sink.Sink, er
 			}
 			var ue *sink.URLError
 			if errors.As(err, &ue) {
-				return nil, exitcode.UsageError(fmt.Errorf("--sink: %w", err))
+				return nil, exitcode.UsageError(fmt.Errorf("sink: %w", err))
 			}
-			return nil, fmt.Errorf("--sink: %w", err)
+			return nil, fmt.Errorf("sink: %w", err)
 		}
 		s = sink.Retry(m.observe(s), retry)
 		if o.Quarantine != nil {

@@ -194,6 +194,14 @@ func (c *Config) DropJournalSinks() {
 	}
 }
 
+// DropJournalDelays makes every journal's requests paced by fetch.delay
+// alone: --delay sets the delay of every journal.
+func (c *Config) DropJournalDelays() {
+	for i := range c.Journals {
+		c.Journals[i].Fetch.Delay = nil
+	}
+}
+
 // JournalDelays are the journals with a delay of their own, by id (nil
 // when none has).
 func (c *Config) JournalDelays() map[int64]Duration {

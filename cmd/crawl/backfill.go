@@ -46,7 +46,7 @@ func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
 	f.sinks.register(fl, false)
 	typedVar(fl, newIntIn(&f.concurrency, 0, 1, config.MaxConcurrency, "requests per host (fetch.concurrency's bounds)"), "concurrency", "requests in flight per host (default: fetch.concurrency)")
-	typedVar(fl, newDuration(&f.delay, 0, false, "0 or 1.5s"), "delay", "delay between requests to a host, e.g. 0, 1.5s (default: fetch.delay)")
+	typedVar(fl, newDuration(&f.delay, 0, false, "0 or 1.5s"), "delay", "delay between requests to a host, e.g. 0, 1.5s, for every journal, one with a fetch.delay of its own too (default: fetch.delay)")
 }
 
 // apply overrides the configuration with the flags given.
@@ -67,6 +67,7 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	if cmd.Flags().Changed("delay") {
 		cfg.Fetch.Delay, cfg.Fetch.Jitter = config.Duration(f.delay), config.Duration(min(cfg.Fetch.Jitter.D(), f.delay/2))
+		cfg.DropJournalDelays() // --delay sets every journal's delay, one of the file's own too
 	}
 	sinks, err := f.sinks.resolve(cmd, cfg.Sinks)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/testsite"
@@ -96,6 +98,25 @@ journals:
 	crawlWith("backfill", "--pages", "1-2", "--state-dir", filepath.Join(dir, "s"), "--sink", "jsonl:"+one)
 	if got := journalsOf(t, one); got[11] != 40 || got[12] != 40 {
 		t.Errorf("--sink: %v, want both journals' 40 papers", got)
+	}
+
+	// --delay sets every journal's delay: journal 12's own 10ms (5s
+	// here) is lifted too.
+	slow := filepath.Join(dir, "slow.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(slow, bytes.Replace(b, []byte("delay: 10ms"), []byte("delay: 5s"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if code, _, errs := crawl(t, "--config", slow, "--base-url", srv.URL, "backfill", "--pages", "1-3", "--delay", "0",
+		"--state-dir", filepath.Join(dir, "d"), "--sink", "jsonl:"+filepath.Join(dir, "d.jsonl")); code != exitcode.OK {
+		t.Fatalf("backfill --delay 0: exit %d: %s", code, errs)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("backfill --delay 0 took %v: journal 12's own delay of 5s still paced it", took)
 	}
 
 	// config show: the settings in effect, and where each comes from.
