@@ -161,7 +161,7 @@ func version() string {
 	if rev != "" {
 		v += fmt.Sprintf(" (%s %s%s)", rev, at, dirty)
 	} else if buildVersion == "" {
-		v += " (no revision recorded: go build in a git checkout records it)"
+		v += " (no revision recorded: go build in a git checkout records it, unless GOFLAGS holds -buildvcs=false)"
 	}
 	return v + " " + info.GoVersion
 }
