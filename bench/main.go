@@ -162,6 +162,7 @@ func main() {
 	natsServer := flag.String("nats-server", "", "with -fleet: this nats-server binary (default: build the Go module's)")
 	delay := flag.Duration("delay", 5*time.Millisecond, "with -fleet: one-way delay added between the look-up and the server")
 	atomMode := flag.Bool("atom", false, "compare a backfill of -pages pages into atom: with one into jsonl: (CPU, interleaved -rounds)")
+	atomKeep := flag.Int("atom-keep", 100, "with -atom: the feed's keep (1 to 10000; 100 is the default, 10000 makes every page change the feed)")
 	crawlPath := flag.String("crawl", "", "measure this crawl binary instead of building ./cmd/crawl (an older version, say)")
 	flag.Parse()
 	if *pages < 1 || *conc < 1 || *rounds < 1 || *journals < 1 {
@@ -198,7 +199,7 @@ func main() {
 	go http.Serve(ln, synthSite{n: *pages})
 	base := "http://" + ln.Addr().String()
 	if *atomMode {
-		atomVsJSONL(crawlBin, base, dir, *pages, *conc, *rounds)
+		atomVsJSONL(crawlBin, base, dir, *pages, *conc, *rounds, *atomKeep)
 		return
 	}
 	baseBin := build(dir, "./bench/baseline", "baseline")

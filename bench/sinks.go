@@ -11,9 +11,11 @@ import (
 // atomVsJSONL backfills the synthetic site into jsonl: and into atom:,
 // interleaved rounds (alternating which goes first), and prints each
 // run's wall and CPU time and the median CPU ratio atom/jsonl: what the
-// feeds cost (a feed rewritten whole, durably, at every commit).
-func atomVsJSONL(crawlBin, base, dir string, pages, conc, rounds int) {
-	fmt.Printf("backfill of %d pages (%d papers) into jsonl: and into atom: (keep 100), concurrency %d, %d rounds interleaved\n", pages, 20*pages, conc, rounds)
+// feeds cost (a feed rewritten whole, durably, at every write that
+// changes it: with keep 100, the first five pages' writes; with keep
+// 10000, every write).
+func atomVsJSONL(crawlBin, base, dir string, pages, conc, rounds, keep int) {
+	fmt.Printf("backfill of %d pages (%d papers) into jsonl: and into atom: (keep %d), concurrency %d, %d rounds interleaved\n", pages, 20*pages, keep, conc, rounds)
 	run1 := func(kind string, round int) result {
 		out := filepath.Join(dir, fmt.Sprintf("%s-%d", kind, round))
 		defer os.RemoveAll(out)
@@ -21,7 +23,7 @@ func atomVsJSONL(crawlBin, base, dir string, pages, conc, rounds int) {
 		defer os.RemoveAll(state)
 		url := "jsonl:" + out + ".jsonl"
 		if kind == "atom" {
-			url = "atom:" + out
+			url = fmt.Sprintf("atom:%s?keep=%d", out, keep)
 		}
 		r, err := run(crawlBin, "backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", pages),
 			"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(conc), "--config", "config.yaml",

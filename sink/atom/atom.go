@@ -232,7 +232,15 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	for _, k := range order {
 		old := s.st.Feeds[k]
 		f, uf := merge(old, byFeed[k], s.o.keep)
+		if old != nil && sameFeed(old, f) {
+			continue // older than the feed's newest keep, or the same again
+		}
 		next[k], u.Feeds[k] = f, uf
+	}
+	if len(u.Feeds) == 0 {
+		// No feed a reader sees changed (a backfill past the newest keep
+		// papers): nothing to write, nothing to take back.
+		return nil
 	}
 	st := &state{Version: 1, Gen: s.st.Gen + 1, Feeds: next, Undo: append(slices.Clone(s.st.Undo), u)}
 	if len(st.Undo) > maxUndo {
@@ -242,7 +250,7 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 		return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
 	}
 	s.st = st
-	for _, k := range order {
+	for k := range u.Feeds {
 		s.dirty[k] = true
 		if uf := u.Feeds[k]; uf.New || uf.Name != st.Feeds[k].Name {
 			s.index = true
@@ -303,8 +311,29 @@ func merge(old *feed, es []*entry, keep int) (*feed, undoFeed) {
 		}
 		f.Entries = f.Entries[:keep]
 	}
+	for _, e := range f.Entries {
+		e.fill()
+	}
 	uf.Added = slices.Sorted(maps.Keys(added))
 	return f, uf
+}
+
+// sameFeed reports whether feeds a and b show the same: the same name
+// and the same entries, in order.
+func sameFeed(a, b *feed) bool {
+	if a.Name != b.Name || len(a.Entries) != len(b.Entries) {
+		return false
+	}
+	for i, e := range a.Entries {
+		if f := b.Entries[i]; e != f {
+			e.render()
+			f.render()
+			if !bytes.Equal(e.line, f.line) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // atomToken is the sink's commit token: the directory and the write

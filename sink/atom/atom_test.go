@@ -283,3 +283,44 @@ func TestRestoreTakesBackUncommittedWrites(t *testing.T) {
 		t.Errorf("a token ahead of the state: %v, want ErrBehind", err)
 	}
 }
+
+// A write that changes no feed (a backfill's papers older than the feed's
+// newest keep, or a paper delivered again as it was) writes nothing: the
+// feed file stays the same file and the token does not move; the papers
+// are not lost for it, as the feed never showed them. A paper delivered
+// again with a new title changes its entry.
+func TestOlderPapersLeaveTheFeedAlone(t *testing.T) {
+	dir := t.TempDir()
+	s := sinktest.Open(t, "atom:"+dir+"?keep=3", sink.Options{})
+	defer s.Close()
+	ps := papers("a", 7, 10, day0)
+	if err := s.Write(context.Background(), ps[7:]); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := s.(sink.Committer).Token()
+	path := filepath.Join(dir, "7.atom")
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range [][]record.Record{ps[4:7], ps[:4], ps[8:]} {
+		if err := s.Write(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok2, _ := s.(sink.Committer).Token(); string(tok2) != string(tok) || !os.SameFile(before, after) {
+		t.Errorf("writes that change no feed moved the token (%s to %s) or rewrote the feed (%v)", tok, tok2, !os.SameFile(before, after))
+	}
+	fixed := slices.Clone(ps[9:])
+	fixed[0].Title = "Corrected"
+	if err := s.Write(context.Background(), fixed); err != nil {
+		t.Fatal(err)
+	}
+	if f := feedtest.Read(t, path); f.Entries[0].Title.Body != "Corrected" || !slices.Equal(f.IDs(), []string{tagPaper + "a-9", tagPaper + "a-8", tagPaper + "a-7"}) {
+		t.Errorf("after a corrected paper: %v, first title %q", f.IDs(), f.Entries[0].Title.Body)
+	}
+}

@@ -31,7 +31,8 @@ type entry struct {
 	Subject   string   `json:"subject,omitempty"`
 	Journal   string   `json:"journal,omitempty"` // the journal's name
 
-	xml, line []byte // rendered once (render)
+	xml, line []byte         // rendered once (render)
+	rec       *record.Record // the record its texts are made from, until fill
 }
 
 // Bounds of an entry's text: a feed stays a size a reader fetches.
@@ -47,20 +48,35 @@ const (
 const tagAuthority = "tag:litcrawl.github.io,2026:"
 
 // newEntry makes a record's entry; seen is when the feed first had the
-// paper (its updated time when the paper gives no date).
+// paper, its time when it gives none. Its texts are made by fill, for the
+// entries that make it into a feed only (a backfill's older papers never
+// do).
 func newEntry(r *record.Record, seen time.Time) *entry {
-	e := &entry{
-		ID:      r.ID,
-		Title:   clean(r.Title, true, maxLineRunes),
-		TitleCN: clean(r.TitleCN, true, maxLineRunes),
-		DOI:     clean(r.DOI, true, maxLineRunes),
-		Summary: clean(cmp.Or(r.Abstract, r.AbstractCN), false, maxSummaryRunes),
-		Subject: clean(r.Subject, true, maxLineRunes),
-		Link:    webLink(r.DOIURL, r.URL),
-	}
+	e := &entry{ID: r.ID, rec: r}
 	if r.Journal != nil {
 		e.Journal = clean(r.Journal.Name, true, maxLineRunes)
 	}
+	if t, ok := paperTime(r.Published); ok {
+		e.Published = t.Format(time.RFC3339)
+	}
+	e.Updated = cmp.Or(e.Published, seen.UTC().Truncate(time.Second).Format(time.RFC3339))
+	return e
+}
+
+// fill makes the entry's texts from its record, cleaned, and lets the
+// record go.
+func (e *entry) fill() {
+	r := e.rec
+	if r == nil {
+		return
+	}
+	e.rec = nil
+	e.Title = clean(r.Title, true, maxLineRunes)
+	e.TitleCN = clean(r.TitleCN, true, maxLineRunes)
+	e.DOI = clean(r.DOI, true, maxLineRunes)
+	e.Summary = clean(cmp.Or(r.Abstract, r.AbstractCN), false, maxSummaryRunes)
+	e.Subject = clean(r.Subject, true, maxLineRunes)
+	e.Link = webLink(r.DOIURL, r.URL)
 	for i, a := range r.Authors {
 		if i == maxAuthors {
 			e.Authors = append(e.Authors, "and "+strconv.Itoa(len(r.Authors)-maxAuthors)+" more")
@@ -70,11 +86,6 @@ func newEntry(r *record.Record, seen time.Time) *entry {
 			e.Authors = append(e.Authors, a)
 		}
 	}
-	if t, ok := paperTime(r.Published); ok {
-		e.Published = t.Format(time.RFC3339)
-	}
-	e.Updated = cmp.Or(e.Published, seen.UTC().Truncate(time.Second).Format(time.RFC3339))
-	return e
 }
 
 // paperTime reads a paper's date: a day (2024-09-02), a month, a year,
@@ -110,6 +121,14 @@ func webLink(urls ...string) string {
 // longer than max runes is cut, with "…". Markup stays text: the XML
 // writer escapes it, and every text element is type="text".
 func clean(s string, oneLine bool, max int) string {
+	if plain(s, max) {
+		return s // most text: nothing to change
+	}
+	return cleanRunes(s, oneLine, max)
+}
+
+// cleanRunes is clean, rune by rune.
+func cleanRunes(s string, oneLine bool, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
 	b.Grow(len(s))
@@ -140,6 +159,20 @@ func clean(s string, oneLine bool, max int) string {
 	return strings.TrimSpace(b.String())
 }
 
+// plain reports whether clean leaves s as it is: printable ASCII, at
+// most max characters, single spaces between words and none around them.
+func plain(s string, max int) bool {
+	if len(s) > max || s != "" && (s[0] == ' ' || s[len(s)-1] == ' ') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == ' ' && i > 0 && s[i-1] == ' ' {
+			return false
+		}
+	}
+	return true
+}
+
 // tagID is the tag: URI of kind/key (the key percent-encoded where the
 // URI's syntax needs it).
 func tagID(kind, key string) string {
@@ -163,6 +196,7 @@ func (e *entry) render() {
 	if e.xml != nil {
 		return
 	}
+	e.fill()
 	var b bytes.Buffer
 	b.WriteString("  <entry>\n")
 	element(&b, "id", "", tagID("paper", e.ID))
