@@ -13,6 +13,7 @@ package atom
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -291,6 +292,7 @@ func merge(old *feed, es []*entry, keep int) (*feed, undoFeed) {
 			if e.Published == "" && prev.Published == "" {
 				e.Updated = prev.Updated // the time the feed first had it
 			}
+			e.Rank = cmp.Or(prev.Rank, e.Rank) // where the listing had it then
 			if !added[e.ID] {
 				if !slices.ContainsFunc(uf.Removed, func(r *entry) bool { return r.ID == e.ID }) {
 					uf.Removed = append(uf.Removed, prev)

@@ -324,3 +324,22 @@ func TestOlderPapersLeaveTheFeedAlone(t *testing.T) {
 		t.Errorf("after a corrected paper: %v, first title %q", f.IDs(), f.Entries[0].Title.Body)
 	}
 }
+
+// Papers of one date are in the order the listing had them when the feed
+// first had them (the site's order, not their ids'); a paper delivered
+// again from another place on the listing keeps its place.
+func TestPapersOfOneDateKeepTheListingsOrder(t *testing.T) {
+	dir := t.TempDir()
+	ps := papers("p", 5, 6, day0)
+	for i := range ps {
+		ps[i].Published = "2026-03-01"
+		ps[i].Source = record.Source{Page: 1 + i/3, Position: 3 - i%3} // p-2 p-1 p-0 on page 1, p-5 p-4 p-3 on page 2
+	}
+	again := slices.Clone(ps[:1])
+	again[0].Source = record.Source{Page: 2, Position: 3} // pushed down by newer papers
+	write(t, "atom:"+dir, sink.Options{}, ps[:3], ps[3:], again)
+	want := []string{tagPaper + "p-2", tagPaper + "p-1", tagPaper + "p-0", tagPaper + "p-5", tagPaper + "p-4", tagPaper + "p-3"}
+	if got := feedtest.Read(t, filepath.Join(dir, "5.atom")).IDs(); !slices.Equal(got, want) {
+		t.Errorf("feed order %v, want the listing's %v", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"encoding/xml"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -30,6 +31,10 @@ type entry struct {
 	Summary   string   `json:"summary,omitempty"` // the abstract
 	Subject   string   `json:"subject,omitempty"`
 	Journal   string   `json:"journal,omitempty"` // the journal's name
+	// Rank is where the listing had the paper when the feed first had
+	// it (page × 10^5 + position; 0: not known): papers of one date are
+	// in the site's order.
+	Rank int64 `json:"rank,omitempty"`
 
 	xml, line []byte         // rendered once (render)
 	rec       *record.Record // the record its texts are made from, until fill
@@ -53,6 +58,9 @@ const tagAuthority = "tag:litcrawl.github.io,2026:"
 // do).
 func newEntry(r *record.Record, seen time.Time) *entry {
 	e := &entry{ID: r.ID, rec: r}
+	if p, i := r.Source.Page, r.Source.Position; p > 0 && p <= 1_000_000 && i > 0 && i < 100_000 {
+		e.Rank = int64(p)*100_000 + int64(i)
+	}
 	if r.Journal != nil {
 		e.Journal = clean(r.Journal.Name, true, maxLineRunes)
 	}
@@ -275,8 +283,18 @@ func escape(b *bytes.Buffer, s string) {
 }
 
 // newer orders entries newest first: by their time (the paper's date, or
-// when the feed first had it), then by id, so that the order depends on
-// the entries alone, never on when or how often they were delivered.
+// when the feed first had it), then papers of one time as the listing had
+// them when the feed first had them (page 1's first paper first), then by
+// id, newest-looking first. A paper delivered again keeps its place, so a
+// run resumed after a crash orders the feed as a run without it.
 func newer(a, b *entry) int {
-	return cmp.Or(strings.Compare(b.Updated, a.Updated), strings.Compare(a.ID, b.ID))
+	return cmp.Or(strings.Compare(b.Updated, a.Updated), cmp.Compare(rank(a), rank(b)), strings.Compare(b.ID, a.ID))
+}
+
+// rank orders the entries of one time: an unknown rank after the known.
+func rank(e *entry) int64 {
+	if e.Rank <= 0 {
+		return math.MaxInt64
+	}
+	return e.Rank
 }
