@@ -36,14 +36,20 @@ func journalsOf(t *testing.T, path string) map[int64]int {
 // A journal with its own settings is crawled by them: its records go to
 // its own sinks (the others' to the file's), its walks stop at its own
 // max_pages; crawl config show prints them; --sink replaces every sink.
+// twoJournals serves journals 11 and 12, of pages of 20 papers each, for
+// the test; and gives it a directory.
+func twoJournals(t *testing.T, pages int) (*httptest.Server, string) {
+	site := testsite.New()
+	site.SynthJournal(11, pages, 20)
+	site.SynthJournal(12, pages, 20)
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	return srv, t.TempDir()
+}
+
 func TestPerJournalSettings(t *testing.T) {
 	t.Parallel()
-	site := testsite.New()
-	site.SynthJournal(11, 8, 20)
-	site.SynthJournal(12, 8, 20)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	dir := t.TempDir()
+	srv, dir := twoJournals(t, 8)
 	all, twelve := filepath.Join(dir, "all.jsonl"), filepath.Join(dir, "twelve.jsonl")
 	cfg := filepath.Join(dir, "config.yaml")
 	err := os.WriteFile(cfg, fmt.Appendf(nil, `fetch: {delay: 0s, jitter: 0s}
@@ -147,12 +153,7 @@ journals:
 // what was written after their last commit.
 func TestJournalSinksNeverLoseOrRepeat(t *testing.T) {
 	t.Parallel()
-	site := testsite.New()
-	site.SynthJournal(11, 4, 20)
-	site.SynthJournal(12, 4, 20)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	dir := t.TempDir()
+	srv, dir := twoJournals(t, 4)
 	config := func(name, text string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte("fetch: {delay: 0s, jitter: 0s}\n"+text), 0o644); err != nil {
