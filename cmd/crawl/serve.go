@@ -186,8 +186,12 @@ site does between nightlies: a nightly run then delivers them alone.`,
 			}
 			of(cmd).quietStop.Store(true) // Ctrl-C just ends the site
 			srv := &http.Server{Handler: siteHandler(site, verbose, cmd.ErrOrStderr()), ReadHeaderTimeout: 10 * time.Second}
-			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("serving %d pages on http://%s (faults: %s, seed %d); interrupt to stop", pages, ln.Addr(), faults, seed),
-				"addr", ln.Addr().String(), "pages", pages, "faults", faults, "seed", seed)
+			growing := ""
+			if grow.n > 0 {
+				growing = fmt.Sprintf("; growing by %d papers at page 1 of each synthetic journal every %v", grow.n, grow.every)
+			}
+			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("serving %d pages on http://%s (faults: %s, seed %d)%s; interrupt to stop", pages, ln.Addr(), faults, seed, growing),
+				"addr", ln.Addr().String(), "pages", pages, "faults", faults, "seed", seed, "grow", grow.String())
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
 			if grow.n > 0 {

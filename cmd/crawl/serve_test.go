@@ -152,7 +152,11 @@ func TestServeGrows(t *testing.T) {
 		}
 		close(lines)
 	}()
-	_, rest, _ := strings.Cut(waitLine(t, lines, "serving 5 pages on "), "serving 5 pages on ")
+	start := waitLine(t, lines, "serving 5 pages on ")
+	if !strings.Contains(start, "growing by 7 papers at page 1 of each synthetic journal every") {
+		t.Errorf("the start line does not say the site grows: %s", start)
+	}
+	_, rest, _ := strings.Cut(start, "serving 5 pages on ")
 	base := strings.Fields(rest)[0]
 	dir := t.TempDir()
 	out := filepath.Join(dir, "papers.jsonl")
