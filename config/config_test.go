@@ -248,7 +248,7 @@ journals:
 		t.Fatalf("ids %v", c.JournalIDs())
 	}
 	one, two, other := c.For(1), c.For(2), c.For(3)
-	if one.Nightly.MaxPages != 30 || one.Own != nil || !slices.Equal(one.Sinks, []string{"-"}) || one.Delay.D() != 2*time.Second {
+	if one.Nightly.MaxPages != 30 || one.Own != nil || !slices.Equal(one.Sinks, []string{"-"}) || one.Fetch.Delay.D() != 2*time.Second {
 		t.Errorf("journal 1: %+v", one)
 	}
 	if two.Name != "Two" || two.Nightly.MaxPages != 90 || two.Nightly.StopAfterKnownPages != 1 || two.Backfill.StopAfterRepeatPages != 7 ||
@@ -258,8 +258,8 @@ journals:
 	}
 	// The host's delay holds between any two requests: a shorter one of
 	// the journal's changes nothing.
-	if two.Delay.D() != 2*time.Second || c.JournalDelays() != nil {
-		t.Errorf("journal 2's delay in effect %v, journal delays %v", two.Delay.D(), c.JournalDelays())
+	if two.Fetch.Delay.D() != 2*time.Second || c.JournalDelays() != nil {
+		t.Errorf("journal 2's delay in effect %v, journal delays %v", two.Fetch.Delay.D(), c.JournalDelays())
 	}
 	if other.Nightly != c.Nightly || other.Own != nil {
 		t.Errorf("a journal with no entry: %+v", other)

@@ -101,17 +101,22 @@ type JournalSettings struct {
 	Backfill Backfill `json:"backfill" yaml:"backfill"`
 	// Sinks are the sink URLs its records go to (empty: standard output).
 	Sinks []string `json:"sinks" yaml:"sinks"`
-	// Delay is the least time between two requests for its pages: its
-	// own fetch.delay or the host's, whichever is longer.
-	Delay Duration `json:"delay" yaml:"delay"`
+	// Fetch.Delay is the least time between two requests for its pages:
+	// its own fetch.delay or the host's, whichever is longer.
+	Fetch JournalFetchSettings `json:"fetch" yaml:"fetch"`
 	// Own are the keys the journal sets itself ("nightly.max_pages", …).
 	Own []string `json:"own,omitempty" yaml:"own,omitempty"`
+}
+
+// JournalFetchSettings are a journal's fetch settings in effect.
+type JournalFetchSettings struct {
+	Delay Duration `json:"delay" yaml:"delay"`
 }
 
 // For is the settings in effect for journal id (the file's when it has
 // no entry).
 func (c *Config) For(id int64) JournalSettings {
-	s := JournalSettings{ID: id, Nightly: c.Nightly, Backfill: c.Backfill, Sinks: c.Sinks, Delay: c.Fetch.Delay}
+	s := JournalSettings{ID: id, Nightly: c.Nightly, Backfill: c.Backfill, Sinks: c.Sinks, Fetch: JournalFetchSettings{Delay: c.Fetch.Delay}}
 	i := slices.IndexFunc(c.Journals, func(j Journal) bool { return j.ID == id })
 	if i < 0 {
 		return s
@@ -134,7 +139,7 @@ func (c *Config) For(id int64) JournalSettings {
 		s.Sinks = j.Sinks
 	}
 	if v := j.Fetch.Delay; v != nil {
-		s.Delay = max(*v, c.Fetch.Delay) // the host's delay holds between any two requests
+		s.Fetch.Delay = max(*v, c.Fetch.Delay) // the host's delay holds between any two requests
 	}
 	return s
 }

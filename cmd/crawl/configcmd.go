@@ -113,7 +113,7 @@ func printSettings(w io.Writer, settings []config.JournalSettings) error {
 			{"backfill.stop_after_repeat_pages", strconv.Itoa(s.Backfill.StopAfterRepeatPages)},
 			{"backfill.max_pages", strconv.Itoa(s.Backfill.MaxPages)},
 			{"sinks", clean(sinks)},
-			{"fetch.delay", s.Delay.D().String()},
+			{"fetch.delay", s.Fetch.Delay.D().String()},
 		} {
 			from := "file"
 			if slices.Contains(s.Own, row.key) {
