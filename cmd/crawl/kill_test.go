@@ -200,6 +200,11 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 	if card == nil || string(card[1]) != fmt.Sprint(len(got)) {
 		t.Fatalf("the report's total of new papers is %q; the sink holds %d", card, len(got))
 	}
+	// `crawl runs` shows what it does not know of a killed run as such.
+	if out, err := exec.Command(bin, "runs", "--limit", "0", "--config", filepath.Join(repoRoot, "config.yaml"),
+		"--state-dir", filepath.Join(killed, "state")).Output(); err != nil || !regexp.MustCompile(`\d+/\d+/-/-\s.*counts recovered`).Match(out) {
+		t.Fatalf("crawl runs: %v: a killed run's skipped and past-the-end pages are not shown as unknown:\n%s", err, out)
+	}
 	// The archives written by the killed runs read back: every complete
 	// record, at least one response per page.
 	pagesSeen := map[string]bool{}

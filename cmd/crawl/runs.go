@@ -100,11 +100,12 @@ func newRunsCmd() *cobra.Command {
 		Use:   "runs [--state-dir DIR] [--json] [--limit N]",
 		Short: "List the runs in the crawl state's history, newest first",
 		Long: `runs lists the backfills and nightly runs recorded in the crawl state,
-newest first: id, kind, journals, start, duration, pages ok/failed/past the
-end, papers new/known, retries, exit code and the quality verdict. A run
+newest first: id, kind, journals, start, duration, pages ok/failed/skipped/
+past the end, papers new/known, retries, exit code and the quality verdict. A run
 with no end recorded was killed (kill -9, power loss) before its end; its
 counts are recovered from the state (the pages it committed, the papers it
-delivered first), noted "counts recovered"; its retries are not known.
+delivered first), noted "counts recovered"; its retries, skipped and
+past-the-end pages are not known ("-").
 Runs recorded by older versions show what they recorded ("-" for the
 rest). 'crawl runs show ID' prints one run in full.
 
@@ -266,6 +267,9 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 			ok, failed, past := v.Pages()
 			fresh, known := v.Papers()
 			pages = fmt.Sprintf("%d/%d/%d/%d", ok, failed, v.Summary.Pages["skipped"], past)
+			if v.Recovered {
+				pages = fmt.Sprintf("%d/%d/-/-", ok, failed) // skips and the end are not in the state
+			}
 			papers = fmt.Sprintf("%d/%d", fresh, known)
 			retries = strconv.Itoa(v.Retries())
 		}
@@ -332,7 +336,11 @@ func printRun(w io.Writer, v history.RunView) error {
 		row("error", "%s", s.Error)
 	}
 	ok, failed, past := v.Pages()
-	row("pages", "%d ok, %d failed, %d skipped (done before), %d past the end", ok, failed, s.Pages["skipped"], past)
+	if v.Recovered {
+		row("pages", "%d ok, %d failed; skipped and past the end not known (the run kept no summary)", ok, failed)
+	} else {
+		row("pages", "%d ok, %d failed, %d skipped (done before), %d past the end", ok, failed, s.Pages["skipped"], past)
+	}
 	fresh, known := v.Papers()
 	row("papers", "%d new, %d known", fresh, known)
 	var causes []string
