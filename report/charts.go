@@ -239,7 +239,7 @@ func render(p *plot.Plot) (template.HTML, error) {
 	c := vgsvg.New(chartWidth, chartHeight)
 	dc := draw.New(c)
 	legend := p.Legend
-	p.Legend = plot.NewLegend() // the plot draws none inside its area
+	p.Legend = plot.NewLegend()                   // the plot draws none inside its area
 	p.Draw(draw.Crop(dc, 3, -legendWidth, 0, -3)) // room for the title's and axis label's line boxes
 	legend.Top, legend.Left = true, true
 	legend.Padding = vg.Points(3.5)
