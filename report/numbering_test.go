@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,25 @@ func between(s, from, to string) string {
 	_, rest, _ := strings.Cut(s, from)
 	out, _, _ := strings.Cut(rest, to)
 	return out
+}
+
+// A history of one journal draws one line of new papers: all journals
+// (which is that journal), not a second "other journals" line over it.
+func TestOneJournalDrawsOneLine(t *testing.T) {
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	var runs []history.RunView
+	for i := range 3 {
+		rep := &history.RunReport{RunID: fmt.Sprint("run-", i), Kind: "nightly", Started: at.Format(time.RFC3339), DurationSeconds: 1,
+			Pages: map[string]int64{"done": 2}, Papers: map[string]int64{"new": int64(10 * i)},
+			PerJournal: map[string]engine.JournalCounts{"1001": {PagesDone: 2, PapersNew: int64(10 * i)}}}
+		runs = append(runs, history.RunView{ID: rep.RunID, Kind: "nightly", Status: history.StatusFinished,
+			Started: at.Add(time.Duration(i) * time.Hour), DurationSeconds: 1, Summary: rep})
+	}
+	var b bytes.Buffer
+	if err := report.Write(&b, report.Data{StateDir: "st", Runs: runs, Generated: at}); err != nil {
+		t.Fatal(err)
+	}
+	if papers := between(b.String(), `id="chart-papers"`, "</figure>"); !strings.Contains(papers, `data-series="all journals"`) {
+		t.Errorf("the new papers chart of one journal: %.200s", papers)
+	}
 }

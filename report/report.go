@@ -300,7 +300,7 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 				rest += c.PapersNew
 			}
 		}
-		if len(journals) > len(top) {
+		if len(journals) > len(top) && len(journals) > 1 { // one journal's line is all journals'
 			other.pts = append(other.pts, plotter.XY{X: x, Y: float64(rest)})
 		}
 	}

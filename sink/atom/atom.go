@@ -5,7 +5,7 @@
 //
 // The feeds are written with encoding/xml's escaping by hand rather than
 // with a feed library: each entry is rendered once and reused in every
-// rewrite of its feed (a feed is rewritten whole at each commit), an
+// rewrite of its feed (a feed is rewritten whole at each change), an
 // entry has several authors and categories with their term attribute, and
 // every text element is type="text" so that markup in a title stays text.
 package atom
@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -67,7 +69,9 @@ func parse(rawURL string) (options, error) {
 		return o, &sink.URLError{URL: redact.URL(rawURL), Reason: "expected atom:DIR"}
 	}
 	dir, query, _ := strings.Cut(rest, "?")
-	bad := func(reason string) error { return &sink.URLError{URL: redact.URL(rawURL), Reason: reason} }
+	// Messages name the directory, not the options: a base URL may hold
+	// what redact does not see (percent-encoded user information).
+	bad := func(reason string) error { return &sink.URLError{URL: redact.URL("atom:" + dir), Reason: reason} }
 	switch {
 	case dir == "":
 		return o, bad("expected a directory after atom: (atom:DIR)")
@@ -75,6 +79,8 @@ func parse(rawURL string) (options, error) {
 		return o, bad("expected atom:DIR, a directory path, not a URL (atom://…)")
 	case strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r == 0x7f }):
 		return o, bad("the directory has control characters")
+	case dir == "~" || strings.HasPrefix(dir, "~/"):
+		return o, bad("~ is not expanded here: give the directory's full path ($HOME/…)")
 	}
 	o.dir = dir
 	q, err := url.ParseQuery(query)
@@ -95,13 +101,13 @@ func parse(rawURL string) (options, error) {
 			o.keep = n
 		case "base":
 			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || !validPort(u.Port()) {
 				return o, bad(fmt.Sprintf("base=%q: expected the http(s) URL the directory is served at, e.g. https://example.org/feeds (no user, query or fragment)", redact.URL(v)))
 			}
 			o.base = strings.TrimRight(u.String(), "/")
 		case "title":
 			t := clean(v, true, maxTitle)
-			if t == "" || utf8.RuneCountInString(v) > maxTitle {
+			if t == "" || utf8.RuneCountInString(v) > maxTitle || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 				return o, bad(fmt.Sprintf("title: expected the feeds' title on one line, 1 to %d characters", maxTitle))
 			}
 			o.title = t
@@ -112,17 +118,25 @@ func parse(rawURL string) (options, error) {
 	return o, nil
 }
 
-// same is the directory a URL names, as an absolute path: one directory
-// is one sink, whatever its options.
+// same is the destination a URL names: the directory as an absolute path
+// with its links resolved, and the options. One directory named with
+// other options is another sink, which then fails to open (one writer
+// per directory) rather than one set of options applying to both.
 func same(rawURL string) string {
 	o, err := parse(rawURL)
 	if err != nil {
 		return rawURL
 	}
-	if abs, err := filepath.Abs(o.dir); err == nil {
-		return "atom:" + abs
+	return fmt.Sprintf("atom:%s?keep=%d&base=%s&title=%s", absDir(o.dir), o.keep, url.QueryEscape(o.base), url.QueryEscape(o.title))
+}
+
+// validPort: none, or a TCP port number.
+func validPort(p string) bool {
+	if p == "" {
+		return true
 	}
-	return rawURL
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n <= 65535
 }
 
 func check(rawURL string) error {
@@ -134,14 +148,24 @@ func check(rawURL string) error {
 type atomSink struct {
 	sink.Gate // Write, Token and Restore hold it exclusively
 	o         options
+	writer    string // the crawl state whose tokens it gives (sink.Options.Writer)
 	log       *slog.Logger
 	now       func() time.Time
 	unlock    func() error
-	st        *state
-	dirty     map[string]bool // feeds whose file is behind the state
-	index     bool            // the index files are behind the state
+	feeds     map[string]*feed // by journal id, in decimal
+	gen       uint64           // the directory's write count: the newest feed's Gen
+	begun     bool             // the files were checked against the state (begin)
+	trimmed   bool             // the feeds were cut to keep (trim)
+	session   map[string]bool  // feeds whose epoch this session has set
+	dirty     map[string]bool  // feeds whose file is behind the state
+	index     bool             // the index files may be behind the state
+	// lastOPML and lastHTML are the index files as last written.
+	lastOPML, lastHTML []byte
 }
 
+// open reads the feeds' state; it changes nothing on disk (crawl sink
+// check opens the sink too): the files are checked and mended at the
+// first Write or Restore (begin).
 func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error) {
 	o, err := parse(rawURL)
 	if err != nil {
@@ -154,43 +178,123 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 	if err != nil {
 		return nil, fmt.Errorf("atom %s: %w", o.dir, err)
 	}
-	st, err := load(o.dir)
+	feeds, err := loadFeeds(o.dir)
 	if err != nil {
 		unlock()
 		return nil, fmt.Errorf("atom: %w", err)
 	}
-	s := &atomSink{o: o, log: opts.Log(), now: opts.Clock, unlock: unlock, st: st, dirty: map[string]bool{}, index: true}
-	// A keep smaller than the last run's trims the feeds now; and the
-	// feed files are made again from the state, whatever a crash left.
-	for k, f := range st.Feeds {
-		if len(f.Entries) > o.keep {
-			f.Entries = f.Entries[:o.keep]
-		}
-		s.dirty[k] = true
-	}
-	if err := s.flush(); err != nil {
-		unlock()
-		return nil, err
-	}
+	s := &atomSink{o: o, writer: opts.Writer, log: opts.Log(), now: opts.Clock, unlock: unlock, feeds: feeds,
+		session: map[string]bool{}, dirty: map[string]bool{}}
+	s.gen = s.maxGen()
 	return s, nil
+}
+
+func (s *atomSink) maxGen() uint64 {
+	var g uint64
+	for _, f := range s.feeds {
+		g = max(g, f.Gen)
+	}
+	return g
 }
 
 func (s *atomSink) Describe() string { return "atom:" + s.o.dir }
 
 // TokenKey is the directory's absolute path: however it is spelled, the
 // same feeds find their token.
-func (s *atomSink) TokenKey() string {
-	if abs, err := filepath.Abs(s.o.dir); err == nil {
-		return "atom:" + abs
+func (s *atomSink) TokenKey() string { return "atom:" + absDir(s.o.dir) }
+
+// absDir is dir as an absolute path with its symbolic links resolved
+// (dir itself when it cannot be).
+func absDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
 	}
-	return s.Describe()
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
+// begin mends the files at the first change of the session: a feed file
+// behind its state (a crash between the two) is marked to be written
+// again, and the temporary files a crash left are removed.
+func (s *atomSink) begin() {
+	if s.begun {
+		return
+	}
+	s.begun, s.index = true, true
+	for k, f := range s.feeds {
+		if feedGen(filepath.Join(s.o.dir, k+".atom")) != f.Gen {
+			s.dirty[k] = true
+		}
+	}
+	for _, dir := range []string{s.o.dir, filepath.Join(s.o.dir, stateDir)} {
+		ents, _ := os.ReadDir(dir)
+		for _, de := range ents {
+			base, _, ok := strings.Cut(strings.TrimPrefix(de.Name(), "."), ".tmp-")
+			if !ok || !strings.HasPrefix(de.Name(), ".") || !de.Type().IsRegular() {
+				continue
+			}
+			k, _ := strings.CutSuffix(base, ".atom")
+			j, _ := strings.CutSuffix(base, ".json")
+			if base == "index.opml" || base == "index.html" || journalKey(k) || journalKey(j) {
+				os.Remove(filepath.Join(dir, de.Name()))
+			}
+		}
+	}
+}
+
+// feedGen is the write a feed file was made at (its first comment), or 0.
+func feedGen(path string) uint64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	_, rest, ok := bytes.Cut(head[:n], []byte(genComment))
+	if !ok {
+		return 0
+	}
+	digits, _, _ := bytes.Cut(rest, []byte(" "))
+	g, _ := strconv.ParseUint(string(digits), 10, 64)
+	return g
+}
+
+// genComment begins the comment that says which write made a feed file.
+const genComment = "<!-- litcrawl feed state, write "
+
+// trim cuts the feeds to keep once in a session, after a Restore's undo
+// (so that what it brings back is what the run without the crash had):
+// a keep smaller than the last run's holds from then on.
+func (s *atomSink) trim() error {
+	if s.trimmed {
+		return nil
+	}
+	s.trimmed = true
+	for _, k := range slices.Sorted(maps.Keys(s.feeds)) {
+		f := s.feeds[k]
+		if len(f.Entries) <= s.o.keep {
+			continue
+		}
+		g := *f
+		g.Entries = f.Entries[:s.o.keep:s.o.keep]
+		if err := g.save(s.o.dir, k); err != nil {
+			return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
+		}
+		s.feeds[k], s.dirty[k], s.index = &g, true, true
+	}
+	return nil
 }
 
 // Write adds the records' entries to their journals' feeds (a paper
 // already there is replaced), keeps each feed's newest keep entries, saves
-// the state and rewrites the feeds it changed, durably, before it
-// returns. A record without a journal, or of a journal past MaxFeeds, is
-// refused (the batch is refused whole, before anything changes).
+// the state of the feeds it changed and rewrites them, durably, before it
+// returns; a write that changes no feed writes nothing. A record without
+// a journal or a valid id, or of a journal past MaxFeeds, is refused (the
+// batch is refused whole, before anything changes).
 func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	release, err := s.Enter(ctx, true)
 	if err != nil {
@@ -200,16 +304,20 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	now := s.now()
+	s.begin()
+	if err := s.trim(); err != nil {
+		return err
+	}
+	now := s.now().UTC().Truncate(time.Second)
 	byFeed := map[string][]*entry{}
 	var order []string
 	for i := range recs {
 		r := &recs[i]
 		if r.Journal == nil || r.Journal.ID <= 0 {
-			return sink.Refused(fmt.Errorf("atom %s: record %q has no journal: a feed is a journal's", s.o.dir, r.ID))
+			return sink.Refused(fmt.Errorf("atom %s: record %s has no journal: a feed is a journal's", s.o.dir, printable(r.ID)))
 		}
-		if strings.TrimSpace(r.ID) == "" {
-			return sink.Refused(fmt.Errorf("atom %s: a record without an id", s.o.dir))
+		if !validID(r.ID) {
+			return sink.Refused(fmt.Errorf("atom %s: record id %s: expected 1 to %d bytes of text without control characters", s.o.dir, printable(r.ID), maxIDBytes))
 		}
 		k := strconv.FormatInt(r.Journal.ID, 10)
 		if _, ok := byFeed[k]; !ok {
@@ -219,87 +327,115 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	newFeeds := 0
 	for _, k := range order {
-		if s.st.Feeds[k] == nil {
+		if s.feeds[k] == nil {
 			newFeeds++
 		}
 	}
-	if len(s.st.Feeds)+newFeeds > MaxFeeds {
+	if len(s.feeds)+newFeeds > MaxFeeds {
 		return sink.Refused(fmt.Errorf("atom %s: more than %d journals' feeds in one directory: give other journals a directory of their own (journals[].sinks)", s.o.dir, MaxFeeds))
 	}
-	// The new feeds, built beside the old ones: the state changes only
-	// once the new one is saved.
-	next := maps.Clone(s.st.Feeds)
-	u := undo{Gen: s.st.Gen + 1, Feeds: map[string]undoFeed{}}
+	gen := s.gen + 1
+	changed := map[string]*feed{}
 	for _, k := range order {
-		old := s.st.Feeds[k]
-		f, uf := merge(old, byFeed[k], s.o.keep)
+		old := s.feeds[k]
+		epoch, epochAt := s.epochFor(k, old, byFeed[k], now)
+		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt)
 		if old != nil && sameFeed(old, f) {
 			continue // older than the feed's newest keep, or the same again
 		}
-		next[k], u.Feeds[k] = f, uf
+		f.Gen, u.Gen, u.Writer = gen, gen, s.writer
+		if old != nil {
+			u.PrevGen = old.Gen
+			f.Undo = slices.Clone(old.Undo)
+		}
+		f.Undo = append(f.Undo, u)
+		if len(f.Undo) > maxUndo {
+			f.Undo = f.Undo[len(f.Undo)-maxUndo:]
+		}
+		changed[k] = f
 	}
-	if len(u.Feeds) == 0 {
+	if len(changed) == 0 {
 		// No feed a reader sees changed (a backfill past the newest keep
 		// papers): nothing to write, nothing to take back.
 		return nil
 	}
-	st := &state{Version: 1, Gen: s.st.Gen + 1, Feeds: next, Undo: append(slices.Clone(s.st.Undo), u)}
-	if len(st.Undo) > maxUndo {
-		st.Undo = st.Undo[len(st.Undo)-maxUndo:]
-	}
-	if err := st.save(s.o.dir); err != nil {
-		return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
-	}
-	s.st = st
-	for k := range u.Feeds {
-		s.dirty[k] = true
-		if uf := u.Feeds[k]; uf.New || uf.Name != st.Feeds[k].Name {
-			s.index = true
+	for _, k := range slices.Sorted(maps.Keys(changed)) {
+		f := changed[k]
+		if err := f.save(s.o.dir, k); err != nil {
+			if errors.Is(err, errStateTooBig) {
+				return sink.Refused(fmt.Errorf("atom %s: journal %s's feed would need a state of more than %d MiB: lower keep= or give the journal a directory of its own",
+					s.o.dir, k, maxStateBytes>>20))
+			}
+			return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
 		}
+		// Saved: the write is in the state (a crash from here on is taken
+		// back by Restore, as the crawl has not committed it).
+		s.feeds[k], s.gen, s.dirty[k], s.index, s.session[k] = f, gen, true, true, true
 	}
 	return s.flush()
 }
 
-// merge is feed old with entries es (a paper already there replaced, its
-// first-seen time kept when it has no date), newest first, cut to keep;
-// and the undo record that takes it back.
-func merge(old *feed, es []*entry, keep int) (*feed, undoFeed) {
-	var uf undoFeed
-	f := &feed{}
+// epochFor is the epoch of a write's entries of feed k: a new one for a
+// new feed, and at the session's first write of papers from the
+// listing's first page (a nightly: they are newer than every paper the
+// feed had, dates aside); else the feed's (a backfill going on, resumed
+// after a crash or not, leaves the order of a run without the crash).
+func (s *atomSink) epochFor(k string, old *feed, es []*entry, now time.Time) (int, string) {
+	at := now.Format(time.RFC3339)
+	switch {
+	case old == nil:
+		return 1, at
+	case s.session[k]:
+		return old.Epoch, old.EpochAt
+	case slices.ContainsFunc(es, func(e *entry) bool { return e.Rank > 0 && e.Rank < 2*rankPage }):
+		return old.Epoch + 1, at
+	}
+	return old.Epoch, cmp.Or(old.EpochAt, at)
+}
+
+// merge is feed old with entries es (a paper already there replaced,
+// keeping its place: epoch, listing rank and, without a date, its time),
+// newest first, cut to keep; and the undo record that takes it back.
+func merge(old *feed, es []*entry, keep, epoch int, epochAt string) (*feed, undo) {
+	var u undo
+	f := &feed{Epoch: epoch, EpochAt: epochAt}
 	if old == nil {
-		uf.New = true
+		u.New = true
 	} else {
-		f.Name, uf.Name = old.Name, old.Name
+		f.Name, u.Name, u.Epoch, u.EpochAt = old.Name, old.Name, old.Epoch, old.EpochAt
 		f.Entries = slices.Clone(old.Entries)
 	}
 	at := make(map[string]int, len(f.Entries))
 	for i, e := range f.Entries {
 		at[e.ID] = i
 	}
+	removed := map[string]bool{}
 	added := map[string]bool{}
 	for _, e := range es {
 		if e.Journal != "" {
 			f.Name = e.Journal
 		}
+		e.Epoch = epoch
+		if e.Published == "" {
+			e.Updated = epochAt
+		}
 		i, ok := at[e.ID]
-		switch {
-		case !ok:
+		if !ok {
 			at[e.ID] = len(f.Entries)
 			f.Entries = append(f.Entries, e)
 			added[e.ID] = true
-		default:
-			prev := f.Entries[i]
-			if e.Published == "" && prev.Published == "" {
-				e.Updated = prev.Updated // the time the feed first had it
-			}
-			e.Rank = cmp.Or(prev.Rank, e.Rank) // where the listing had it then
-			if !added[e.ID] {
-				if !slices.ContainsFunc(uf.Removed, func(r *entry) bool { return r.ID == e.ID }) {
-					uf.Removed = append(uf.Removed, prev)
-				}
-			}
-			f.Entries[i] = e
+			continue
 		}
+		prev := f.Entries[i]
+		e.Epoch, e.Rank = prev.Epoch, cmp.Or(prev.Rank, e.Rank)
+		if e.Published == "" && prev.Published == "" {
+			e.Updated = prev.Updated // the time the feed first had it
+		}
+		if !added[e.ID] && !removed[e.ID] {
+			removed[e.ID] = true
+			u.Removed = append(u.Removed, prev)
+		}
+		f.Entries[i] = e
 	}
 	slices.SortFunc(f.Entries, newer)
 	if len(f.Entries) > keep {
@@ -307,17 +443,18 @@ func merge(old *feed, es []*entry, keep int) (*feed, undoFeed) {
 			switch {
 			case added[e.ID]:
 				delete(added, e.ID) // in and out in one write
-			case !slices.ContainsFunc(uf.Removed, func(r *entry) bool { return r.ID == e.ID }):
-				uf.Removed = append(uf.Removed, e)
+			case !removed[e.ID]:
+				removed[e.ID] = true
+				u.Removed = append(u.Removed, e)
 			}
 		}
-		f.Entries = f.Entries[:keep]
+		f.Entries = f.Entries[:keep:keep]
 	}
 	for _, e := range f.Entries {
 		e.fill()
 	}
-	uf.Added = slices.Sorted(maps.Keys(added))
-	return f, uf
+	u.Added = slices.Sorted(maps.Keys(added))
+	return f, u
 }
 
 // sameFeed reports whether feeds a and b show the same: the same name
@@ -338,11 +475,12 @@ func sameFeed(a, b *feed) bool {
 	return true
 }
 
-// atomToken is the sink's commit token: the directory and the write
-// count its state had.
+// atomToken is the sink's commit token: the directory, its write count,
+// and the crawl state the writes were for.
 type atomToken struct {
-	Dir string `json:"dir"`
-	Gen uint64 `json:"gen"`
+	Dir    string `json:"dir"`
+	Gen    uint64 `json:"gen"`
+	Writer string `json:"writer,omitempty"`
 }
 
 func (s *atomSink) Token() ([]byte, error) {
@@ -351,17 +489,18 @@ func (s *atomSink) Token() ([]byte, error) {
 		return nil, err
 	}
 	defer release()
-	abs, _ := filepath.Abs(s.o.dir)
-	return json.Marshal(atomToken{Dir: abs, Gen: s.st.Gen})
+	return json.Marshal(atomToken{Dir: absDir(s.o.dir), Gen: s.gen, Writer: s.writer})
 }
 
-// Restore takes back the writes made after the token (a crash between a
-// write and its commit), so that the run that resumes leaves the feeds as
-// a run without the crash would. It never takes back a committed write:
-// when the writes after the token are more than it kept undo records for,
-// their entries stay (a paper delivered again replaces its entry). A
-// state behind the token (the state file lost or restored from an older
-// backup) is sink.ErrBehind.
+// Restore takes back this crawl's writes made after the token (a crash
+// between a write and its commit), so that the run that resumes leaves
+// the feeds as a run without the crash would. It takes back only the
+// crawl state's own writes, newest first, feed by feed, and stops at a
+// write of another (a crawl state, crawl parse or replay sharing the
+// directory): that write and what came before it stay. It never takes
+// back a committed write. A state behind the token (its files deleted or
+// restored from an older copy) is said and the feeds go on from what
+// they hold: a feed is a window on the newest papers, not their archive.
 func (s *atomSink) Restore(ctx context.Context, token []byte) error {
 	release, err := s.Enter(ctx, true)
 	if err != nil {
@@ -372,69 +511,94 @@ func (s *atomSink) Restore(ctx context.Context, token []byte) error {
 	if err := json.Unmarshal(token, &t); err != nil {
 		return fmt.Errorf("atom %s: restore: bad token: %w", s.o.dir, err)
 	}
-	if abs, _ := filepath.Abs(s.o.dir); t.Dir != "" && filepath.Clean(t.Dir) != abs {
+	switch {
+	case t.Dir != "" && filepath.Clean(t.Dir) != absDir(s.o.dir):
 		s.log.Warn("atom sink: the token names another directory; nothing restored", "dir", s.o.dir, "token_dir", t.Dir)
 		return nil
-	}
-	st := s.st
-	if t.Gen > st.Gen {
-		return fmt.Errorf("atom %s: the feeds' state is at write %d, the crawl state counts %d (%s lost or restored from an older copy): %w",
-			s.o.dir, st.Gen, t.Gen, stateName, sink.ErrBehind)
-	}
-	if t.Gen == st.Gen {
+	case t.Writer != s.writer:
+		s.log.Warn("atom sink: the token is of another crawl state; nothing restored", "dir", s.o.dir)
 		return nil
 	}
-	next := &state{Version: 1, Gen: st.Gen, Feeds: maps.Clone(st.Feeds), Undo: slices.Clone(st.Undo)}
-	for next.Gen > t.Gen && len(next.Undo) > 0 && next.Undo[len(next.Undo)-1].Gen == next.Gen {
-		u := next.Undo[len(next.Undo)-1]
-		next.Undo = next.Undo[:len(next.Undo)-1]
-		for k, uf := range u.Feeds {
-			if uf.New {
-				delete(next.Feeds, k)
-				continue
-			}
-			f := next.Feeds[k]
-			if f == nil {
-				continue
-			}
-			back := &feed{Name: uf.Name}
-			added := map[string]bool{}
-			for _, id := range uf.Added {
-				added[id] = true
-			}
-			for _, e := range f.Entries {
-				if !added[e.ID] && !slices.ContainsFunc(uf.Removed, func(r *entry) bool { return r.ID == e.ID }) {
-					back.Entries = append(back.Entries, e)
-				}
-			}
-			back.Entries = append(back.Entries, uf.Removed...)
-			slices.SortFunc(back.Entries, newer)
-			if len(back.Entries) > s.o.keep {
-				back.Entries = back.Entries[:s.o.keep]
-			}
-			next.Feeds[k] = back
+	s.begin()
+	if t.Gen > s.gen {
+		s.log.Warn(fmt.Sprintf("atom sink: the feeds' state in %s is at write %d, the crawl state counts %d: it was deleted or restored from an older copy. The feeds go on from what they hold; to put back the papers delivered before, run crawl backfill --no-resume --redeliver --pages 1-5 --sink atom:DIR",
+			filepath.Join(s.o.dir, stateDir), s.gen, t.Gen), "dir", s.o.dir, "state_writes", s.gen, "token_writes", t.Gen)
+		if err := s.trim(); err != nil {
+			return err
 		}
-		next.Gen--
+		return s.flush()
 	}
-	if next.Gen != t.Gen {
-		s.log.Warn("atom sink: some writes after the last commit could not be taken back; their entries stay (a paper delivered again replaces its entry)",
-			"dir", s.o.dir, "writes", next.Gen-t.Gen)
-		next.Gen = t.Gen
+	left := 0
+	for _, k := range slices.Sorted(maps.Keys(s.feeds)) {
+		f, back := s.feeds[k], false
+		for f != nil && f.Gen > t.Gen {
+			n := len(f.Undo)
+			if n == 0 || f.Undo[n-1].Gen != f.Gen || f.Undo[n-1].Writer != s.writer {
+				left++
+				break
+			}
+			f, back = undone(f), true
+		}
+		if !back {
+			continue
+		}
+		if f == nil {
+			delete(s.feeds, k)
+			if err := os.Remove(statePath(s.o.dir, k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("atom %s: %w", s.o.dir, err)
+			}
+		} else {
+			if err := f.save(s.o.dir, k); err != nil {
+				return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
+			}
+			s.feeds[k] = f
+		}
+		s.dirty[k], s.index = true, true
 	}
-	next.Undo = nil
-	if err := next.save(s.o.dir); err != nil {
-		return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
+	if left > 0 {
+		s.log.Warn("atom sink: some writes after the last commit could not be taken back (another crawl wrote the feed since, or more writes than undo records were kept); their entries stay (a paper delivered again replaces its entry)",
+			"dir", s.o.dir, "feeds", left)
 	}
-	for k := range st.Feeds {
-		s.dirty[k] = true
+	if err := atomicfile.SyncDir(filepath.Join(s.o.dir, stateDir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("atom %s: %w", s.o.dir, err)
 	}
-	s.st, s.index = next, true
+	s.gen = s.maxGen()
+	if err := s.trim(); err != nil {
+		return err
+	}
 	return s.flush()
+}
+
+// undone is f with its last write taken back (nil: the write made it).
+func undone(f *feed) *feed {
+	u := f.Undo[len(f.Undo)-1]
+	if u.New {
+		return nil
+	}
+	back := &feed{Name: u.Name, Gen: u.PrevGen, Epoch: u.Epoch, EpochAt: u.EpochAt, Undo: f.Undo[: len(f.Undo)-1 : len(f.Undo)-1]}
+	added := map[string]bool{}
+	for _, id := range u.Added {
+		added[id] = true
+	}
+	for _, e := range u.Removed {
+		added[e.ID] = true // the entry that replaced it goes too
+	}
+	for _, e := range f.Entries {
+		if !added[e.ID] {
+			back.Entries = append(back.Entries, e)
+		}
+	}
+	back.Entries = append(back.Entries, u.Removed...)
+	slices.SortFunc(back.Entries, newer)
+	return back
 }
 
 func (s *atomSink) Close() error {
 	return s.Shut(func() error {
-		err := s.flush()
+		var err error
+		if s.begun {
+			err = s.flush()
+		}
 		if uerr := s.unlock(); err == nil {
 			err = uerr
 		}
@@ -447,7 +611,7 @@ func (s *atomSink) Close() error {
 func (s *atomSink) flush() error {
 	for _, k := range slices.Sorted(maps.Keys(s.dirty)) {
 		path := filepath.Join(s.o.dir, k+".atom")
-		f := s.st.Feeds[k]
+		f := s.feeds[k]
 		if f == nil {
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("atom %s: %w", s.o.dir, err)
@@ -463,14 +627,38 @@ func (s *atomSink) flush() error {
 	if !s.index {
 		return nil
 	}
-	if err := atomicfile.Write(filepath.Join(s.o.dir, "index.opml"), s.writeOPML); err != nil {
-		return fmt.Errorf("atom %s: index.opml: %w", s.o.dir, err)
-	}
-	if err := atomicfile.Write(filepath.Join(s.o.dir, "index.html"), s.writeHTML); err != nil {
-		return fmt.Errorf("atom %s: index.html: %w", s.o.dir, err)
+	// Each index file is written when what it shows changed (a feed's
+	// count or newest time, a new feed, a name).
+	for _, ix := range []struct {
+		name string
+		fill func(*bufio.Writer) error
+		last *[]byte
+	}{{"index.opml", s.writeOPML, &s.lastOPML}, {"index.html", s.writeHTML, &s.lastHTML}} {
+		var b bytes.Buffer
+		w := bufio.NewWriter(&b)
+		if err := ix.fill(w); err != nil {
+			return fmt.Errorf("atom %s: %s: %w", s.o.dir, ix.name, err)
+		}
+		w.Flush()
+		if bytes.Equal(b.Bytes(), *ix.last) {
+			continue
+		}
+		if err := atomicfile.Write(filepath.Join(s.o.dir, ix.name), func(w *bufio.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
+			return fmt.Errorf("atom %s: %s: %w", s.o.dir, ix.name, err)
+		}
+		*ix.last = b.Bytes()
 	}
 	s.index = false
 	return nil
+}
+
+// printable is s quoted for a message: control characters and broken
+// UTF-8 shown escaped, and at most 200 bytes.
+func printable(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return strconv.QuoteToGraphic(s)
 }
 
 // feedTitle is a journal's feed title: its name, or its id.
@@ -503,7 +691,9 @@ func updated(f *feed) string {
 func (s *atomSink) writeFeed(w *bufio.Writer, k string, f *feed) error {
 	var b bytes.Buffer
 	title := feedTitle(k, f)
-	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<feed xmlns="http://www.w3.org/2005/Atom">` + "\n")
+	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n")
+	fmt.Fprintf(&b, "%s%d -->\n", genComment, f.Gen)
+	b.WriteString(`<feed xmlns="http://www.w3.org/2005/Atom">` + "\n")
 	element(&b, "id", "", tagID("journal", k))
 	element(&b, "title", ` type="text"`, title)
 	element(&b, "subtitle", ` type="text"`, fmt.Sprintf("%s: the newest papers of journal %s, newest first (%s)", s.o.title, k, title))
@@ -532,7 +722,7 @@ func (s *atomSink) writeOPML(w *bufio.Writer) error {
 	element(&b, "title", "", s.o.title)
 	b.WriteString("  </head>\n  <body>\n")
 	for _, k := range s.feedKeys() {
-		t := feedTitle(k, s.st.Feeds[k])
+		t := feedTitle(k, s.feeds[k])
 		b.WriteString(`    <outline type="rss" text="`)
 		escape(&b, t)
 		b.WriteString(`" title="`)
@@ -548,7 +738,7 @@ func (s *atomSink) writeOPML(w *bufio.Writer) error {
 
 // feedKeys are the feeds by journal id, in number order.
 func (s *atomSink) feedKeys() []string {
-	return slices.SortedFunc(maps.Keys(s.st.Feeds), func(a, b string) int {
+	return slices.SortedFunc(maps.Keys(s.feeds), func(a, b string) int {
 		x, _ := strconv.ParseInt(a, 10, 64)
 		y, _ := strconv.ParseInt(b, 10, 64)
 		return int(max(min(x-y, 1), -1))
@@ -587,7 +777,7 @@ func (s *atomSink) writeHTML(w *bufio.Writer) error {
 	}
 	var rows []row
 	for _, k := range s.feedKeys() {
-		f := s.st.Feeds[k]
+		f := s.feeds[k]
 		rows = append(rows, row{Title: feedTitle(k, f), File: k + ".atom", URL: template.URL(k + ".atom"), Entries: len(f.Entries), Updated: updated(f)})
 	}
 	return indexPage.Execute(w, struct {

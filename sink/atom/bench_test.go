@@ -3,6 +3,7 @@ package atom_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -22,7 +23,7 @@ func BenchmarkWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			all := papers("p", 11, 20*b.N, day0)
+			all := papers("p", 11, 20*b.N, time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)) // a day each, all past
 			page := func(i int) []record.Record {
 				if order == "backfill" {
 					i = b.N - 1 - i

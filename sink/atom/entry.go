@@ -31,10 +31,11 @@ type entry struct {
 	Summary   string   `json:"summary,omitempty"` // the abstract
 	Subject   string   `json:"subject,omitempty"`
 	Journal   string   `json:"journal,omitempty"` // the journal's name
-	// Rank is where the listing had the paper when the feed first had
-	// it (page × 10^5 + position; 0: not known): papers of one date are
-	// in the site's order.
-	Rank int64 `json:"rank,omitempty"`
+	// Epoch is the feed's epoch when it first had the paper, Rank where
+	// the listing had it then (page × rankPage + position; 0: not known):
+	// papers of one date are newest first by them (newer).
+	Epoch int   `json:"epoch,omitempty"`
+	Rank  int64 `json:"rank,omitempty"`
 
 	xml, line []byte         // rendered once (render)
 	rec       *record.Record // the record its texts are made from, until fill
@@ -42,32 +43,45 @@ type entry struct {
 
 // Bounds of an entry's text: a feed stays a size a reader fetches.
 const (
-	maxLineRunes    = 1000  // a title, an author, a subject, a name
+	maxLineRunes    = 1000  // a title, a subject, a name
+	maxAuthorRunes  = 200   // an author
 	maxAuthors      = 100   // authors named (the rest as "and N more")
 	maxSummaryRunes = 10000 // an abstract
+	maxIDBytes      = 512   // a paper's id (a longer one is refused)
+	// rankPage: an entry's rank is page × rankPage + position.
+	rankPage = 100_000
 )
+
+// validID reports whether id can be a paper's entry id: 1 to maxIDBytes
+// bytes of valid UTF-8 without control characters, not only spaces (two
+// ids never become one entry id).
+func validID(id string) bool {
+	return len(id) <= maxIDBytes && strings.TrimSpace(id) != "" && utf8.ValidString(id) &&
+		!strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 })
+}
 
 // tagAuthority names this program in the tag: URIs of feeds and entries
 // (RFC 4151): an id never changes with the directory or the base URL, so
 // a reader never shows a paper twice.
 const tagAuthority = "tag:litcrawl.github.io,2026:"
 
-// newEntry makes a record's entry; seen is when the feed first had the
-// paper, its time when it gives none. Its texts are made by fill, for the
-// entries that make it into a feed only (a backfill's older papers never
-// do).
-func newEntry(r *record.Record, seen time.Time) *entry {
+// newEntry makes a record's entry, written at now. Its texts are made by
+// fill, for the entries that make it into a feed only (a backfill's older
+// papers never do).
+func newEntry(r *record.Record, now time.Time) *entry {
 	e := &entry{ID: r.ID, rec: r}
-	if p, i := r.Source.Page, r.Source.Position; p > 0 && p <= 1_000_000 && i > 0 && i < 100_000 {
-		e.Rank = int64(p)*100_000 + int64(i)
+	if p, i := r.Source.Page, r.Source.Position; p > 0 && p <= 1_000_000 && i > 0 && i < rankPage {
+		e.Rank = int64(p)*rankPage + int64(i)
 	}
 	if r.Journal != nil {
 		e.Journal = clean(r.Journal.Name, true, maxLineRunes)
 	}
-	if t, ok := paperTime(r.Published); ok {
+	// A date more than a year ahead is a mistake of the source's: taken
+	// as none, it would hold the top of the feed for good.
+	if t, ok := paperTime(r.Published); ok && t.Before(now.AddDate(1, 0, 0)) {
 		e.Published = t.Format(time.RFC3339)
 	}
-	e.Updated = cmp.Or(e.Published, seen.UTC().Truncate(time.Second).Format(time.RFC3339))
+	e.Updated = e.Published // an undated paper's: its epoch's time (merge)
 	return e
 }
 
@@ -90,7 +104,7 @@ func (e *entry) fill() {
 			e.Authors = append(e.Authors, "and "+strconv.Itoa(len(r.Authors)-maxAuthors)+" more")
 			break
 		}
-		if a = clean(a, true, maxLineRunes); a != "" {
+		if a = clean(a, true, maxAuthorRunes); a != "" {
 			e.Authors = append(e.Authors, a)
 		}
 	}
@@ -256,7 +270,7 @@ func (e *entry) content() string {
 		parts = append(parts, e.Journal)
 	}
 	if len(parts) == 0 {
-		return cmp.Or(e.Title, e.TitleCN, e.ID)
+		return cmp.Or(e.Title, e.TitleCN, clean(e.ID, true, maxLineRunes))
 	}
 	return strings.Join(parts, "\n")
 }
@@ -283,12 +297,14 @@ func escape(b *bytes.Buffer, s string) {
 }
 
 // newer orders entries newest first: by their time (the paper's date, or
-// when the feed first had it), then papers of one time as the listing had
-// them when the feed first had them (page 1's first paper first), then by
-// id, newest-looking first. A paper delivered again keeps its place, so a
-// run resumed after a crash orders the feed as a run without it.
+// when the feed's epoch that first had it began); papers of one time by
+// epoch, newest first (a nightly's papers from page 1 are newer than the
+// last night's), then as the listing had them (page 1's first paper
+// first), then by id. A paper delivered again keeps its place, and a run
+// resumed after a crash goes on in the epoch it began, so it orders the
+// feed as a run without the crash.
 func newer(a, b *entry) int {
-	return cmp.Or(strings.Compare(b.Updated, a.Updated), cmp.Compare(rank(a), rank(b)), strings.Compare(b.ID, a.ID))
+	return cmp.Or(strings.Compare(b.Updated, a.Updated), cmp.Compare(b.Epoch, a.Epoch), cmp.Compare(rank(a), rank(b)), strings.Compare(b.ID, a.ID))
 }
 
 // rank orders the entries of one time: an unknown rank after the known.

@@ -19,7 +19,7 @@ func lockDir(dir string) (unlock func() error, err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errors.New("another process writes these feeds (one writer per directory)")
+			return nil, errors.New("another writer has these feeds open (one writer per directory: another crawl, or this one given the directory twice with other options)")
 		}
 		return nil, err
 	}
