@@ -140,6 +140,10 @@ func (c *Config) For(id int64) JournalSettings {
 	}
 	if v := j.Fetch.Delay; v != nil {
 		s.Fetch.Delay = max(*v, c.Fetch.Delay) // the host's delay holds between any two requests
+		if *v < c.Fetch.Delay {
+			// The file's longer delay is the one in effect: its source.
+			s.Own = slices.DeleteFunc(s.Own, func(k string) bool { return k == "fetch.delay" })
+		}
 	}
 	return s
 }
