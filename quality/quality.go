@@ -83,6 +83,7 @@ func Check(t config.Quality, q Counts) error {
 	if per := float64(q.Records) / float64(q.Pages); per < t.MinPapersPerPage {
 		return &Alarm{fmt.Sprintf("quality alarm: %.1f papers per page (quality.min_papers_per_page %.1f): the site's layout has probably changed", per, t.MinPapersPerPage)}
 	}
+	var low []string
 	for _, f := range []struct {
 		name string
 		n    int
@@ -95,9 +96,11 @@ func Check(t config.Quality, q Counts) error {
 		{"a publication date", q.WithDate, t.MinPublishedShare, "quality.min_published_share"},
 	} {
 		if share := float64(f.n) / float64(max(q.Records, 1)); share < f.min {
-			return &Alarm{fmt.Sprintf("quality alarm: only %.0f%% of %d papers have %s (%s %.2f): the site's layout has probably changed",
-				100*share, q.Records, f.name, f.key, f.min)}
+			low = append(low, fmt.Sprintf("%.0f%% have %s (%s %.2f)", 100*share, f.name, f.key, f.min))
 		}
+	}
+	if len(low) > 0 { // every field below its minimum, not the first alone
+		return &Alarm{fmt.Sprintf("quality alarm: of %d papers only %s: the site's layout has probably changed", q.Records, strings.Join(low, "; only "))}
 	}
 	if q.Records > 0 && float64(q.Implausible)/float64(q.Records) > t.MaxImplausibleShare {
 		return &Alarm{fmt.Sprintf("quality alarm: %d of %d papers have a field that does not look like one (quality.max_implausible_share %.2f): %s: the site's layout has probably changed",

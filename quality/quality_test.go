@@ -53,3 +53,13 @@ We prove that any partially synchronous consensus protocol needs at least 2f+1 r
 		t.Errorf("at share 1: %v", err)
 	}
 }
+
+// Every field below its minimum is named, not the first alone.
+func TestAlarmNamesEveryLowField(t *testing.T) {
+	th := config.Default().Quality
+	err := quality.Check(th, quality.Counts{Pages: 2, Records: 40, WithTitle: 40, WithDOI: 10, WithAuthor: 20, WithDate: 40})
+	if err == nil || !strings.Contains(err.Error(), "25% have a DOI (quality.min_doi_share 0.50)") ||
+		!strings.Contains(err.Error(), "50% have authors (quality.min_authors_share 0.80)") {
+		t.Errorf("alarm: %v", err)
+	}
+}

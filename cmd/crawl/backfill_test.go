@@ -232,7 +232,7 @@ func TestQualityAlarm(t *testing.T) {
 	}
 	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
 	code, errs, rep := backfillOnePage(t, 55, b.String())
-	if code != exitcode.Quality || !strings.Contains(errs, "papers have a DOI (quality.min_doi_share 0.50)") {
+	if code != exitcode.Quality || !strings.Contains(errs, "have a DOI (quality.min_doi_share 0.50)") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var r struct {
