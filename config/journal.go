@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -243,9 +243,7 @@ func (c *Config) validateJournalIDs() error {
 			return fmt.Errorf("journals[%d]: %d: listed twice (journals[%d]): expected each journal once", i, j.ID, k)
 		}
 		if n := j.Name; n != "" && (utf8.RuneCountInString(n) > maxJournalName || !utf8.ValidString(n) || strings.TrimSpace(n) == "" ||
-			strings.ContainsFunc(n, func(r rune) bool {
-				return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
-			})) {
+			strings.ContainsFunc(n, textsafe.Unsafe)) {
 			return fmt.Errorf("journals[%d] (%d).name: %q: expected a name on one line, up to %d characters", i, j.ID, n, maxJournalName)
 		}
 	}

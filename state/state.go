@@ -23,13 +23,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/fskind"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -132,22 +132,7 @@ func holder(dir string) string {
 		since = fmt.Sprintf(", started %s ago", age.Round(time.Second))
 	}
 	return fmt.Sprintf(": the %s run %s holds it (pid %d%s); wait for it to end, or stop it (SIGINT lets its pages in flight finish)",
-		printable(c.Kind, 20), printable(c.ID, 80), c.PID, since)
-}
-
-// printable is text from a file as a message may show it: control
-// characters and the marks that reorder text become '?', cut to max runes.
-func printable(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x2028 || r == 0x2029 {
-			return '?'
-		}
-		return r
-	}, strings.ToValidUTF8(s, "?"))
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return s
+		textsafe.Cut(c.Kind, 20), textsafe.Cut(c.ID, 80), c.PID, since)
 }
 
 // Alive says whether process pid runs on this machine.

@@ -14,6 +14,7 @@ import (
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -100,7 +101,7 @@ func printSettings(w io.Writer, settings []config.JournalSettings) error {
 		}
 		title := "journal " + strconv.FormatInt(s.ID, 10)
 		if s.Name != "" {
-			title += " (" + clean(s.Name) + ")"
+			title += " (" + textsafe.Line(s.Name) + ")"
 		}
 		fmt.Fprintln(tw, title)
 		sinks := "standard output"
@@ -112,7 +113,7 @@ func printSettings(w io.Writer, settings []config.JournalSettings) error {
 			{"nightly.max_pages", strconv.Itoa(s.Nightly.MaxPages)},
 			{"backfill.stop_after_repeat_pages", strconv.Itoa(s.Backfill.StopAfterRepeatPages)},
 			{"backfill.max_pages", strconv.Itoa(s.Backfill.MaxPages)},
-			{"sinks", clean(sinks)},
+			{"sinks", textsafe.Line(sinks)},
 			{"fetch.delay", s.Fetch.Delay.D().String()},
 		} {
 			from := "file"

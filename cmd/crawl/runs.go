@@ -20,6 +20,7 @@ import (
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/state"
 )
 
@@ -45,7 +46,7 @@ func readHistory(cmd *cobra.Command, dir string, env *app.Env) (*history.History
 	}
 	if r := h.HeldBy; r != nil {
 		sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: %s run %s (pid %d on %s, started %s) holds the state: showing the history as it was when that run started, and that run as under way",
-			clean(r.Kind), clean(r.ID), r.PID, clean(r.Host), r.Started.UTC().Format(time.DateTime+" UTC"))
+			textsafe.Line(r.Kind), textsafe.Line(r.ID), r.PID, textsafe.Line(r.Host), r.Started.UTC().Format(time.DateTime+" UTC"))
 	}
 	return h, nil
 }
@@ -241,19 +242,6 @@ func duration(v history.RunView) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-// clean keeps what the history holds from steering the terminal: control
-// characters become '?'.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		// Control characters, and the marks that reorder text on a
-		// terminal (bidirectional overrides and isolates).
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f {
-			return '?'
-		}
-		return r
-	}, s)
-}
-
 func exitText(v history.RunView) string { return cmp.Or(v.Outcome(), "-") }
 
 // printRuns prints runs, newest first, numbered as the report numbers
@@ -288,7 +276,7 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 		if len(note) > 0 {
 			notes = strings.Join(note, ", ")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", total-i, clean(v.ID), clean(v.Kind), journalList(v.Journals, 3),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", total-i, textsafe.Line(v.ID), textsafe.Line(v.Kind), journalList(v.Journals, 3),
 			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality, notes)
 	}
 	return tw.Flush()
@@ -303,7 +291,9 @@ func pct(n, of int) string {
 
 func printRun(w io.Writer, v history.RunView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, clean(fmt.Sprintf(format, a...))) }
+	row := func(k, format string, a ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", k, textsafe.Line(fmt.Sprintf(format, a...)))
+	}
 	row("run", "%s", v.ID)
 	row("kind", "%s", v.Kind)
 	status := v.Status
@@ -403,7 +393,7 @@ func printRun(w io.Writer, v history.RunView) error {
 		})
 		for _, k := range keys {
 			c := s.PerJournal[k]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", clean(k), c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersKnown)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", textsafe.Line(k), c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersKnown)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -412,7 +402,7 @@ func printRun(w io.Writer, v history.RunView) error {
 	if len(s.Failures) > 0 {
 		fmt.Fprintf(w, "\nfailed pages (%d):\n", len(s.Failures)+s.FailuresOmitted)
 		for _, f := range s.Failures {
-			fmt.Fprintf(w, "  journal %d page %d: %s\n", f.Journal, f.Page, clean(f.Error))
+			fmt.Fprintf(w, "  journal %d page %d: %s\n", f.Journal, f.Page, textsafe.Line(f.Error))
 		}
 		if s.FailuresOmitted > 0 {
 			fmt.Fprintf(w, "  … and %d more (the run's --report page log lists every page)\n", s.FailuresOmitted)

@@ -20,6 +20,7 @@ import (
 	"github.com/litcrawl/litcrawl/frontier"
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	htmlreport "github.com/litcrawl/litcrawl/report"
 )
 
@@ -135,9 +136,9 @@ const maxStatusRows = 200
 func statusHead(st *frontier.Status) []string {
 	leader := ""
 	if st.JobsLeader != "" {
-		leader = ", jobs stream led by " + clean(shorten(st.JobsLeader, 40))
+		leader = ", jobs stream led by " + textsafe.Line(shorten(st.JobsLeader, 40))
 	}
-	lines := []string{fmt.Sprintf("frontier: nats-server %s, %s%s, ack wait %v", clean(shorten(st.Server, 24)), plural(st.Replicas, "replica"), leader, time.Duration(st.AckWait*float64(time.Second)))}
+	lines := []string{fmt.Sprintf("frontier: nats-server %s, %s%s, ack wait %v", textsafe.Line(shorten(st.Server, 24)), plural(st.Replicas, "replica"), leader, time.Duration(st.AckWait*float64(time.Second)))}
 	rate := "no page done in the last minute"
 	if st.PagesPerSecond > 0 {
 		rate = fmt.Sprintf("%.2f pages/s lately", st.PagesPerSecond)
@@ -167,7 +168,7 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  WORKER\tSTATE\tHOST\tPID\tVERSION\tSTARTED\tLAST SEEN\tDONE\tHOLDS")
 		for _, wi := range st.Workers[:min(len(st.Workers), maxStatusRows)] {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", clean(shorten(wi.ID, 40)), wi.State, clean(shorten(wi.Host, 40)), wi.PID, clean(shorten(wi.Version, 24)),
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", textsafe.Line(shorten(wi.ID, 40)), wi.State, textsafe.Line(shorten(wi.Host, 40)), wi.PID, textsafe.Line(shorten(wi.Version, 24)),
 				wi.Started.Local().Format(time.DateTime), ago(wi.LastSeen), wi.Jobs.Done+wi.Jobs.PastEnd, len(wi.Held))
 		}
 		tw.Flush()
@@ -184,7 +185,7 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 			if h.Nightly {
 				page += " (nightly)"
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Journal, page, clean(shorten(h.Worker, 40)), h.WorkerState, now.Sub(h.Since).Round(time.Second), h.Delivery, ago(h.Heartbeat))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Journal, page, textsafe.Line(shorten(h.Worker, 40)), h.WorkerState, now.Sub(h.Since).Round(time.Second), h.Delivery, ago(h.Heartbeat))
 		}
 		tw.Flush()
 		if n := len(st.InFlightJobs) - maxStatusRows; n > 0 {
@@ -200,7 +201,7 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 		fmt.Fprintf(w, "%-12d %10d %8d %8d  %s\n", j.Journal, j.Pending, j.Done, j.Dead, walk)
 	}
 	for _, d := range dls {
-		fmt.Fprintf(w, "dead: journal %d page %d after %d tries, %s: %s\n", d.Job.Journal, d.Job.Page, d.Deliveries, d.At.Local().Format(time.DateTime), clean(d.Error))
+		fmt.Fprintf(w, "dead: journal %d page %d after %d tries, %s: %s\n", d.Job.Journal, d.Job.Page, d.Deliveries, d.At.Local().Format(time.DateTime), textsafe.Line(d.Error))
 	}
 }
 

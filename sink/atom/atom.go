@@ -34,6 +34,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -314,10 +315,10 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	for i := range recs {
 		r := &recs[i]
 		if r.Journal == nil || r.Journal.ID <= 0 {
-			return sink.Refused(fmt.Errorf("atom %s: record %s has no journal: a feed is a journal's", s.o.dir, printable(r.ID)))
+			return sink.Refused(fmt.Errorf("atom %s: record %s has no journal: a feed is a journal's", s.o.dir, strconv.Quote(textsafe.Cut(r.ID, 200))))
 		}
 		if !validID(r.ID) {
-			return sink.Refused(fmt.Errorf("atom %s: record id %s: expected 1 to %d bytes of text without control characters", s.o.dir, printable(r.ID), maxIDBytes))
+			return sink.Refused(fmt.Errorf("atom %s: record id %s: expected 1 to %d bytes of text without control characters", s.o.dir, strconv.Quote(textsafe.Cut(r.ID, 200)), maxIDBytes))
 		}
 		k := strconv.FormatInt(r.Journal.ID, 10)
 		if _, ok := byFeed[k]; !ok {
@@ -650,15 +651,6 @@ func (s *atomSink) flush() error {
 	}
 	s.index = false
 	return nil
-}
-
-// printable is s quoted for a message: control characters and broken
-// UTF-8 shown escaped, and at most 200 bytes.
-func printable(s string) string {
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return strconv.QuoteToGraphic(s)
 }
 
 // feedTitle is a journal's feed title: its name, or its id.

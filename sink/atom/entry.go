@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/record"
 )
 
@@ -162,8 +163,7 @@ func cleanRunes(s string, oneLine bool, max int) string {
 				space = true
 				continue
 			}
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0, // C0, DEL, C1
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f, // bidirectional marks
+		case textsafe.Unsafe(r), // control characters, bidirectional marks
 			r == 0xfffe || r == 0xffff, r >= 0xd800 && r <= 0xdfff, r > unicode.MaxRune: // not XML characters
 			continue
 		}
