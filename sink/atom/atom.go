@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -157,7 +158,7 @@ type atomSink struct {
 	gen       uint64           // the directory's write count: the newest feed's Gen
 	begun     bool             // the files were checked against the state (begin)
 	trimmed   bool             // the feeds were cut to keep (trim)
-	session   map[string]bool  // feeds whose epoch this session has set
+	headed    map[string]bool  // feeds whose listing head this session has written (epochFor)
 	dirty     map[string]bool  // feeds whose file is behind the state
 	index     bool             // the index files may be behind the state
 	// lastOPML and lastHTML are the index files as last written.
@@ -185,7 +186,7 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 		return nil, fmt.Errorf("atom: %w", err)
 	}
 	s := &atomSink{o: o, writer: opts.Writer, log: opts.Log(), now: opts.Clock, unlock: unlock, feeds: feeds,
-		session: map[string]bool{}, dirty: map[string]bool{}}
+		headed: map[string]bool{}, dirty: map[string]bool{}}
 	s.gen = s.maxGen()
 	return s, nil
 }
@@ -218,21 +219,31 @@ func absDir(dir string) string {
 }
 
 // begin mends the files at the first change of the session: a feed file
-// behind its state (a crash between the two) is marked to be written
-// again, and the temporary files a crash left are removed.
+// behind its state (a crash between the two) or cut short is marked to be
+// written again, the temporary files a crash left are removed, and a
+// feed file ahead of its state, or without one (the state deleted or
+// restored from an older copy), is said: the feed goes on from its state.
 func (s *atomSink) begin() {
 	if s.begun {
 		return
 	}
 	s.begun, s.index = true, true
+	s.lastOPML, _ = os.ReadFile(filepath.Join(s.o.dir, "index.opml"))
+	s.lastHTML, _ = os.ReadFile(filepath.Join(s.o.dir, "index.html"))
 	for k, f := range s.feeds {
 		if feedGen(filepath.Join(s.o.dir, k+".atom")) != f.Gen {
 			s.dirty[k] = true
 		}
 	}
+	var behind []string
 	for _, dir := range []string{s.o.dir, filepath.Join(s.o.dir, stateDir)} {
 		ents, _ := os.ReadDir(dir)
 		for _, de := range ents {
+			if k, ok := strings.CutSuffix(de.Name(), ".atom"); ok && dir == s.o.dir && journalKey(k) {
+				if f := s.feeds[k]; f == nil || feedGen(filepath.Join(dir, de.Name())) > f.Gen {
+					behind = append(behind, k)
+				}
+			}
 			base, _, ok := strings.Cut(strings.TrimPrefix(de.Name(), "."), ".tmp-")
 			if !ok || !strings.HasPrefix(de.Name(), ".") || !de.Type().IsRegular() {
 				continue
@@ -244,15 +255,28 @@ func (s *atomSink) begin() {
 			}
 		}
 	}
+	if len(behind) > 0 {
+		slices.SortFunc(behind, byNumber)
+		s.log.Warn(fmt.Sprintf("atom sink: the state of %d feeds in %s is missing or older than the feed file (deleted or restored from an older copy): those feeds go on from their state, and the next paper of such a journal starts its feed again. To put back the papers delivered before, run crawl backfill --no-resume --redeliver --pages 1-5 --journal J --sink atom:DIR",
+			len(behind), filepath.Join(s.o.dir, stateDir)), "dir", s.o.dir, "journals", strings.Join(behind[:min(len(behind), 20)], ","))
+	}
 }
 
-// feedGen is the write a feed file was made at (its first comment), or 0.
+// feedGen is the write a whole feed file was made at (its first
+// comment); 0 for a file missing, cut short or not made by the sink.
 func feedGen(path string) uint64 {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
+	tail := []byte("</feed>\n")
+	end := make([]byte, len(tail))
+	if st, err := f.Stat(); err != nil || st.Size() < int64(len(tail)) {
+		return 0
+	} else if _, err := f.ReadAt(end, st.Size()-int64(len(tail))); err != nil || !bytes.Equal(end, tail) {
+		return 0
+	}
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
 	_, rest, ok := bytes.Cut(head[:n], []byte(genComment))
@@ -337,10 +361,14 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	gen := s.gen + 1
 	changed := map[string]*feed{}
+	heads := map[string]bool{}
 	for _, k := range order {
 		old := s.feeds[k]
-		epoch, epochAt := s.epochFor(k, old, byFeed[k], now)
-		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt)
+		epoch, epochAt, head := s.epochFor(k, old, byFeed[k], now)
+		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt, head)
+		if head {
+			heads[k] = true
+		}
 		if old != nil && sameFeed(old, f) {
 			continue // older than the feed's newest keep, or the same again
 		}
@@ -356,8 +384,13 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 		changed[k] = f
 	}
 	if len(changed) == 0 {
+		maps.Copy(s.headed, heads) // the head was the feed as it was
 		// No feed a reader sees changed (a backfill past the newest keep
-		// papers): nothing to write, nothing to take back.
+		// papers): nothing to write, nothing to take back; only files
+		// begin found behind their state are written again.
+		if len(s.dirty) > 0 {
+			return s.flush()
+		}
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(changed)) {
@@ -371,33 +404,43 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 		}
 		// Saved: the write is in the state (a crash from here on is taken
 		// back by Restore, as the crawl has not committed it).
-		s.feeds[k], s.gen, s.dirty[k], s.index, s.session[k] = f, gen, true, true, true
+		s.feeds[k], s.gen, s.dirty[k], s.index = f, gen, true, true
 	}
+	maps.Copy(s.headed, heads)
 	return s.flush()
 }
 
-// epochFor is the epoch of a write's entries of feed k: a new one for a
-// new feed, and at the session's first write of papers from the
-// listing's first page (a nightly: they are newer than every paper the
-// feed had, dates aside); else the feed's (a backfill going on, resumed
-// after a crash or not, leaves the order of a run without the crash).
-func (s *atomSink) epochFor(k string, old *feed, es []*entry, now time.Time) (int, string) {
-	at := now.Format(time.RFC3339)
+// epochFor is the epoch of a write's entries of feed k, and whether the
+// write is the listing's head: the session's first write of papers from
+// the listing's first page (a nightly's newest papers) opens a new epoch,
+// and its papers new to the feed go above every paper the feed had, dates
+// aside (merge). Papers of other pages keep the listing's order among the
+// feed's (a backfill going on, resumed after a crash or not, a nightly
+// filling in where an earlier walk stopped short): they are older than
+// the head that a walk from page 1 found known.
+func (s *atomSink) epochFor(k string, old *feed, es []*entry, now time.Time) (epoch int, at string, head bool) {
+	at = now.Format(time.RFC3339)
+	head = !s.headed[k] && slices.ContainsFunc(es, onFirstPage)
 	switch {
 	case old == nil:
-		return 1, at
-	case s.session[k]:
-		return old.Epoch, old.EpochAt
-	case slices.ContainsFunc(es, func(e *entry) bool { return e.Rank > 0 && e.Rank < 2*rankPage }):
-		return old.Epoch + 1, at
+		return 1, at, head
+	case head:
+		return old.Epoch + 1, at, true
 	}
-	return old.Epoch, cmp.Or(old.EpochAt, at)
+	return old.Epoch, cmp.Or(old.EpochAt, at), false
 }
+
+// onFirstPage reports whether e was on the listing's first page.
+func onFirstPage(e *entry) bool { return e.Rank > 0 && e.Rank < 2*rankPage }
 
 // merge is feed old with entries es (a paper already there replaced,
 // keeping its place: epoch, listing rank and, without a date, its time),
-// newest first, cut to keep; and the undo record that takes it back.
-func merge(old *feed, es []*entry, keep, epoch int, epochAt string) (*feed, undo) {
+// newest first, cut to keep; and the undo record that takes it back. In
+// a head write (epochFor) the first page's papers new to the feed that
+// the listing shows above every first-page paper the feed already has
+// take the new epoch; every other new paper takes epoch 0, under every
+// head of its date, in the listing's order.
+func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (*feed, undo) {
 	var u undo
 	f := &feed{Epoch: epoch, EpochAt: epochAt}
 	if old == nil {
@@ -410,13 +453,22 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string) (*feed, undo
 	for i, e := range f.Entries {
 		at[e.ID] = i
 	}
+	anchor := int64(math.MaxInt64) // the first-page paper the feed has that the listing shows first
+	for _, e := range es {
+		if _, ok := at[e.ID]; ok && onFirstPage(e) {
+			anchor = min(anchor, e.Rank)
+		}
+	}
 	removed := map[string]bool{}
 	added := map[string]bool{}
 	for _, e := range es {
 		if e.Journal != "" {
 			f.Name = e.Journal
 		}
-		e.Epoch = epoch
+		e.Epoch = 0
+		if head && onFirstPage(e) && e.Rank < anchor {
+			e.Epoch = epoch
+		}
 		if e.Published == "" {
 			e.Updated = epochAt
 		}
@@ -730,11 +782,14 @@ func (s *atomSink) writeOPML(w *bufio.Writer) error {
 
 // feedKeys are the feeds by journal id, in number order.
 func (s *atomSink) feedKeys() []string {
-	return slices.SortedFunc(maps.Keys(s.feeds), func(a, b string) int {
-		x, _ := strconv.ParseInt(a, 10, 64)
-		y, _ := strconv.ParseInt(b, 10, 64)
-		return int(max(min(x-y, 1), -1))
-	})
+	return slices.SortedFunc(maps.Keys(s.feeds), byNumber)
+}
+
+// byNumber orders journal keys by their number.
+func byNumber(a, b string) int {
+	x, _ := strconv.ParseInt(a, 10, 64)
+	y, _ := strconv.ParseInt(b, 10, 64)
+	return cmp.Compare(x, y)
 }
 
 var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>

@@ -49,6 +49,7 @@ const (
 	maxAuthors      = 100   // authors named (the rest as "and N more")
 	maxSummaryRunes = 10000 // an abstract
 	maxIDBytes      = 512   // a paper's id (a longer one is refused)
+	maxLinkBytes    = 2048  // a link (a longer one is left out)
 	// rankPage: an entry's rank is page × rankPage + position.
 	rankPage = 100_000
 )
@@ -114,7 +115,7 @@ func (e *entry) fill() {
 // paperTime reads a paper's date: a day (2024-09-02), a month, a year,
 // or a time in RFC 3339.
 func paperTime(s string) (time.Time, bool) {
-	s = strings.TrimSpace(s)
+	s = strings.ToUpper(strings.TrimSpace(s)) // RFC 3339 allows "t" and "z"
 	for _, layout := range []string{"2006-01-02", time.RFC3339, "2006-01", "2006"} {
 		if t, err := time.Parse(layout, s); err == nil && t.Year() >= 1000 && t.Year() <= 9999 {
 			return t.UTC(), true
@@ -124,11 +125,15 @@ func paperTime(s string) (time.Time, bool) {
 }
 
 // webLink is the first of urls that a reader may open: an absolute http
-// or https URL without user information; "" when none is.
+// or https URL with a host, without user information, of at most
+// maxLinkBytes; "" when none is.
 func webLink(urls ...string) string {
 	for _, raw := range urls {
+		if len(raw) > maxLinkBytes {
+			continue
+		}
 		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
 			strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -283,11 +285,143 @@ func TestOddIDsAndDates(t *testing.T) {
 			t.Errorf("id %q: %v, want a refusal", id, err)
 		}
 	}
-	r := papers("far", 4, 2, day0)
+	r := papers("far", 4, 4, day0)
 	r[0].Published = "9999-12-31"
+	r[1].Published = "2025-12-30t10:00:00z" // RFC 3339 allows lower case
+	r[2].DOIURL, r[2].URL = "https://doi.org/"+strings.Repeat("9", 5000), "http://:80/x"
+	r[3].DOIURL, r[3].URL = "http://:80/x", "https://example.org/paper/3"
 	mustWrite(t, s, r)
 	f := feedtest.Read(t, filepath.Join(dir, "4.atom"))
 	if f.Updated == "9999-12-31T00:00:00Z" || f.Entries[0].Published == "9999-12-31T00:00:00Z" {
 		t.Errorf("a date far ahead holds the feed: updated %s, first %+v", f.Updated, f.Entries[0])
+	}
+	for _, e := range f.Entries {
+		switch e.ID {
+		case tagPaper + "far-1":
+			if e.Published != "2025-12-30T10:00:00Z" {
+				t.Errorf("a lower-case RFC 3339 date: published %q", e.Published)
+			}
+		case tagPaper + "far-2":
+			if len(e.Links) != 0 {
+				t.Errorf("a 5,000-byte link and one without a host are left out: %+v", e.Links)
+			}
+		case tagPaper + "far-3":
+			if len(e.Links) != 1 || !strings.HasPrefix(e.Links[0].Href, "https://") {
+				t.Errorf("a link without a host gives way to the paper's page: %+v", e.Links)
+			}
+		}
+	}
+}
+
+// Papers of one date that a crawl from page 1 brings from deeper pages (a
+// nightly filling in where an earlier walk stopped short, a backfill
+// again over a grown listing, a redelivery after a smaller keep) are
+// older than the feed's first-page papers: they keep the listing's order
+// and never push a newer paper out.
+func TestDeeperPagesNeverGoAboveTheHead(t *testing.T) {
+	const date = "2026-01-02"
+	// at is a paper of journal 5 at page p, position i.
+	at := func(id string, p, i int) record.Record {
+		r := papers(id, 5, 1, day0)[0]
+		r.ID, r.Published, r.Source = id, date, record.Source{Page: p, Position: i}
+		return r
+	}
+	page := func(prefix string, p, per int) []record.Record {
+		var rs []record.Record
+		for i := 1; i <= per; i++ {
+			rs = append(rs, at(fmt.Sprintf("%s%d", prefix, (p-1)*per+i-1), p, i))
+		}
+		return rs
+	}
+	for _, tc := range []struct {
+		name    string
+		keep    int
+		runs    [][][]record.Record // runs of writes
+		keepNow int                 // keep of the last run (0: keep)
+		want    []string
+	}{{
+		name: "a nightly filling in deep pages",
+		keep: 4,
+		runs: [][][]record.Record{
+			{page("o", 1, 2), page("o", 2, 2)},                         // o0 o1 | o2 o3, walk stopped short
+			{{at("n0", 1, 1)}, {at("deep0", 9, 1), at("deep1", 9, 2)}}, // one new on page 1, the rest found where it stopped
+		},
+		want: []string{"n0", "o0", "o1", "o2"},
+	}, {
+		name: "a backfill again over a grown listing",
+		keep: 5,
+		runs: [][][]record.Record{
+			{page("o", 1, 2), page("o", 2, 2)},
+			{{at("n0", 1, 1)}, {at("o4", 3, 2)}, {at("o5", 4, 1)}}, // o3 moved to page 3 position 1, known
+		},
+		want: []string{"n0", "o0", "o1", "o2", "o3"},
+	}, {
+		name:    "everything again after a smaller keep",
+		keep:    2,
+		keepNow: 6,
+		runs: [][][]record.Record{
+			{page("o", 1, 3), page("o", 2, 3)},
+			{page("o", 1, 3), page("o", 2, 3)}, // --redeliver
+		},
+		want: []string{"o0", "o1", "o2", "o3", "o4", "o5"},
+	}, {
+		name: "a replay after a parser fix, then the deeper pages",
+		keep: 4,
+		runs: [][][]record.Record{
+			{page("o", 1, 2), page("o", 2, 2)},
+			{page("o", 1, 2), page("o", 3, 2)},
+		},
+		want: []string{"o0", "o1", "o2", "o3"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i, run := range tc.runs {
+				keep := tc.keep
+				if i == len(tc.runs)-1 && tc.keepNow > 0 {
+					keep = tc.keepNow
+				}
+				write(t, fmt.Sprintf("atom:%s?keep=%d", dir, keep), sink.Options{}, run...)
+			}
+			if got := feedIDs(t, dir, "5"); !slices.Equal(got, ids(tc.want...)) {
+				t.Errorf("feed %v\nwant %v", got, ids(tc.want...))
+			}
+		})
+	}
+}
+
+// A feed file cut short is written again at the next run's first write,
+// even one that changes nothing (the same papers again); index files
+// showing what they showed are not rewritten.
+func TestAFeedCutShortIsWrittenAgain(t *testing.T) {
+	dir := t.TempDir()
+	ps := papers("a", 9, 30, day0)
+	write(t, "atom:"+dir, sink.Options{}, ps)
+	path := filepath.Join(dir, "9.atom")
+	want, _ := os.ReadFile(path)
+	os.Truncate(path, 400) // past the comment that names its write
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, "index.opml"), old, old)
+	write(t, "atom:"+dir, sink.Options{}, ps[:2])
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+		t.Errorf("the feed cut short was not written again (%d bytes, want %d)", len(got), len(want))
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "index.opml")); st.ModTime().After(old.Add(time.Minute)) {
+		t.Errorf("index.opml was rewritten though it shows the same")
+	}
+}
+
+// A feed whose state file is gone, or older than the feed file (deleted,
+// restored from a backup), is said in a warning naming the journal.
+func TestAFeedAheadOfItsStateIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	write(t, "atom:"+dir, sink.Options{}, papers("a", 9, 3, day0), papers("b", 10, 3, day0))
+	saved, _ := os.ReadFile(filepath.Join(dir, ".litcrawl-atom", "9.json"))
+	write(t, "atom:"+dir, sink.Options{}, papers("c", 9, 3, day0.AddDate(0, 1, 0)))
+	os.WriteFile(filepath.Join(dir, ".litcrawl-atom", "9.json"), saved, 0o644)
+	os.Remove(filepath.Join(dir, ".litcrawl-atom", "10.json"))
+	var logs bytes.Buffer
+	write(t, "atom:"+dir, sink.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, papers("d", 11, 1, day0))
+	if !strings.Contains(logs.String(), "journals=9,10") || !strings.Contains(logs.String(), "--redeliver") {
+		t.Errorf("no warning naming journals 9 and 10 with the way back:\n%s", logs.String())
 	}
 }
