@@ -38,9 +38,14 @@ func URL(raw string) string {
 			case j >= 0 && j < i:
 				// Unparseable but holding user information: drop it whole.
 				return raw[:j+3] + Mask + "@" + raw[i+1:]
-			case j < 0 && strings.Contains(raw[:i], ":") && !strings.Contains(raw[:i], "/"):
-				// No scheme: "user:password@host…".
-				return Mask + "@" + raw[i+1:]
+			case j < 0:
+				// No "://": "user:password@host…", or a slash short
+				// ("https:/user:password@host"): what follows the last
+				// slash before the "@", when it holds a ':'.
+				k := strings.LastIndexAny(raw[:i], `/\`)
+				if strings.Contains(raw[k+1:i], ":") {
+					return raw[:k+1] + Mask + "@" + raw[i+1:]
+				}
 			}
 		}
 		if err != nil || u.RawQuery == "" {

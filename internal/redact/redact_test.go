@@ -48,6 +48,8 @@ func TestURLQueryAndSchemeless(t *testing.T) {
 		"bob:PW@host":                       "REDACTED@host",
 		"nats://h:4222/s?stream=S":          "nats://h:4222/s?stream=S",
 		"jsonl:out/a@b.jsonl":               "jsonl:out/a@b.jsonl",
+		"https:/bob:PW@example.org/feeds":   "https:/REDACTED@example.org/feeds",
+		`https:\\bob:PW@example.org`:        `https:\\REDACTED@example.org`,
 	} {
 		if got := URL(raw); got != want {
 			t.Errorf("URL(%q) = %q, want %q", raw, got, want)

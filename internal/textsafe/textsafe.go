@@ -11,12 +11,13 @@ import (
 
 // Unsafe reports whether r would change how a terminal or a log viewer
 // shows the text around it: a C0 or C1 control character, DEL, the line
-// and paragraph separators, and the bidirectional marks, embeddings,
+// and paragraph separators, and the bidirectional marks (the Arabic
+// letter mark too), embeddings,
 // overrides and isolates.
 func Unsafe(r rune) bool {
 	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 ||
 		r == 0x2028 || r == 0x2029 ||
-		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
 }
 
 // Line is s as one line of a message: broken UTF-8 and each unsafe

@@ -8,14 +8,14 @@ import (
 
 func TestLine(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain name 名":                   "plain name 名",
-		"two\nlines\r":                   "two?lines?",
-		"\x1b[2Jwiped":                   "?[2Jwiped",
-		"bell\a del\x7f c1\u0085":        "bell? del? c1?",
-		"evil\u202egnp.exe":              "evil?gnp.exe",
-		"iso\u2066late\u2069 \u200emark": "iso?late? ?mark",
-		"sep\u2028line\u2029para":        "sep?line?para",
-		"broken \xff\xfe utf-8":          "broken ? utf-8",
+		"plain name 名":                         "plain name 名",
+		"two\nlines\r":                         "two?lines?",
+		"\x1b[2Jwiped":                         "?[2Jwiped",
+		"bell\a del\x7f c1\u0085":              "bell? del? c1?",
+		"evil\u202egnp.exe":                    "evil?gnp.exe",
+		"iso\u2066late\u2069 \u200emark\u061c": "iso?late? ?mark?",
+		"sep\u2028line\u2029para":              "sep?line?para",
+		"broken \xff\xfe utf-8":                "broken ? utf-8",
 	} {
 		if got := Line(in); got != want {
 			t.Errorf("Line(%q) = %q, want %q", in, got, want)

@@ -165,9 +165,10 @@ type atomSink struct {
 	lastOPML, lastHTML []byte
 }
 
-// open reads the feeds' state; it changes nothing on disk (crawl sink
-// check opens the sink too): the files are checked and mended at the
-// first Write or Restore (begin).
+// open reads the feeds' state and checks that the directory can be
+// written; it changes no feed and no state (crawl sink check opens the
+// sink too), making only the directory and its lock file: the files are
+// checked and mended at the first Write or Restore (begin).
 func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error) {
 	o, err := parse(rawURL)
 	if err != nil {
@@ -178,6 +179,10 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 	}
 	unlock, err := lockDir(o.dir)
 	if err != nil {
+		return nil, fmt.Errorf("atom %s: %w", o.dir, err)
+	}
+	if err := writable(o.dir); err != nil {
+		unlock()
 		return nil, fmt.Errorf("atom %s: %w", o.dir, err)
 	}
 	feeds, err := loadFeeds(o.dir)

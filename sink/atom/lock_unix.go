@@ -25,3 +25,16 @@ func lockDir(dir string) (unlock func() error, err error) {
 	}
 	return f.Close, nil
 }
+
+// writable says why the sink could not write in dir and its state
+// directory (when there is one), checked at open so that crawl sink check
+// and a run's start say it, not the first write.
+func writable(dir string) error {
+	for _, d := range []string{dir, filepath.Join(dir, stateDir)} {
+		err := syscall.Access(d, 0x2|0x1) // W_OK|X_OK: make and rename files in it
+		if err != nil && !(d != dir && errors.Is(err, syscall.ENOENT)) {
+			return &os.PathError{Op: "write", Path: d, Err: err}
+		}
+	}
+	return nil
+}
