@@ -12,8 +12,7 @@ import (
 // Unsafe reports whether r would change how a terminal or a log viewer
 // shows the text around it: a C0 or C1 control character, DEL, the line
 // and paragraph separators, and the bidirectional marks (the Arabic
-// letter mark too), embeddings,
-// overrides and isolates.
+// letter mark too), embeddings, overrides and isolates.
 func Unsafe(r rune) bool {
 	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 ||
 		r == 0x2028 || r == 0x2029 ||
