@@ -186,7 +186,8 @@ func newRootCmd() *cobra.Command {
 		Short: "Crawl, parse and deliver scholarly literature listings",
 		Long: `crawl fetches the "latest literature" listing pages of scholarly journals,
 splits each page into paper records and delivers them to sinks: JSON-lines
-files or standard output, a PostgreSQL table, NATS JetStream or Kafka.
+files or standard output, a PostgreSQL table, NATS JetStream, Kafka, or
+Atom feeds a feed reader subscribes to.
 
 ` + exitcode.Help(),
 		SilenceUsage:  true,

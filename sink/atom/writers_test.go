@@ -180,7 +180,7 @@ func TestNewPapersOfOneDateGoOnTop(t *testing.T) {
 	}
 }
 
-// Opening and closing the sink changes nothing on disk (crawl sink check
+// Opening and closing the sink changes no feed and no state (crawl sink check
 // opens it): not with another keep, title or base.
 func TestOpeningChangesNothing(t *testing.T) {
 	dir := t.TempDir()
