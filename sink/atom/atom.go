@@ -98,7 +98,11 @@ func parse(rawURL string) (options, error) {
 		case "keep":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > MaxKeep {
-				return o, bad(fmt.Sprintf("keep=%q: expected the entries a feed keeps, 1 to %d", v, MaxKeep))
+				hint := ""
+				if strings.Contains(v, " ") {
+					hint = " (a + in a URL's query is a space)"
+				}
+				return o, bad(fmt.Sprintf("keep=%q: expected the entries a feed keeps, 1 to %d%s", v, MaxKeep, hint))
 			}
 			o.keep = n
 		case "base":

@@ -206,6 +206,7 @@ func TestURLsAreChecked(t *testing.T) {
 		"atom:":                                    "expected a directory",
 		"atom://host/x":                            "not a URL",
 		"atom:d?keep=0":                            "keep=\"0\": expected the entries a feed keeps, 1 to 10000",
+		"atom:d?keep=+5":                           "keep=\" 5\": expected the entries a feed keeps, 1 to 10000 (a + in a URL's query is a space)",
 		"atom:d?keep=10001":                        "1 to 10000",
 		"atom:d?keep=1&keep=2":                     "keep given 2 times",
 		"atom:d?base=ftp://x":                      "base=\"ftp://x\": expected the http(s) URL",
