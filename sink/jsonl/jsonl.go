@@ -6,11 +6,13 @@ package jsonl
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,6 +58,15 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 	p := strings.TrimPrefix(rawURL, "jsonl:")
 	if p == "-" {
 		return newStdout(opts), nil
+	}
+	if info, err := os.Stat(p); err == nil && info.Mode()&(fs.ModeCharDevice|fs.ModeNamedPipe) != 0 {
+		// A device or a pipe (-o /dev/null, a FIFO a consumer reads): a
+		// stream, as standard output is; nothing to cut back on a restore.
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("jsonl %s: %w", p, err)
+		}
+		return &stdoutSink{w: f, name: "jsonl:" + p, close: f.Close}, nil
 	}
 	return openFile(p, opts)
 }
@@ -390,12 +401,15 @@ func (s *jsonlSink) Close() error {
 	})
 }
 
-// stdoutSink writes JSON lines to standard output. It cannot roll back, so a
-// rerun after a crash may repeat the last batch.
+// stdoutSink writes JSON lines to standard output, or to a device or a
+// pipe. It cannot roll back, so a rerun after a crash may repeat the last
+// batch.
 type stdoutSink struct {
 	sink.Gate
-	w   io.Writer
-	buf bytes.Buffer
+	w     io.Writer
+	name  string       // "" for standard output
+	close func() error // nil for standard output
+	buf   bytes.Buffer
 }
 
 func newStdout(opts sink.Options) *stdoutSink {
@@ -405,7 +419,7 @@ func newStdout(opts sink.Options) *stdoutSink {
 	return &stdoutSink{w: os.Stdout}
 }
 
-func (s *stdoutSink) Describe() string { return "stdout" }
+func (s *stdoutSink) Describe() string { return cmp.Or(s.name, "stdout") }
 
 func (s *stdoutSink) Write(ctx context.Context, recs []record.Record) error {
 	release, err := s.Enter(ctx, true)
@@ -414,12 +428,19 @@ func (s *stdoutSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	defer release()
 	if err := sink.EncodeLines(&s.buf, recs); err != nil {
-		return fmt.Errorf("stdout: %w", err)
+		return fmt.Errorf("%s: %w", s.Describe(), err)
 	}
 	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
-		return fmt.Errorf("stdout: %w", err)
+		return fmt.Errorf("%s: %w", s.Describe(), err)
 	}
 	return nil
 }
 
-func (s *stdoutSink) Close() error { return s.Shut(func() error { return nil }) }
+func (s *stdoutSink) Close() error {
+	return s.Shut(func() error {
+		if s.close == nil {
+			return nil
+		}
+		return s.close()
+	})
+}

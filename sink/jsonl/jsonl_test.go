@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -278,4 +279,41 @@ func TestJSONLWriterProcess(t *testing.T) {
 		fmt.Printf("committed %d\n", b)
 	}
 	s.Close()
+}
+
+// A device or a named pipe is a stream: -o /dev/null discards the
+// records, and a FIFO's reader gets every line.
+func TestJSONLDeviceAndPipe(t *testing.T) {
+	s := sinktest.Open(t, "jsonl:/dev/null", sink.Options{})
+	if err := s.Write(context.Background(), sinktest.Records("n", 3)); err != nil {
+		t.Fatalf("write to /dev/null: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "papers.fifo")
+	if err := syscallMkfifo(fifo); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	got := make(chan []byte)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(f)
+		got <- b
+	}()
+	s = sinktest.Open(t, "jsonl:"+fifo, sink.Options{})
+	if err := s.Write(context.Background(), sinktest.Records("p", 2)); err != nil {
+		t.Fatalf("write to a named pipe: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.Count(<-got, []byte("\n")); lines != 2 {
+		t.Errorf("the pipe's reader got %d lines, want 2", lines)
+	}
 }
