@@ -74,6 +74,7 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 	// an open-ended walk never runs more than the pool's size past the end.
 	p := pool.New().WithMaxGoroutines(r.conc)
 	open := o.To == 0
+	var capped []func() // open walks that reached backfill.max_pages: said in the summary unless they met the end
 	for _, journal := range o.Journals {
 		l := o.limits(journal)
 		to := o.To
@@ -93,6 +94,13 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 			}
 			if open && pageNo == to {
 				r.log.Warn("the open-ended walk reached backfill.max_pages", "journal", journal, "page", pageNo, "max_pages", l.MaxPages)
+				capped = append(capped, func() {
+					walkMu.Lock()
+					defer walkMu.Unlock()
+					if e := end.Load(); (e == 0 || e > int64(to)) && !walkStopped {
+						r.sum.addIncomplete(journal, to, WhyBackfillMaxPages)
+					}
+				})
 			}
 			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
 				r.log.Warn("giving up on the journal's open-ended walk after failed pages in a row", "journal", journal, "failed", maxFailedInRow)
@@ -150,6 +158,11 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 		}
 	}
 	p.Wait()
+	if ctx.Err() == nil && !stopped(o.Stop) {
+		for _, c := range capped {
+			c()
+		}
+	}
 	r.commit.stop() // the last pages are committed before the run returns
 	return context.Cause(ctx)
 }

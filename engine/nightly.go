@@ -158,6 +158,9 @@ const (
 	WhyMaxPages   = "nightly.max_pages"
 	WhyFailedPage = "a failed page"
 	WhyStopped    = "the run was stopped"
+	// WhyBackfillMaxPages: an open-ended backfill (--pages A-) stopped at
+	// backfill.max_pages before the listing's end.
+	WhyBackfillMaxPages = "backfill.max_pages"
 )
 
 // End is how the walk ended, called on the walk Next returned with false

@@ -64,7 +64,9 @@ type JournalCounts struct {
 
 // IncompleteWalk is a nightly walk that stopped short of known papers
 // (at nightly.max_pages, at a failed page, or when the run was stopped):
-// the next nightly carries on past Page's papers.
+// the next nightly carries on past Page's papers; or an open-ended
+// backfill that stopped at backfill.max_pages before the listing's end
+// (Why WhyBackfillMaxPages).
 type IncompleteWalk struct {
 	Journal int64  `json:"journal"`
 	Page    int    `json:"page"`          // the last page delivered
@@ -244,7 +246,7 @@ func (s *Summary) FetchSeconds() Histogram {
 	return Histogram{LE: s.fetchHist.LE, Counts: slices.Clone(s.fetchHist.Counts)}
 }
 
-// IncompleteWalks are the nightly walks that stopped at their page limit.
+// IncompleteWalks are the walks that stopped short (IncompleteWalk).
 func (s *Summary) IncompleteWalks() []IncompleteWalk {
 	s.mu.Lock()
 	defer s.mu.Unlock()

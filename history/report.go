@@ -79,6 +79,10 @@ func QualityAlarm(t config.Quality, q engine.Quality) error {
 
 // IncompleteText says what an incomplete walk means, in a line.
 func IncompleteText(w engine.IncompleteWalk) string {
+	if w.Why == engine.WhyBackfillMaxPages {
+		return fmt.Sprintf("journal %d: the open-ended backfill stopped at page %d (%s) before the listing's end; crawl backfill --journal %d --pages %d- goes on from there",
+			w.Journal, w.Page, w.Why, w.Journal, w.Page+1)
+	}
 	return fmt.Sprintf("journal %d: the walk stopped at page %d (%s) before known papers; the next nightly carries on from there",
 		w.Journal, w.Page, cmp.Or(w.Why, engine.WhyMaxPages))
 }

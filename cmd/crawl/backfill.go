@@ -124,7 +124,8 @@ them; their papers are still delivered only if not known, unless
 --redeliver). A run killed at any moment resumes where it stopped, with
 every paper delivered once. An open range (A-) also stops a journal
 after backfill.stop_after_repeat_pages pages in a row with no paper new
-to the run, and at page A+backfill.max_pages-1.
+to the run, and at page A+backfill.max_pages-1 (the summary says so,
+"incomplete:", with the command that goes on).
 
 Exit codes: 0 every page done, 3 some pages failed (listed in the
 summary and retried by the next run) or a sink refused records (kept in

@@ -76,7 +76,11 @@ journals:
 	}
 
 	// A backfill: journal 11 to its last page, 12 to its own max_pages.
-	crawlWith("backfill", "--pages", "1-", "--state-dir", filepath.Join(dir, "b"))
+	berrs := crawlWith("backfill", "--pages", "1-", "--state-dir", filepath.Join(dir, "b"))
+	if !strings.Contains(berrs, "incomplete: journal 12: the open-ended backfill stopped at page 3 (backfill.max_pages) before the listing's end; crawl backfill --journal 12 --pages 4- goes on from there") ||
+		strings.Contains(berrs, "incomplete: journal 11") {
+		t.Errorf("the backfill's summary does not name journal 12's walk cut at backfill.max_pages, and only it:\n%s", berrs)
+	}
 	if got := journalsOf(t, all); len(got) != 1 || got[11] != 160 {
 		t.Errorf("the file's sink holds %v papers by journal, want 160 of journal 11 only", got)
 	}
