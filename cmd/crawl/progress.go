@@ -25,7 +25,7 @@ func startProgress(w io.Writer, total int64, sum *engine.Summary, log *slog.Logg
 	finished := make(chan struct{})
 	if terminal(w) && !jsonNotices(w) { // JSON logs: no bar among the objects
 		bar := progressbar.NewOptions64(total,
-			progressbar.OptionSetWriter(w), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(total > 0),
+			progressbar.OptionSetWriter(barWriter(w)), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(total > 0),
 			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish(),
 			progressbar.OptionSpinnerType(14), progressbar.OptionSetDescription("pages"))
 		go func() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -84,10 +85,43 @@ func (s *session) signalCode() int {
 }
 
 // notices is stderr as the command writes it: with --log-format json,
-// every line is one JSON object (say).
+// every line is one JSON object (say). While a progress bar is drawn on
+// its last line (barWriter), a line written clears the bar first, so a
+// warning never lands on the bar's line; the bar is drawn again under it.
 type notices struct {
 	io.Writer
 	json bool
+
+	mu       sync.Mutex
+	barShown bool // the last line holds a progress bar
+}
+
+func (n *notices) Write(p []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.barShown {
+		io.WriteString(n.Writer, "\r\x1b[K")
+		n.barShown = false
+	}
+	return n.Writer.Write(p)
+}
+
+// barWriter is where a progress bar draws on w: under notices, it marks
+// the last line as the bar's.
+func barWriter(w io.Writer) io.Writer {
+	if n, ok := w.(*notices); ok {
+		return barLine{n}
+	}
+	return w
+}
+
+type barLine struct{ n *notices }
+
+func (b barLine) Write(p []byte) (int, error) {
+	b.n.mu.Lock()
+	defer b.n.mu.Unlock()
+	b.n.barShown = !bytes.HasSuffix(p, []byte("\n"))
+	return b.n.Writer.Write(p)
 }
 
 // jsonNotices says whether w wants JSON lines.
