@@ -158,13 +158,13 @@ type atomSink struct {
 	log       *slog.Logger
 	now       func() time.Time
 	unlock    func() error
-	feeds     map[string]*feed // by journal id, in decimal
-	gen       uint64           // the directory's write count: the newest feed's Gen
-	begun     bool             // the files were checked against the state (begin)
-	trimmed   bool             // the feeds were cut to keep (trim)
-	headed    map[string]bool  // feeds whose listing head this session has written (epochFor)
-	dirty     map[string]bool  // feeds whose file is behind the state
-	index     bool             // the index files may be behind the state
+	feeds     map[string]*feed  // by journal id, in decimal
+	gen       uint64            // the directory's write count: the newest feed's Gen
+	begun     bool              // the files were checked against the state (begin)
+	trimmed   bool              // the feeds were cut to keep (trim)
+	headed    map[string]string // by feed, the fetch of page 1 whose head was written last (epochFor)
+	dirty     map[string]bool   // feeds whose file is behind the state
+	index     bool              // the index files may be behind the state
 	// lastOPML and lastHTML are the index files as last written.
 	lastOPML, lastHTML []byte
 }
@@ -195,7 +195,7 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 		return nil, fmt.Errorf("atom: %w", err)
 	}
 	s := &atomSink{o: o, writer: opts.Writer, log: opts.Log(), now: opts.Clock, unlock: unlock, feeds: feeds,
-		headed: map[string]bool{}, dirty: map[string]bool{}}
+		headed: map[string]string{}, dirty: map[string]bool{}}
 	s.gen = s.maxGen()
 	return s, nil
 }
@@ -370,13 +370,13 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	gen := s.gen + 1
 	changed := map[string]*feed{}
-	heads := map[string]bool{}
+	heads := map[string]string{}
 	for _, k := range order {
 		old := s.feeds[k]
 		epoch, epochAt, head := s.epochFor(k, old, byFeed[k], now)
-		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt, head)
-		if head {
-			heads[k] = true
+		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt, head != "")
+		if head != "" {
+			heads[k] = head
 		}
 		if old != nil && sameFeed(old, f) {
 			continue // older than the feed's newest keep, or the same again
@@ -419,24 +419,28 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	return s.flush()
 }
 
-// epochFor is the epoch of a write's entries of feed k, and whether the
-// write is the listing's head: the session's first write of papers from
-// the listing's first page (a nightly's newest papers) opens a new epoch,
-// and its papers new to the feed go above every paper the feed had, dates
-// aside (merge). Papers of other pages keep the listing's order among the
-// feed's (a backfill going on, resumed after a crash or not, a nightly
-// filling in where an earlier walk stopped short): they are older than
-// the head that a walk from page 1 found known.
-func (s *atomSink) epochFor(k string, old *feed, es []*entry, now time.Time) (epoch int, at string, head bool) {
+// epochFor is the epoch of a write's entries of feed k, and the fetch
+// of the listing's first page it is the head of ("" when it is none): a
+// write of papers from a fetch of page 1 that the feed has not had the
+// head of (a run's, a fleet job's, an archived page's; the session's for
+// pages read from files) opens a new epoch, and its papers new to the
+// feed go above every paper the feed had, dates aside (merge). Papers of
+// other pages keep the listing's order among the feed's (a backfill
+// going on, resumed after a crash or not, a nightly filling in where an
+// earlier walk stopped short): they are older than the head that a walk
+// from page 1 found known.
+func (s *atomSink) epochFor(k string, old *feed, es []*entry, now time.Time) (epoch int, at string, head string) {
 	at = now.Format(time.RFC3339)
-	head = !s.headed[k] && slices.ContainsFunc(es, onFirstPage)
+	if i := slices.IndexFunc(es, onFirstPage); i >= 0 && s.headed[k] != es[i].fetch {
+		head = es[i].fetch
+	}
 	switch {
 	case old == nil:
 		return 1, at, head
-	case head:
-		return old.Epoch + 1, at, true
+	case head != "":
+		return old.Epoch + 1, at, head
 	}
-	return old.Epoch, cmp.Or(old.EpochAt, at), false
+	return old.Epoch, cmp.Or(old.EpochAt, at), ""
 }
 
 // onFirstPage reports whether e was on the listing's first page.

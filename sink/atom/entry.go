@@ -39,6 +39,7 @@ type entry struct {
 	Rank  int64 `json:"rank,omitempty"`
 
 	xml, line []byte         // rendered once (render)
+	fetch     string         // the fetch of the page it came from: run and time ("session" for files)
 	rec       *record.Record // the record its texts are made from, until fill
 }
 
@@ -71,7 +72,7 @@ const tagAuthority = "tag:litcrawl.github.io,2026:"
 // fill, for the entries that make it into a feed only (a backfill's older
 // papers never do).
 func newEntry(r *record.Record, now time.Time) *entry {
-	e := &entry{ID: r.ID, rec: r}
+	e := &entry{ID: r.ID, rec: r, fetch: cmp.Or(strings.TrimSpace(r.Source.RunID+" "+r.Source.FetchedAt), "session")}
 	if p, i := r.Source.Page, r.Source.Position; p > 0 && p <= 1_000_000 && i > 0 && i < rankPage {
 		e.Rank = int64(p)*rankPage + int64(i)
 	}
@@ -126,7 +127,7 @@ func paperTime(s string) (time.Time, bool) {
 
 // webLink is the first of urls that a reader may open: an absolute http
 // or https URL with a host, without user information, of at most
-// maxLinkBytes; "" when none is.
+// maxLinkBytes as written (escaped); "" when none is.
 func webLink(urls ...string) string {
 	for _, raw := range urls {
 		if len(raw) > maxLinkBytes {
@@ -137,7 +138,9 @@ func webLink(urls ...string) string {
 			strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 			continue
 		}
-		return u.String()
+		if out := u.String(); len(out) <= maxLinkBytes { // as written: escaped
+			return out
+		}
 	}
 	return ""
 }

@@ -285,7 +285,8 @@ func TestOddIDsAndDates(t *testing.T) {
 			t.Errorf("id %q: %v, want a refusal", id, err)
 		}
 	}
-	r := papers("far", 4, 4, day0)
+	r := papers("far", 4, 5, day0)
+	r[4].DOIURL, r[4].URL = "https://doi.org/"+strings.Repeat("é", 1000), "" // 2,016 bytes, 6,016 escaped
 	r[0].Published = "9999-12-31"
 	r[1].Published = "2025-12-30t10:00:00z" // RFC 3339 allows lower case
 	r[2].DOIURL, r[2].URL = "https://doi.org/"+strings.Repeat("9", 5000), "http://:80/x"
@@ -301,7 +302,7 @@ func TestOddIDsAndDates(t *testing.T) {
 			if e.Published != "2025-12-30T10:00:00Z" {
 				t.Errorf("a lower-case RFC 3339 date: published %q", e.Published)
 			}
-		case tagPaper + "far-2":
+		case tagPaper + "far-2", tagPaper + "far-4":
 			if len(e.Links) != 0 {
 				t.Errorf("a 5,000-byte link and one without a host are left out: %+v", e.Links)
 			}
@@ -423,5 +424,34 @@ func TestAFeedAheadOfItsStateIsSaid(t *testing.T) {
 	write(t, "atom:"+dir, sink.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, papers("d", 11, 1, day0))
 	if !strings.Contains(logs.String(), "journals=9,10") || !strings.Contains(logs.String(), "--redeliver") {
 		t.Errorf("no warning naming journals 9 and 10 with the way back:\n%s", logs.String())
+	}
+}
+
+// Each fetch of the listing's first page is a head of its own, in one
+// open sink: a fleet worker's nightly jobs of several nights, or a replay
+// of an archive of several runs (one replay run, pages fetched at other
+// times), put each night's new papers on top.
+func TestEachFetchOfPageOneIsAHead(t *testing.T) {
+	const date = "2026-01-02"
+	at := func(id string, i int, run, fetched string) record.Record {
+		r := papers(id, 5, 1, day0)[0]
+		r.ID, r.Published = id, date
+		r.Source = record.Source{Page: 1, Position: i, RunID: run, FetchedAt: fetched}
+		return r
+	}
+	for name, src := range map[string][3][2]string{
+		"a worker's jobs of three nights": {{"run-1", "2026-01-02T01:00:00Z"}, {"run-2", "2026-01-03T01:00:00Z"}, {"run-3", "2026-01-04T01:00:00Z"}},
+		"a replay of three runs' pages":   {{"replay-x", "2026-01-02T01:00:00Z"}, {"replay-x", "2026-01-03T01:00:00Z"}, {"replay-x", "2026-01-04T01:00:00Z"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, "atom:"+dir+"?keep=4", sink.Options{},
+				[]record.Record{at("a0", 1, src[0][0], src[0][1]), at("a1", 2, src[0][0], src[0][1])},
+				[]record.Record{at("b0", 1, src[1][0], src[1][1])},
+				[]record.Record{at("c0", 1, src[2][0], src[2][1]), at("c1", 2, src[2][0], src[2][1])})
+			if got := feedIDs(t, dir, "5"); !slices.Equal(got, ids("c0", "c1", "b0", "a0")) {
+				t.Errorf("feed %v, want each night's new papers above the last's", got)
+			}
+		})
 	}
 }
