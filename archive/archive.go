@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
 	"os"
@@ -58,7 +59,10 @@ func NewRecorder(next http.RoundTripper, o RecorderOptions) (*Recorder, error) {
 		o.MaxFileSize = 1 << 30
 	}
 	w := gowarc.NewWarcFileWriter(
-		gowarc.WithFileNameGenerator(&gowarc.PatternNameGenerator{Directory: o.Dir, Prefix: "litcrawl-"}),
+		// The run's own tag in every name: two runs sharing a directory
+		// that start in the same second never write one file name.
+		gowarc.WithFileNameGenerator(&gowarc.PatternNameGenerator{Directory: o.Dir, Prefix: "litcrawl-",
+			Pattern: "%{prefix}s%{ts}s-%{run}s-%04{serial}d-%{hostOrIp}s.%{ext}s", Params: map[string]any{"run": runTag(o.RunID)}}),
 		gowarc.WithCompression(true),
 		gowarc.WithMaxFileSize(o.MaxFileSize),
 		gowarc.WithFlush(true), // each record reaches the disk: a killed writer leaves complete records
@@ -68,6 +72,18 @@ func NewRecorder(next http.RoundTripper, o RecorderOptions) (*Recorder, error) {
 		}),
 	)
 	return &Recorder{next: next, maxBody: o.MaxBody, w: w}, nil
+}
+
+// runTag is what names a run's files: the random end of its id
+// (20261205T182626Z-a1d165d8), or the process id and a random number.
+func runTag(runID string) string {
+	tag := runID[strings.LastIndexByte(runID, '-')+1:]
+	if tag != "" && len(tag) <= 32 && !strings.ContainsFunc(tag, func(r rune) bool {
+		return !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+	}) {
+		return tag
+	}
+	return fmt.Sprintf("p%d-%08x", os.Getpid(), rand.Uint32())
 }
 
 // RoundTrip fetches through next and records the exchange. A body that

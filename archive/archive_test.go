@@ -144,3 +144,38 @@ func TestFilesSkipsWhatIsNotAFile(t *testing.T) {
 		t.Errorf("a file for the directory: %v", err)
 	}
 }
+
+// Two runs recording into one directory at the same moment each keep
+// their own files: nothing one wrote is overwritten by the other.
+func TestTwoRunsShareADirectory(t *testing.T) {
+	dir := t.TempDir()
+	site := testsite.New()
+	site.SynthJournal(7, 2, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	var recs []*archive.Recorder
+	for _, run := range []string{"20261205T182626Z-a1d165d8", "20261205T182626Z-0bad5eed"} {
+		rec, err := archive.NewRecorder(srv.Client().Transport, archive.RecorderOptions{Dir: dir, RunID: run, MaxBody: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	for i, rec := range recs { // both open at once, as two runs are
+		resp, err := (&http.Client{Transport: rec}).Get(srv.URL + testsite.PagePath(7, i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for _, rec := range recs {
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	if err := archive.Responses(dir, func(archive.Response) error { n++; return nil }); err != nil || n != 2 {
+		t.Fatalf("the directory holds %d responses (%v), want both runs' 2", n, err)
+	}
+}
