@@ -114,10 +114,10 @@ func (e *entry) fill() {
 }
 
 // paperTime reads a paper's date: a day (2024-09-02), a month, a year,
-// or a time in RFC 3339.
+// or a time in RFC 3339 (with "T", "t" or a space between date and time).
 func paperTime(s string) (time.Time, bool) {
 	s = strings.ToUpper(strings.TrimSpace(s)) // RFC 3339 allows "t" and "z"
-	for _, layout := range []string{"2006-01-02", time.RFC3339, "2006-01", "2006"} {
+	for _, layout := range []string{"2006-01-02", time.RFC3339, "2006-01-02 15:04:05Z07:00", "2006-01", "2006"} {
 		if t, err := time.Parse(layout, s); err == nil && t.Year() >= 1000 && t.Year() <= 9999 {
 			return t.UTC(), true
 		}

@@ -4,6 +4,7 @@ package atom
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,6 +32,9 @@ func lockDir(dir string) (unlock func() error, err error) {
 // and a run's start say it, not the first write.
 func writable(dir string) error {
 	for _, d := range []string{dir, filepath.Join(dir, stateDir)} {
+		if info, err := os.Stat(d); err == nil && !info.IsDir() {
+			return fmt.Errorf("%s is not a directory", d)
+		}
 		err := syscall.Access(d, 0x2|0x1) // W_OK|X_OK: make and rename files in it
 		if err != nil && !(d != dir && errors.Is(err, syscall.ENOENT)) {
 			return &os.PathError{Op: "write", Path: d, Err: err}

@@ -285,7 +285,8 @@ func TestOddIDsAndDates(t *testing.T) {
 			t.Errorf("id %q: %v, want a refusal", id, err)
 		}
 	}
-	r := papers("far", 4, 5, day0)
+	r := papers("far", 4, 6, day0)
+	r[5].Published = "2025-12-29 10:00:00+08:00" // RFC 3339 allows a space for the T
 	r[4].DOIURL, r[4].URL = "https://doi.org/"+strings.Repeat("é", 1000), "" // 2,016 bytes, 6,016 escaped
 	r[0].Published = "9999-12-31"
 	r[1].Published = "2025-12-30t10:00:00z" // RFC 3339 allows lower case
@@ -301,6 +302,10 @@ func TestOddIDsAndDates(t *testing.T) {
 		case tagPaper + "far-1":
 			if e.Published != "2025-12-30T10:00:00Z" {
 				t.Errorf("a lower-case RFC 3339 date: published %q", e.Published)
+			}
+		case tagPaper + "far-5":
+			if e.Published != "2025-12-29T02:00:00Z" {
+				t.Errorf("an RFC 3339 date with a space: published %q", e.Published)
 			}
 		case tagPaper + "far-2", tagPaper + "far-4":
 			if len(e.Links) != 0 {
