@@ -286,7 +286,7 @@ func TestOddIDsAndDates(t *testing.T) {
 		}
 	}
 	r := papers("far", 4, 6, day0)
-	r[5].Published = "2025-12-29 10:00:00+08:00" // RFC 3339 allows a space for the T
+	r[5].Published = "2025-12-29 10:00:00+08:00"                             // RFC 3339 allows a space for the T
 	r[4].DOIURL, r[4].URL = "https://doi.org/"+strings.Repeat("é", 1000), "" // 2,016 bytes, 6,016 escaped
 	r[0].Published = "9999-12-31"
 	r[1].Published = "2025-12-30t10:00:00z" // RFC 3339 allows lower case
