@@ -97,7 +97,9 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 				capped = append(capped, func() {
 					walkMu.Lock()
 					defer walkMu.Unlock()
-					if e := end.Load(); (e == 0 || e > int64(to)) && !walkStopped {
+					// end is the first page past the listing: to+1 when the
+					// listing ended at the limit itself.
+					if e := end.Load(); (e == 0 || e > int64(to)+1) && !walkStopped {
 						r.sum.addIncomplete(journal, to, WhyBackfillMaxPages)
 					}
 				})

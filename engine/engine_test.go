@@ -589,4 +589,17 @@ func TestOpenBackfillStopsOnRepeatsAndMaxPages(t *testing.T) {
 	if got := r.r.Summary().Done.Load(); got != 10 || site.Hits(testsite.PagePath(809, 13)) != 0 {
 		t.Errorf("pages 3- with max_pages 10: %d done, page 13 fetched %d times; want pages 3-12", got, site.Hits(testsite.PagePath(809, 13)))
 	}
+	if iw := r.r.Summary().IncompleteWalks(); len(iw) != 1 || iw[0].Page != 12 || iw[0].Why != engine.WhyBackfillMaxPages {
+		t.Errorf("the walk cut at max_pages is said as %+v; want page 12, %s", iw, engine.WhyBackfillMaxPages)
+	}
+	// A walk whose limit falls on the listing's last page is whole.
+	r = start(t, config(srv2), filepath.Join(dir, "state3"), filepath.Join(dir, "out3.jsonl"), "max-at-end")
+	err = r.r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{809}, From: 41, StopAfterRepeatPages: 20, MaxPages: 10})
+	r.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iw := r.r.Summary().IncompleteWalks(); len(iw) != 0 {
+		t.Errorf("pages 41- with max_pages 10 on a 50-page listing reached its end, but is said incomplete: %+v", iw)
+	}
 }

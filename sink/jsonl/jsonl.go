@@ -62,7 +62,7 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 	if info, err := os.Stat(p); err == nil && info.Mode()&(fs.ModeCharDevice|fs.ModeNamedPipe) != 0 {
 		// A device or a pipe (-o /dev/null, a FIFO a consumer reads): a
 		// stream, as standard output is; nothing to cut back on a restore.
-		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		f, err := openStream(p)
 		if err != nil {
 			return nil, fmt.Errorf("jsonl %s: %w", p, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -295,18 +296,22 @@ func TestJSONLDeviceAndPipe(t *testing.T) {
 	if err := syscallMkfifo(fifo); err != nil {
 		t.Skip("no named pipes here:", err)
 	}
+	if _, err := sink.Open(context.Background(), "jsonl:"+fifo, sink.Options{}); err == nil || !strings.Contains(err.Error(), "no reader") {
+		t.Fatalf("a named pipe without a reader: %v, want an error saying so at once", err)
+	}
+	// The reader opens first (without waiting for a writer), and reads
+	// once the sink has opened the pipe.
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s = sinktest.Open(t, "jsonl:"+fifo, sink.Options{})
 	got := make(chan []byte)
 	go func() {
-		f, err := os.Open(fifo)
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer f.Close()
-		b, _ := io.ReadAll(f)
+		b, _ := io.ReadAll(r)
 		got <- b
 	}()
-	s = sinktest.Open(t, "jsonl:"+fifo, sink.Options{})
 	if err := s.Write(context.Background(), sinktest.Records("p", 2)); err != nil {
 		t.Fatalf("write to a named pipe: %v", err)
 	}
