@@ -7,6 +7,7 @@ package redact
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -39,9 +40,14 @@ func URL(raw string) string {
 				// Unparseable but holding user information: drop it whole.
 				return raw[:j+3] + Mask + "@" + raw[i+1:]
 			case j < 0:
-				// No "://": "user:password@host…", or a slash short
-				// ("https:/user:password@host"): what follows the last
-				// slash before the "@", when it holds a ':'.
+				// No "://". A network scheme a slash or two short
+				// ("https:/user:pa/ss@host", "nats:/TOKEN@host"): all
+				// between the scheme's slashes and the last "@".
+				if k := netSchemeEnd(raw); k > 0 && k < i {
+					return raw[:k] + Mask + "@" + raw[i+1:]
+				}
+				// "user:password@host…": what follows the last slash
+				// before the "@", when it holds a ':'.
 				k := strings.LastIndexAny(raw[:i], `/\`)
 				if strings.Contains(raw[k+1:i], ":") {
 					return raw[:k+1] + Mask + "@" + raw[i+1:]
@@ -146,4 +152,18 @@ func userinfo(raw string) string {
 		return host[:i]
 	}
 	return ""
+}
+
+// netSchemes are the schemes whose URLs carry credentials here.
+var netSchemes = []string{"http", "https", "nats", "tls", "ws", "wss", "kafka", "postgres", "postgresql"}
+
+// netSchemeEnd is where the user information would begin in raw, a URL
+// of a network scheme written with fewer than two slashes (or with
+// backslashes): after "scheme:" and its slashes; 0 for any other string.
+func netSchemeEnd(raw string) int {
+	scheme, rest, ok := strings.Cut(raw, ":")
+	if !ok || !slices.ContainsFunc(netSchemes, func(s string) bool { return strings.EqualFold(s, scheme) }) {
+		return 0
+	}
+	return len(raw) - len(strings.TrimLeft(rest, `/\`))
 }

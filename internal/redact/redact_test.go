@@ -49,6 +49,9 @@ func TestURLQueryAndSchemeless(t *testing.T) {
 		"nats://h:4222/s?stream=S":          "nats://h:4222/s?stream=S",
 		"jsonl:out/a@b.jsonl":               "jsonl:out/a@b.jsonl",
 		"https:/bob:PW@example.org/feeds":   "https:/REDACTED@example.org/feeds",
+		"https:/bob:ab/PW@example.org":      "https:/REDACTED@example.org",
+		"nats:/PW@127.0.0.1:4222/s":         "nats:/REDACTED@127.0.0.1:4222/s",
+		"HTTPS:PW@example.org":              "HTTPS:REDACTED@example.org",
 		`https:\\bob:PW@example.org`:        `https:\\REDACTED@example.org`,
 	} {
 		if got := URL(raw); got != want {
