@@ -92,8 +92,18 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 
-	runTo := func(dir string, killAfter int) {
+	// runTo runs a backfill into dir. With gate > 0 the run is killed
+	// while it is provably under way: page gate is held open at the site
+	// (the run cannot end before it is answered) and at least minCommits
+	// other pages were committed by this run. A kill timed by log lines
+	// alone could land after a fast run had already finished.
+	hold := make(chan struct{}) // closed before the final run: gates left unconsumed let it through
+	runTo := func(dir string, gate, minCommits int) {
 		t.Helper()
+		arrived := make(chan struct{})
+		if gate > 0 {
+			site.Inject(testsite.PagePath(9001, gate), testsite.Fault{Kind: testsite.Gate, Arrived: arrived, Open: hold})
+		}
 		cmd := exec.Command(bin, "backfill", "--journal", "9001", "--pages", "1-", "--base-url", srv.URL,
 			"--delay", "0", "--concurrency", "3", "--config", filepath.Join(repoRoot, "config.yaml"),
 			"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "papers.jsonl"), "--sink", "atom:"+filepath.Join(dir, "feeds")+"?keep=250",
@@ -105,35 +115,59 @@ func TestBackfillSurvivesKill9(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		commits := 0
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "page committed") {
-				commits++
-				if killAfter > 0 && commits == killAfter {
-					cmd.Process.Kill() // SIGKILL: no cleanup of any kind
-					break
+		commits, eof := make(chan struct{}, 64), make(chan struct{})
+		go func() {
+			defer close(eof)
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "page committed") {
+					commits <- struct{}{}
 				}
 			}
+		}()
+		if gate > 0 {
+			n := 0
+			for waiting := arrived; waiting != nil || n < minCommits; {
+				select {
+				case <-waiting:
+					waiting = nil
+				case <-commits:
+					n++
+				case <-eof:
+					cmd.Wait()
+					t.Fatalf("the run ended before it was killed (page %d reached: %v, %d commits)", gate, waiting == nil, n)
+				}
+			}
+			cmd.Process.Kill() // SIGKILL: no cleanup of any kind
 		}
+		go func() { // the pipe must be drained for the process to go on
+			for range commits {
+			}
+		}()
+		<-eof
+		close(commits)
 		err = cmd.Wait()
-		if killAfter == 0 && err != nil {
+		if gate == 0 && err != nil {
 			t.Fatalf("final run: %v", err)
 		}
 	}
 
 	clean := t.TempDir()
-	runTo(clean, 0)
+	runTo(clean, 0, 0)
 	want := papersIn(t, filepath.Join(clean, "papers.jsonl"))
 	if len(want) != 600 {
 		t.Fatalf("clean run: %d papers, want 600", len(want))
 	}
 
 	killed := t.TempDir()
-	for _, k := range []int{4, 7, 8} { // commits before each kill: 4, 11, 19 pages done
-		runTo(killed, k)
+	// Each kill lands with a page in flight and others committed: held
+	// on pages 5, 12 and 20, more than the concurrency apart, so that
+	// each is still to do when its run starts.
+	for _, gate := range []int{5, 12, 20} {
+		runTo(killed, gate, 2)
 	}
-	runTo(killed, 0)
+	close(hold)
+	runTo(killed, 0, 0)
 	got := papersIn(t, filepath.Join(killed, "papers.jsonl"))
 	if len(got) != len(want) {
 		t.Fatalf("after kills: %d papers, a clean run has %d", len(got), len(want))
