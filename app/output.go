@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/litcrawl/litcrawl/internal/fskind"
+	"github.com/litcrawl/litcrawl/internal/fspath"
 )
 
 // CheckOutputFile checks a file the command will write by renaming a
@@ -49,18 +50,8 @@ func CheckOutputFile(path, stateDir string) error {
 // inside says whether path lies in dir (after making both absolute and
 // resolving dir's links).
 func inside(path, dir string) bool {
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return p
-		}
-		if r, err := filepath.EvalSymlinks(a); err == nil {
-			return r
-		}
-		return a
-	}
-	d := abs(dir)
-	p := filepath.Join(abs(filepath.Dir(path)), filepath.Base(path))
+	d := fspath.Real(dir)
+	p := filepath.Join(fspath.Real(filepath.Dir(path)), filepath.Base(path))
 	rel, err := filepath.Rel(d, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

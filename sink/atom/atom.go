@@ -34,6 +34,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
+	"github.com/litcrawl/litcrawl/internal/fspath"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/record"
@@ -133,7 +134,7 @@ func same(rawURL string) string {
 	if err != nil {
 		return rawURL
 	}
-	return fmt.Sprintf("atom:%s?keep=%d&base=%s&title=%s", absDir(o.dir), o.keep, url.QueryEscape(o.base), url.QueryEscape(o.title))
+	return fmt.Sprintf("atom:%s?keep=%d&base=%s&title=%s", fspath.Real(o.dir), o.keep, url.QueryEscape(o.base), url.QueryEscape(o.title))
 }
 
 // validPort: none, or a TCP port number.
@@ -212,20 +213,7 @@ func (s *atomSink) Describe() string { return "atom:" + s.o.dir }
 
 // TokenKey is the directory's absolute path: however it is spelled, the
 // same feeds find their token.
-func (s *atomSink) TokenKey() string { return "atom:" + absDir(s.o.dir) }
-
-// absDir is dir as an absolute path with its symbolic links resolved
-// (dir itself when it cannot be).
-func absDir(dir string) string {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return dir
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real
-	}
-	return abs
-}
+func (s *atomSink) TokenKey() string { return "atom:" + fspath.Real(s.o.dir) }
 
 // begin mends the files at the first change of the session: a feed file
 // behind its state (a crash between the two) or cut short is marked to be
@@ -555,7 +543,7 @@ func (s *atomSink) Token() ([]byte, error) {
 		return nil, err
 	}
 	defer release()
-	return json.Marshal(atomToken{Dir: absDir(s.o.dir), Gen: s.gen, Writer: s.writer})
+	return json.Marshal(atomToken{Dir: fspath.Real(s.o.dir), Gen: s.gen, Writer: s.writer})
 }
 
 // Restore takes back this crawl's writes made after the token (a crash
@@ -578,7 +566,7 @@ func (s *atomSink) Restore(ctx context.Context, token []byte) error {
 		return fmt.Errorf("atom %s: restore: bad token: %w", s.o.dir, err)
 	}
 	switch {
-	case t.Dir != "" && filepath.Clean(t.Dir) != absDir(s.o.dir):
+	case t.Dir != "" && filepath.Clean(t.Dir) != fspath.Real(s.o.dir):
 		s.log.Warn("atom sink: the token names another directory; nothing restored", "dir", s.o.dir, "token_dir", t.Dir)
 		return nil
 	case t.Writer != s.writer:

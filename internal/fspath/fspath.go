@@ -1,0 +1,19 @@
+// Package fspath holds the one rule for naming a file place the same way
+// however it is spelled: absolute, with its symbolic links resolved.
+package fspath
+
+import "path/filepath"
+
+// Real is p made absolute with its symbolic links resolved; when p does
+// not exist (or cannot be resolved) it is p made absolute, and when even
+// that fails, p as given.
+func Real(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
+}
