@@ -34,6 +34,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
+	"github.com/litcrawl/litcrawl/internal/fskind"
 	"github.com/litcrawl/litcrawl/internal/fspath"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
@@ -190,6 +191,10 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 		unlock()
 		return nil, fmt.Errorf("atom %s: %w", o.dir, err)
 	}
+	if err := placesFree(o.dir); err != nil {
+		unlock()
+		return nil, fmt.Errorf("atom %s: %w", o.dir, err)
+	}
 	feeds, err := loadFeeds(o.dir)
 	if err != nil {
 		unlock()
@@ -199,6 +204,37 @@ func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error
 		headed: map[string]string{}, dirty: map[string]bool{}}
 	s.gen = s.maxGen()
 	return s, nil
+}
+
+// placesFree says why a file the sink writes could not be put in dir,
+// checked at open so that crawl sink check and a run's start say it, not
+// the first write: dir must be listable (a crash's leftovers are found by
+// listing it), its state directory a directory (a link to one is fine, a
+// link to nothing is not), and a feed's or an index's name must not be
+// taken by a directory, pipe or device (a file, or a link, is replaced).
+func placesFree(dir string) error {
+	sd := filepath.Join(dir, stateDir)
+	if info, err := os.Lstat(sd); err == nil && info.Mode().Type() == fs.ModeSymlink {
+		if _, err := os.Stat(sd); err != nil {
+			return fmt.Errorf("%s is a symbolic link to something that cannot be used (%v): remove it, or make its target a directory", sd, errors.Unwrap(err))
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("cannot list the directory: %w", err)
+	}
+	for _, de := range ents {
+		name, t := de.Name(), de.Type()
+		k, isFeed := strings.CutSuffix(name, ".atom")
+		if !(isFeed && journalKey(k)) && name != "index.opml" && name != "index.html" {
+			continue
+		}
+		if t.IsRegular() || t == fs.ModeSymlink {
+			continue
+		}
+		return fmt.Errorf("%s is %s, where the sink writes a file: move it away", filepath.Join(dir, name), fskind.Of(t))
+	}
+	return nil
 }
 
 func (s *atomSink) maxGen() uint64 {

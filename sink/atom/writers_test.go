@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,7 +191,7 @@ func TestOpeningChangesNothing(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := snapshot(t, dir); !maps2Equal(before, after) {
+	if after := snapshot(t, dir); !maps.Equal(before, after) {
 		t.Errorf("open and close changed the directory")
 	}
 }
@@ -207,18 +208,6 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		return nil
 	})
 	return out
-}
-
-func maps2Equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // A smaller keep after a crash: the restore first brings back what the
@@ -458,5 +447,71 @@ func TestEachFetchOfPageOneIsAHead(t *testing.T) {
 				t.Errorf("feed %v, want each night's new papers above the last's", got)
 			}
 		})
+	}
+}
+
+// A place the sink writes that is taken by something it cannot replace is
+// said when the sink opens (crawl sink check, a run's start), naming the
+// path, not at the first write of a run that fetched pages for nothing.
+func TestTakenPlacesAreSaidAtOpen(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		make func(t *testing.T, dir string)
+		want string // "" opens
+	}{
+		{"a feed's name taken by a directory", func(t *testing.T, dir string) { mkdir(t, filepath.Join(dir, "7.atom")) }, "7.atom is a directory"},
+		{"the index's name taken by a directory", func(t *testing.T, dir string) { mkdir(t, filepath.Join(dir, "index.html")) }, "index.html is a directory"},
+		{"the state a link to nothing", func(t *testing.T, dir string) {
+			symlink(t, filepath.Join(dir, "gone"), filepath.Join(dir, ".litcrawl-atom"))
+		}, ".litcrawl-atom is a symbolic link to something that cannot be used"},
+		{"the state a link to a directory", func(t *testing.T, dir string) {
+			mkdir(t, filepath.Join(dir, "kept"))
+			symlink(t, filepath.Join(dir, "kept"), filepath.Join(dir, ".litcrawl-atom"))
+		}, ""},
+		{"a feed a link to a file", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "old"), nil, 0o644)
+			symlink(t, filepath.Join(dir, "old"), filepath.Join(dir, "7.atom"))
+		}, ""},
+		{"another directory of another name", func(t *testing.T, dir string) { mkdir(t, filepath.Join(dir, "7.atom.d")) }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c.make(t, dir)
+			s, err := sink.Open(context.Background(), "atom:"+dir, sink.Options{})
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("open: %v", err)
+				}
+				mustWrite(t, s, papers("a", 7, 2, day0))
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if got := feedIDs(t, dir, "7"); len(got) != 2 {
+					t.Errorf("the feed holds %d entries, want 2", len(got))
+				}
+				return
+			}
+			if err == nil {
+				s.Close()
+				t.Fatalf("open succeeded; want an error saying %q", c.want)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) {
+				t.Errorf("open: %v; want it to name %s and say %q", err, dir, c.want)
+			}
+		})
+	}
+}
+
+func mkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
 	}
 }
