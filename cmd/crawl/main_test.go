@@ -258,3 +258,24 @@ func TestParseConfigErrors(t *testing.T) {
 		t.Errorf("missing explicit config: exit %d, stderr %q", code, errs)
 	}
 }
+
+// crawl sink check holds the sinks open together, as a crawl does: a
+// destination given twice, and one directory of feeds named with two
+// option sets (a crawl refuses both at start), fail the check, each
+// line naming the sink.
+func TestSinkCheckSaysWhatACrawlWouldRefuse(t *testing.T) {
+	dir := t.TempDir()
+	feeds, file := filepath.Join(dir, "feeds"), filepath.Join(dir, "a.jsonl")
+	code, out, _ := crawl(t, "sink", "check", "--sink", "atom:"+feeds, "--sink", "jsonl:"+file)
+	if code != exitcode.OK || strings.Count(out, "ok    ") != 2 {
+		t.Fatalf("two sinks: exit %d\n%s", code, out)
+	}
+	code, out, errs := crawl(t, "sink", "check", "--sink", "atom:"+feeds, "--sink", "atom:"+feeds+"?keep=3",
+		"--sink", "jsonl:"+file, "--sink", "jsonl:"+filepath.Join(dir, ".", "a.jsonl"))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitcode.Fatal || len(lines) != 4 || !strings.HasPrefix(lines[0], "ok    atom:") ||
+		!strings.Contains(lines[1], "FAIL  atom "+feeds+": another writer") || !strings.HasPrefix(lines[2], "ok    jsonl:") ||
+		!strings.Contains(lines[3], "given twice (the same destination as sink 3)") || !strings.Contains(errs, "2 of 4 sinks not ready") {
+		t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, exitcode.Fatal, out, errs)
+	}
+}

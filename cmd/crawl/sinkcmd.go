@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -39,6 +42,9 @@ what the sink needs and does not find (a PostgreSQL table and its indexes,
 migrated to this build's version; a NATS stream; a JSONL file's
 directory). Run it once as a user who may make those, before crawling as
 one who may only write. A sink that cannot be reached is not retried.
+The sinks are held open together, as a crawl holds them: a destination
+given twice, or one directory of feeds named with two option sets, fails
+here as it would at a crawl's start.
 
 Exit codes: 0 every sink ready, 1 a sink is not (each is named with why),
 2 usage.`,
@@ -63,28 +69,48 @@ Exit codes: 0 every sink ready, 1 a sink is not (each is named with why),
 			if err != nil {
 				return err
 			}
-			failed := 0
-			for _, u := range urls {
+			// The sinks are held open together, as a crawl holds them, so
+			// that two that cannot be open at once (one directory of feeds
+			// named with two option sets) fail here as they would at a
+			// crawl's start; then each is closed and said.
+			type checked struct {
+				s    sink.Sink
+				line string
+			}
+			results := make([]checked, len(urls))
+			for i, u := range urls {
 				if err := sink.CheckURL(u); err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "FAIL  %v\n", err)
-					failed++
+					results[i].line = fmt.Sprintf("FAIL  %v", err)
+					continue
+				}
+				if k := slices.IndexFunc(urls[:i], func(o string) bool { return sink.Same(o) == sink.Same(u) }); k >= 0 {
+					results[i].line = fmt.Sprintf("FAIL  %s: given twice (the same destination as sink %d): expected each sink once", redact.URL(u), k+1)
 					continue
 				}
 				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 				s, err := sink.Open(ctx, u, sink.Options{Logger: log, Stdout: cmd.OutOrStdout()})
 				cancel()
 				if err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "FAIL  %v\n", err)
-					failed++
+					results[i].line = fmt.Sprintf("FAIL  %v", err)
 					continue
 				}
-				name := sink.Describe(s)
-				if err := s.Close(); err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "FAIL  %s: close: %v\n", name, err)
-					failed++
-					continue
+				results[i].s = s
+			}
+			failed := 0
+			for i := len(results) - 1; i >= 0; i-- {
+				if s := results[i].s; s != nil {
+					name := sink.Describe(s)
+					results[i].line = "ok    " + name
+					if err := s.Close(); err != nil {
+						results[i].line = fmt.Sprintf("FAIL  %s: close: %v", name, err)
+					}
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "ok    %s\n", name)
+			}
+			for _, r := range results {
+				fmt.Fprintln(cmd.OutOrStdout(), r.line)
+				if strings.HasPrefix(r.line, "FAIL") {
+					failed++
+				}
 			}
 			if failed > 0 {
 				return fmt.Errorf("sink check: %d of %d sinks not ready", failed, len(urls))
