@@ -2,12 +2,15 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/suggest"
 )
 
 // checkKeys walks a decoded YAML document against the configuration's
@@ -56,7 +59,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 			ft, ok := fields[key]
 			if !ok {
 				msg := fmt.Sprintf("%s: unknown key (line %d)", join(path, key), n.Content[i].Line)
-				if near := nearest(key, fields); near != "" {
+				if near := suggest.Nearest(key, slices.Collect(maps.Keys(fields))...); near != "" {
 					msg += "; did you mean " + join(path, near) + "?"
 				} else if strings.HasPrefix(path, "journals[") {
 					msg += "; a journal's entry takes " + journalKeys
@@ -148,38 +151,4 @@ func nameOr(path string) string {
 		return "the file"
 	}
 	return path
-}
-
-// nearest is the valid key closest to key (at most two edits, or a third
-// of it),
-// or "".
-func nearest(key string, fields map[string]reflect.Type) string {
-	best, bestD := "", max(2, len(key)/3)+1
-	for f := range fields {
-		if d := distance(strings.ToLower(key), f); d < bestD || d == bestD && best != "" && f < best {
-			best, bestD = f, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

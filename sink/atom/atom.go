@@ -37,6 +37,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/fskind"
 	"github.com/litcrawl/litcrawl/internal/fspath"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/suggest"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -120,7 +121,7 @@ func parse(rawURL string) (options, error) {
 			}
 			o.title = t
 		default:
-			return o, bad(fmt.Sprintf("unknown option %q: expected keep, base or title", k))
+			return o, bad(fmt.Sprintf("unknown option %q: expected keep, base or title%s", k, suggest.DidYouMean(k, "keep", "base", "title")))
 		}
 	}
 	return o, nil

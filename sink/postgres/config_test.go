@@ -27,7 +27,7 @@ func TestURLErrors(t *testing.T) {
 		{"postgres://u@db.example.com/lit?table=Papers", `table="Papers": expected a table name of lower-case letters`},
 		{"postgres://u@db.example.com/lit?table=a.b.c", `table="a.b.c"`},
 		{"postgres://u@db.example.com/lit?table=litcrawl_writers", "the sink's own tables"},
-		{"postgres://u@db.example.com/lit?tabel=papers", `unknown parameter "tabel"`},
+		{"postgres://u@db.example.com/lit?tabel=papers", `unknown parameter "tabel" (known: table, timeout, max_conns, host, port, dbname, user, sslmode, sslrootcert, sslcert, sslkey, sslsni, connect_timeout, application_name, target_session_attrs, service, channel_binding, require_auth); did you mean table?`},
 		{"postgres://u@db.example.com/lit?sslmode=on", `sslmode="on": expected one of disable, allow, prefer, require, verify-ca, verify-full`},
 		{"postgres://u@db.example.com/lit?timeout=0s", `timeout="0s": expected a positive duration`},
 		{"postgres://u@db.example.com/lit?timeout=1h", "expected at most 10m0s"},

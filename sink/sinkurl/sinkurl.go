@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/suggest"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -96,7 +97,7 @@ func (u *URL) Apply(params ...Param) error {
 	for _, k := range keys {
 		p, ok := byName[k]
 		if !ok {
-			return u.Errorf("unknown parameter %q (known: %s)", k, strings.Join(known, ", "))
+			return u.Errorf("unknown parameter %q (known: %s)%s", k, strings.Join(known, ", "), suggest.DidYouMean(k, known...))
 		}
 		if len(u.Query[k]) > 1 {
 			return u.Errorf("parameter %q given %d times: give it once", k, len(u.Query[k]))
