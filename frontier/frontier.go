@@ -183,7 +183,7 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 		}},
 	}
 	for _, s := range steps {
-		if err := retry(ctx, s.do); err != nil {
+		if err := jsadmin.Retry(ctx, s.do); err != nil {
 			if s.what == "JetStream" {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/jsadmin"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -91,7 +92,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 	}
 	var ji, di *jetstream.StreamInfo
 	var ci *jetstream.ConsumerInfo
-	err := retry(ctx, func(ctx context.Context) error {
+	err := jsadmin.Retry(ctx, func(ctx context.Context) error {
 		var err error
 		if ji, err = f.jobs.Info(ctx, jetstream.WithSubjectFilter(JobsSubject+".>")); err != nil {
 			return fmt.Errorf("jobs stream: %w", err)
@@ -124,7 +125,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 	st.Dead = di.State.Msgs
 	st.InFlight = uint64(ci.NumAckPending)
 	if ji.State.Msgs > 0 && ji.State.FirstSeq <= ci.AckFloor.Stream {
-		err := retry(ctx, func(ctx context.Context) error {
+		err := jsadmin.Retry(ctx, func(ctx context.Context) error {
 			st.Stuck = 0
 			return f.belowFloor(ctx, func(*jetstream.RawStreamMsg) error { st.Stuck++; return nil })
 		})
@@ -188,7 +189,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 // first.
 func (f *Frontier) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 	var info *jetstream.StreamInfo
-	if err := retry(ctx, func(ctx context.Context) error {
+	if err := jsadmin.Retry(ctx, func(ctx context.Context) error {
 		var err error
 		info, err = f.dead.Info(ctx)
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/internal/jsadmin"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -278,8 +279,8 @@ func (f *Frontier) lastPerSubject(ctx context.Context, stream, filter string, mo
 	// Asked again, whole, while a cluster elects a leader or the client
 	// moves to another server (no responder meanwhile); each try is bounded
 	// by ctx alone, a long read being no failure.
-	r := backoff.Retry{Policy: retryWait, Retryable: func(err error) bool {
-		return transient(err) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat)
+	r := backoff.Retry{Policy: jsadmin.RetryWait, Retryable: func(err error) bool {
+		return jsadmin.Transient(err) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat)
 	}}
 	err := r.Do(ctx, func(ctx context.Context, _ int) error {
 		items = items[:0]

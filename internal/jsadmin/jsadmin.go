@@ -1,6 +1,7 @@
 // Package jsadmin holds the JetStream administration the NATS sink and the
 // frontier share: checking the server's version, moving a stream to a
-// replica count, and telling the server's "wrong last sequence" answer.
+// replica count, telling the server's "wrong last sequence" answer, and
+// asking again while a cluster elects a leader (Retry, Transient).
 package jsadmin
 
 import (

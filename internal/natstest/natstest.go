@@ -136,13 +136,22 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// WaitReady polls until the running nodes have a JetStream meta leader.
+// WaitReady polls until the running nodes have a JetStream meta leader
+// that knows each of them as a peer it can place a stream on (a leader
+// elected before the others' first stats refuses a 3-replica stream with
+// "no suitable peers for placement").
 func (c *Cluster) WaitReady(t testing.TB) {
 	t.Helper()
-	Eventually(t, 30*time.Second, "the cluster has no JetStream meta leader", func() bool {
+	Eventually(t, 30*time.Second, "the cluster has no JetStream meta leader that knows every running node", func() bool {
+		running := 0
+		for _, s := range c.Nodes {
+			if s.Running() {
+				running++
+			}
+		}
 		for _, s := range c.Nodes {
 			if s.Running() && s.srv.JetStreamIsLeader() {
-				return true
+				return len(s.srv.JetStreamClusterPeers()) >= running
 			}
 		}
 		return false

@@ -205,24 +205,40 @@ func open(ctx context.Context, raw string, opts sink.Options) (sink.Sink, error)
 // when its duplicate window is shorter than asked.
 func (s *natsSink) ensureStream(ctx context.Context) error {
 	c := s.cfg
+	// Each request is asked again while a cluster elects a leader (the
+	// API answers nothing, or 503, for a few seconds): a worker starting
+	// as a server goes would otherwise spend its whole start on one try.
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	st, err := s.js.Stream(ctx, c.stream)
+	var st jetstream.Stream
+	lookup := func(ctx context.Context) (err error) {
+		st, err = s.js.Stream(ctx, c.stream)
+		return err
+	}
+	err := jsadmin.Retry(ctx, lookup)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		if !c.create {
 			return fmt.Errorf("nats %s: stream %s does not exist (and create=false)", c.description, c.stream)
 		}
-		_, err = s.js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:       c.stream,
-			Subjects:   []string{c.subject},
-			Storage:    jetstream.FileStorage,
-			Duplicates: c.dupeWindow,
-			Replicas:   max(c.replicas, 1),
+		err = jsadmin.Retry(ctx, func(ctx context.Context) error {
+			_, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
+				Name:       c.stream,
+				Subjects:   []string{c.subject},
+				Storage:    jetstream.FileStorage,
+				Duplicates: c.dupeWindow,
+				Replicas:   max(c.replicas, 1),
+			})
+			return err
 		})
-		if err != nil {
-			return retryableUnlessAPI(fmt.Errorf("nats %s: create stream %s: %w%s", c.description, c.stream, err, jsadmin.ReplicasHint(err, max(c.replicas, 1), "replicas= on the sink URL")))
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			if err != nil {
+				return retryableUnlessAPI(fmt.Errorf("nats %s: create stream %s: %w%s", c.description, c.stream, err, jsadmin.ReplicasHint(err, max(c.replicas, 1), "replicas= on the sink URL")))
+			}
+			return nil
 		}
-		return nil
+		// Made meanwhile (by a try that timed out after the server took
+		// it, or by another worker starting at once): checked as found.
+		err = jsadmin.Retry(ctx, lookup)
 	}
 	if err != nil {
 		return retryableUnlessAPI(fmt.Errorf("nats %s: stream %s: %w", c.description, c.stream, err))
@@ -275,7 +291,7 @@ func SubjectsCover(filters []string, subject string) bool {
 // anything else (no answer, a lost connection) is worth trying again.
 func retryableUnlessAPI(err error) error {
 	var api *jetstream.APIError
-	if errors.As(err, &api) {
+	if errors.As(err, &api) && !jsadmin.Transient(err) {
 		return err
 	}
 	return sink.Retryable(err)
@@ -331,6 +347,12 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 				// are deduplicated by their msg-id.
 				return sink.Refused(err)
 			}
+			if errors.As(err, &api) && api.ErrorCode == jsDuplicateInProcess {
+				// Another writer's message of this id is being stored (two
+				// workers delivering a paper at once): sent again, this one
+				// is acknowledged as its duplicate.
+				return sink.Retryable(err)
+			}
 			return retryableUnlessAPI(err)
 		case <-ctx.Done():
 			return ctx.Err()
@@ -338,6 +360,10 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	return nil
 }
+
+// jsDuplicateInProcess is JetStream's answer to a message whose id another
+// message is being stored under (JSStreamDuplicateMessageConflict, 409).
+const jsDuplicateInProcess = 10158
 
 func (s *natsSink) Close() error {
 	return s.Shut(func() error {

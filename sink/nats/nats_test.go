@@ -259,3 +259,85 @@ func TestStreamMaxMsgSizeIsARefusal(t *testing.T) {
 type quarantineFunc func([]sink.Refusal)
 
 func (f quarantineFunc) Put(_ context.Context, rs []sink.Refusal) error { f(rs); return nil }
+
+// A sink opened as the cluster's JetStream meta leader goes (a worker
+// starting while a server is restarted) waits out the election: the
+// stream lookup is asked again, each try bounded, rather than one
+// request spending the whole start unanswered or a 503 ending it.
+func TestNATSOpensThroughAnElection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster")
+	}
+	c := natstest.StartCluster(t, 3)
+	url := "nats://" + c.Nodes[0].HostPort() + "," + c.Nodes[1].HostPort() + "," + c.Nodes[2].HostPort() + "/papers.e?stream=ELECT&replicas=3"
+	s, err := sink.Open(context.Background(), url, sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, n := range c.Nodes {
+		if n.Raw().JetStreamIsLeader() {
+			n.Stop()
+		}
+	}
+	start := time.Now()
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() {
+			s, err := sink.Open(context.Background(), url, sink.Options{})
+			if err == nil {
+				err = sink.Retry(s, sink.DefaultRetry).Write(context.Background(), []record.Record{{ID: fmt.Sprint("p", i), Title: "t"}})
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatalf("open during the election (%v after the leader went): %v", time.Since(start).Round(time.Millisecond), err)
+		}
+	}
+	t.Logf("opened %v after the meta leader went", time.Since(start).Round(time.Millisecond))
+}
+
+// Workers delivering one paper at once (a paper that moved to the next
+// page between two workers' fetches) each get it acknowledged: the
+// server's "duplicate message id is in process" is tried again, not a
+// failure, and the stream holds the paper once.
+func TestNATSOnePaperFromManyWritersAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster")
+	}
+	c := natstest.StartCluster(t, 3)
+	url := c.Nodes[0].URL()
+	const writers = 8
+	sinks := make([]sink.Sink, writers)
+	for i := range sinks {
+		s, err := sink.Open(context.Background(), url+"/papers.d?stream=DUP&replicas=3", sink.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		sinks[i] = sink.Retry(s, sink.RetryPolicy{Attempts: 20, MaxElapsed: 10 * time.Second, Base: 10 * time.Millisecond, Max: 100 * time.Millisecond})
+	}
+	for round := range 20 {
+		recs := []record.Record{{ID: fmt.Sprint("same-", round), Title: "t"}}
+		errs := make(chan error, writers)
+		for _, s := range sinks {
+			go func() { errs <- s.Write(context.Background(), recs) }()
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	if got := natstest.RecordIDs(t, url, "DUP"); len(got) != 20 {
+		t.Fatalf("the stream holds %d papers, want 20: %v", len(got), got)
+	}
+	for id, n := range natstest.RecordIDs(t, url, "DUP") {
+		if n != 1 {
+			t.Errorf("paper %s is in the stream %d times", id, n)
+		}
+	}
+}
