@@ -24,6 +24,11 @@ type Item struct {
 	// goes back before it delivers the papers there, so that no paper of a
 	// gap is delivered out of order: Walk.Hold).
 	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
+	// Marks, when set, is asked with what delivering the page did for its
+	// journal's walk marks to commit with it (ledger.Group.Marks): a
+	// nightly walk killed after this commit carries on from them
+	// (Walk.CrashMarks).
+	Marks func(d Delivered) []ledger.WalkMark
 }
 
 // Delivered is what delivering one page did.
@@ -71,6 +76,12 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Fresh: freshToRun, Sent: len(fresh),
 			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Seen: seen}
 		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()})
+		if it.Marks != nil {
+			if group.Marks == nil {
+				group.Marks = map[int64][]ledger.WalkMark{}
+			}
+			group.Marks[it.Key.Journal] = it.Marks(ds[i])
+		}
 	}
 	if len(group.Pages) == 0 {
 		return ds, nil // every page held back

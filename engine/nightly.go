@@ -409,6 +409,23 @@ func (w Walk) Hold() func(papers []ledger.Paper, seen []ledger.Seen) bool {
 	}
 }
 
+// CrashMarks gives, for the page the walk is on, the marks a walk stopped
+// right after it would leave: committed with the page (Item.Marks), they
+// make a run killed at any moment carry on as one stopped there. Without
+// them a nightly killed after committing its first pages would find those
+// pages known on the next run and stop, leaving the new papers below them
+// behind for good.
+func (w Walk) CrashMarks() func(d Delivered) []ledger.WalkMark {
+	page := w.Page
+	return func(d Delivered) []ledger.WalkMark {
+		next, goOn := w.Next(d)
+		if goOn {
+			return next.cut(d, page, WhyStopped).Marks
+		}
+		return next.End(d).Marks
+	}
+}
+
 // seeking: past its top part, the walk looks for Marks[0].
 func (w Walk) seeking() bool { return w.PastTop && !w.InGap && len(w.Marks) > 0 }
 
@@ -565,8 +582,10 @@ func (r *Run) endWalk(ctx context.Context, journal int64, w Walk, last int, end 
 	} else {
 		r.log.Info("nightly walk done", "journal", journal, "page", last, "why", end.Why, "known_pages_in_a_row", w.KnownRun)
 	}
+	// Set even when the walk leaves them as they were (end.Store false):
+	// its pages' commits set the marks a crash would need (CrashMarks).
 	marks, ok := r.ledger.(ledger.WalkMarks)
-	if !ok || !end.Store {
+	if !ok || !end.Store && last == 0 {
 		return nil
 	}
 	if err := marks.SetWalkMarks(ctx, journal, end.Marks); err != nil {
@@ -660,7 +679,7 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 					}
 					return
 				}
-				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{Hold: w.Hold()})
+				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{Hold: w.Hold(), Marks: w.CrashMarks()})
 				if err != nil {
 					cancel(err)
 					return

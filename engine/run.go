@@ -104,6 +104,9 @@ type PageOptions struct {
 	Redeliver bool
 	// Hold holds the page back (Item.Hold); a nightly walk's is Walk.Hold.
 	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
+	// Marks gives the walk marks committed with the page (Item.Marks); a
+	// nightly walk's is Walk.CrashMarks.
+	Marks func(d Delivered) []ledger.WalkMark
 }
 
 // Outcome is what became of one page.
@@ -203,7 +206,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 	if fetched != nil {
 		fetched(res.Page)
 	}
-	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver, Hold: o.Hold}
+	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver, Hold: o.Hold, Marks: o.Marks}
 	committed := func(d Delivered, err error) {
 		if err != nil {
 			if ctx.Err() == nil {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/testsite"
 )
 
@@ -51,6 +53,10 @@ type variant struct {
 	name                        string
 	deletions, midRun, failures bool
 	stops                       bool
+	// kills: a run dies at a sink write (the write fails and the run
+	// ends at once, with no mark left by stopping: a kill -9 after the
+	// pages before it were committed).
+	kills bool
 	// removals: runs of up to max_pages+2 pages of papers removed between
 	// nights, the newest often; shrinks: most of the listing removed.
 	removals, shrinks bool
@@ -87,6 +93,7 @@ func TestNightlyRandomNights(t *testing.T) {
 		{name: "all", failures: true, stops: true, deletions: true, midRun: true, sakChoices: []int{1, 2}},
 		{name: "removals", removals: true, sakChoices: []int{1, 2}},
 		{name: "shrinks", shrinks: true, removals: true, failures: true, stops: true, sakChoices: []int{1, 2}},
+		{name: "kills", kills: true, failures: true, stops: true, midRun: true, sakChoices: []int{1, 2}},
 	}
 	only := os.Getenv("VARIANT")
 	seeds := envInt("SEEDS", 6)
@@ -246,9 +253,20 @@ func attackNight(t *testing.T, v variant, seed int64) string {
 				})
 			}
 		}
+		var die *dyingSink
+		if v.kills && night <= disturbed && rng.IntN(10) < 3 {
+			die = &dyingSink{memSink: out, left: rng.IntN(maxPages)}
+			ev = append(ev, fmt.Sprintf("die at write %d", die.left+1))
+		}
 		r := memRun(ft, l, out, fmt.Sprintf("n%d", night))
+		if die != nil {
+			r = engine.Start(engine.Options{ID: fmt.Sprintf("n%d", night), Fetcher: fakeFetcher{h: ft, attempts: 6}, Ledger: l, Sink: die, Concurrency: 2})
+		}
 		err := r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: sak, MaxPages: maxPages, Stop: stop})
 		r.Close()
+		if die != nil && errors.Is(err, errDied) {
+			err = nil
+		}
 		iw := r.Summary().IncompleteWalks()
 		newN := r.Summary().PapersNew.Load()
 		var merr error
@@ -348,4 +366,26 @@ func TestNightlyRegressionSeeds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// errDied is a dyingSink's failure.
+var errDied = errors.New("the run died")
+
+// dyingSink passes left writes to its memSink, then fails every one: the
+// run ends there as one killed after its last commit would, leaving only
+// what it committed.
+type dyingSink struct {
+	*memSink
+	mu   sync.Mutex
+	left int
+}
+
+func (s *dyingSink) Write(ctx context.Context, recs []record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.left == 0 {
+		return errDied
+	}
+	s.left--
+	return s.memSink.Write(ctx, recs)
 }

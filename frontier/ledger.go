@@ -178,6 +178,14 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The marks after the papers: no transaction spans keys, and marks
+	// set before papers they point below would skip them (a fleet's walk
+	// travels in its jobs, which give none; a local run's may).
+	for j, ms := range g.Marks {
+		if err := l.SetWalkMarks(ctx, j, ms); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]int, len(g.Pages))
 	for j := range page {
 		if !shared[j] && !existed[j].Load() {

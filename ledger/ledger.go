@@ -67,6 +67,12 @@ type Page struct {
 type Group struct {
 	Pages     []Page
 	SinkToken []byte
+	// Marks are journals' nightly walk marks to set with the pages, as
+	// SetWalkMarks would (none clears them): where a walk killed right
+	// after these pages must carry on. A ledger that keeps marks
+	// (WalkMarks) sets them in the same commit; one that does not ignores
+	// them.
+	Marks map[int64][]WalkMark
 }
 
 // Ledger remembers what was delivered. Implementations are safe for

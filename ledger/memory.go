@@ -96,6 +96,9 @@ func (m *Memory) Commit(ctx context.Context, g Group) ([]int, error) {
 	if g.SinkToken != nil {
 		m.token = slices.Clone(g.SinkToken)
 	}
+	for j, ms := range g.Marks {
+		m.setMarks(j, ms)
+	}
 	return fresh, nil
 }
 
@@ -149,12 +152,16 @@ func (m *Memory) SetWalkMarks(ctx context.Context, journal int64, marks []WalkMa
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.setMarks(journal, marks)
+	return nil
+}
+
+func (m *Memory) setMarks(journal int64, marks []WalkMark) {
 	if len(marks) == 0 {
 		delete(m.marks, journal)
 	} else {
 		m.marks[journal] = cloneMarks(marks)
 	}
-	return nil
 }
 
 func cloneMarks(ms []WalkMark) []WalkMark {

@@ -279,18 +279,22 @@ func (s *Store) SetWalkMarks(ctx context.Context, journal int64, marks []ledger.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return s.update(func(tx *bolt.Tx) error { return setMarksTx(tx, journal, marks) })
+}
+
+// setMarksTx sets the journal's marks in tx (SetWalkMarks, and Commit's
+// Group.Marks).
+func setMarksTx(tx *bolt.Tx, journal int64, marks []ledger.WalkMark) error {
+	b, err := tx.CreateBucketIfNotExists(bucketWalks)
+	if err != nil {
+		return err
+	}
+	if len(marks) == 0 {
+		return b.Delete(journalKey(journal))
+	}
 	v, err := json.Marshal(marks)
 	if err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketWalks)
-		if err != nil {
-			return err
-		}
-		if len(marks) == 0 {
-			return b.Delete(journalKey(journal))
-		}
-		return b.Put(journalKey(journal), v)
-	})
+	return b.Put(journalKey(journal), v)
 }

@@ -493,6 +493,11 @@ func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, er
 		if err := w.flush(); err != nil {
 			return err
 		}
+		for j, ms := range g.Marks {
+			if err := setMarksTx(tx, j, ms); err != nil {
+				return err
+			}
+		}
 		if g.SinkToken != nil {
 			return tx.Bucket(bucketMeta).Put(keySinkToken, g.SinkToken)
 		}

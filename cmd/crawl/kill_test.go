@@ -349,3 +349,82 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version of a build without the commit: %q", out)
 	}
 }
+
+// A nightly killed after committing its first pages of new papers, with
+// more new papers below them: the rerun finds those pages known, and
+// still carries on down to the papers the killed run did not reach (each
+// commit carries the mark a stop there would leave). Every paper once.
+func TestNightlySurvivesKill9(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	site := testsite.New()
+	const j = 9003
+	var listing []string
+	for i := range 100 {
+		listing = append(listing, fmt.Sprint(900300000+i))
+	}
+	site.SetListing(j, listing, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := t.TempDir()
+	run := func(args ...string) *exec.Cmd {
+		return exec.Command(bin, append(args, "--journal", fmt.Sprint(j), "--base-url", srv.URL, "--delay", "0",
+			"--config", filepath.Join(repoRoot, "config.yaml"), "--state-dir", filepath.Join(dir, "state"),
+			"--sink", "jsonl:"+filepath.Join(dir, "papers.jsonl"))...)
+	}
+	if out, err := run("backfill", "--pages", "1-").CombinedOutput(); err != nil {
+		t.Fatalf("backfill: %v\n%s", err, out)
+	}
+	// 70 new papers: pages 1-3 and half of page 4 are new.
+	var fresh []string
+	for i := range 70 {
+		fresh = append(fresh, fmt.Sprint(900400000+i))
+	}
+	listing = append(fresh, listing...)
+	site.SetListing(j, listing, 20)
+	arrived, hold := make(chan struct{}), make(chan struct{})
+	site.Inject(testsite.PagePath(j, 3), testsite.Fault{Kind: testsite.Gate, Arrived: arrived, Open: hold})
+	cmd := run("nightly")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan struct{}, 8)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "page committed") {
+				committed <- struct{}{}
+			}
+		}
+	}()
+	<-arrived // page 3 in flight: pages 1 and 2 are committed before it starts
+	for range 2 {
+		<-committed
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	close(hold)
+	if n := len(papersIn(t, filepath.Join(dir, "papers.jsonl"))); n != 140 {
+		t.Fatalf("after the kill: %d papers, want 140 (the backfill's 100 and pages 1-2's 40)", n)
+	}
+	if out, err := run("nightly").CombinedOutput(); err != nil {
+		t.Fatalf("nightly after the kill: %v\n%s", err, out)
+	}
+	got := papersIn(t, filepath.Join(dir, "papers.jsonl"))
+	var missing []string
+	for _, id := range listing {
+		if _, ok := got[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(got) != len(listing) || len(missing) > 0 {
+		t.Fatalf("after the rerun: %d papers of %d; missing %d, e.g. %v", len(got), len(listing), len(missing), missing[:min(5, len(missing))])
+	}
+}

@@ -260,6 +260,24 @@ func walkMarks(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledge
 	if m, err := wm.WalkMarks(ctx, 8); err != nil || len(m) != 1 || m[0].Page != 3 {
 		t.Errorf("journal 8's marks after clearing 7's: %+v (%v)", m, err)
 	}
+	// A commit sets the marks it carries with its pages (where a walk
+	// killed right after it carries on), and clears those it carries
+	// empty; the others stay.
+	g := ledger.Group{Pages: []ledger.Page{{Key: ledger.PageKey{Journal: 7, Page: 2}, Papers: []ledger.Paper{{ID: "m1"}}, RunID: "r"}},
+		Marks: map[int64][]ledger.WalkMark{7: {{Page: 2, Papers: []string{"m1"}}}, 8: nil}}
+	if _, err := l.Commit(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if reopen != nil {
+		l = reopen()
+		wm = l.(ledger.WalkMarks)
+	}
+	if m, err := wm.WalkMarks(ctx, 7); err != nil || len(m) != 1 || m[0].Page != 2 || !slices.Equal(m[0].Papers, []string{"m1"}) {
+		t.Errorf("journal 7's marks after a commit that carries them: %+v (%v)", m, err)
+	}
+	if m, err := wm.WalkMarks(ctx, 8); err != nil || m != nil {
+		t.Errorf("journal 8's marks after a commit that clears them: %+v (%v)", m, err)
+	}
 }
 
 func cancelled(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
