@@ -398,8 +398,8 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	heads := map[string]string{}
 	for _, k := range order {
 		old := s.feeds[k]
-		epoch, epochAt, head := s.epochFor(k, old, byFeed[k], now)
-		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt, head != "")
+		epoch, epochAt, head, inHead := s.epochFor(k, old, byFeed[k], now)
+		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt, inHead)
 		if head != "" {
 			heads[k] = head
 		}
@@ -453,19 +453,25 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 // other pages keep the listing's order among the feed's (a backfill
 // going on, resumed after a crash or not, a nightly filling in where an
 // earlier walk stopped short): they are older than the head that a walk
-// from page 1 found known.
-func (s *atomSink) epochFor(k string, old *feed, es []*entry, now time.Time) (epoch int, at string, head string) {
+// from page 1 found known. A later write of the same fetch of page 1 (a
+// page split by the quarantine around a refused record, its halves written
+// one after the other) is in the head it began: inHead, in its epoch.
+func (s *atomSink) epochFor(k string, old *feed, es []*entry, now time.Time) (epoch int, at string, head string, inHead bool) {
 	at = now.Format(time.RFC3339)
-	if i := slices.IndexFunc(es, onFirstPage); i >= 0 && s.headed[k] != es[i].fetch {
-		head = es[i].fetch
+	if i := slices.IndexFunc(es, onFirstPage); i >= 0 {
+		if s.headed[k] != es[i].fetch {
+			head = es[i].fetch
+		} else {
+			inHead = old != nil
+		}
 	}
 	switch {
 	case old == nil:
-		return 1, at, head
+		return 1, at, head, head != ""
 	case head != "":
-		return old.Epoch + 1, at, head
+		return old.Epoch + 1, at, head, true
 	}
-	return old.Epoch, cmp.Or(old.EpochAt, at), ""
+	return old.Epoch, cmp.Or(old.EpochAt, at), "", inHead
 }
 
 // onFirstPage reports whether e was on the listing's first page.

@@ -515,3 +515,27 @@ func symlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// A nightly's first page split by the quarantine around a refused record
+// (its halves written one after the other, from one fetch) stays one head:
+// every new paper of it above the papers the feed had, none cut by keep.
+func TestAPageSplitByTheQuarantineStaysInItsHead(t *testing.T) {
+	listing := func(prefix string, n, per int) []record.Record {
+		ps := papers(prefix, 5, n, day0)
+		for i := range ps {
+			ps[i].Published = "2026-01-02"
+			ps[i].Source = record.Source{Page: 1 + i/per, Position: 1 + i%per, RunID: prefix, FetchedAt: "2026-01-02T03:04:05Z"}
+		}
+		return ps
+	}
+	dir := t.TempDir()
+	url := "atom:" + dir + "?keep=4"
+	write(t, url, sink.Options{}, listing("old", 4, 4))
+	night := listing("new", 4, 4)
+	s := sinktest.Open(t, url, sink.Options{})
+	mustWrite(t, s, night[:1], night[2:]) // new-1 refused; the halves around it
+	s.Close()
+	if got := feedIDs(t, dir, "5"); !slices.Equal(got, ids("new-0", "new-2", "new-3", "old-0")) {
+		t.Errorf("after a split first page: %v, want its papers on top", got)
+	}
+}
