@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"html/template"
 	"io"
 	"io/fs"
@@ -265,7 +266,7 @@ func (s *atomSink) begin() {
 	s.lastOPML, _ = os.ReadFile(filepath.Join(s.o.dir, "index.opml"))
 	s.lastHTML, _ = os.ReadFile(filepath.Join(s.o.dir, "index.html"))
 	for k, f := range s.feeds {
-		if feedGen(filepath.Join(s.o.dir, k+".atom")) != f.Gen {
+		if readStamp(filepath.Join(s.o.dir, k+".atom")) != s.stampOf(f) {
 			s.dirty[k] = true
 		}
 	}
@@ -274,7 +275,7 @@ func (s *atomSink) begin() {
 		ents, _ := os.ReadDir(dir)
 		for _, de := range ents {
 			if k, ok := strings.CutSuffix(de.Name(), ".atom"); ok && dir == s.o.dir && journalKey(k) {
-				if f := s.feeds[k]; f == nil || feedGen(filepath.Join(dir, de.Name())) > f.Gen {
+				if f := s.feeds[k]; f == nil || readStamp(filepath.Join(dir, de.Name())).gen > f.Gen {
 					behind = append(behind, k)
 				}
 			}
@@ -296,30 +297,51 @@ func (s *atomSink) begin() {
 	}
 }
 
-// feedGen is the write a whole feed file was made at (its first
-// comment); 0 for a file missing, cut short or not made by the sink.
-func feedGen(path string) uint64 {
+// stamp is what a feed file was made from, as its first comment says: the
+// write, how many entries, and the options it was rendered with (base=
+// and title=). A file whose stamp is not its state's is written again: a
+// crash between saving a feed's state and writing its file (a write's, or
+// a smaller keep's cut, which keeps the write's number), or options
+// changed since (every feed shows them).
+type stamp struct {
+	gen     uint64
+	entries int
+	opts    string
+}
+
+// readStamp is the stamp of the whole feed file at path; zero for a file
+// missing, cut short or not made by the sink, and only the write for one
+// made before stamps said more.
+func readStamp(path string) stamp {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0
+		return stamp{}
 	}
 	defer f.Close()
 	tail := []byte("</feed>\n")
 	end := make([]byte, len(tail))
 	if st, err := f.Stat(); err != nil || st.Size() < int64(len(tail)) {
-		return 0
+		return stamp{}
 	} else if _, err := f.ReadAt(end, st.Size()-int64(len(tail))); err != nil || !bytes.Equal(end, tail) {
-		return 0
+		return stamp{}
 	}
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
 	_, rest, ok := bytes.Cut(head[:n], []byte(genComment))
 	if !ok {
-		return 0
+		return stamp{}
 	}
-	digits, _, _ := bytes.Cut(rest, []byte(" "))
-	g, _ := strconv.ParseUint(string(digits), 10, 64)
-	return g
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	st := stamp{entries: -1}
+	fmt.Sscanf(string(line), "%d, %d entries, options %s -->", &st.gen, &st.entries, &st.opts)
+	return st
+}
+
+// stampOf is the stamp feed f's file has when it is current.
+func (s *atomSink) stampOf(f *feed) stamp {
+	h := fnv.New64a()
+	h.Write([]byte(s.o.base + "\n" + s.o.title))
+	return stamp{gen: f.Gen, entries: len(f.Entries), opts: fmt.Sprintf("%016x", h.Sum64())}
 }
 
 // genComment begins the comment that says which write made a feed file.
@@ -780,7 +802,8 @@ func (s *atomSink) writeFeed(w *bufio.Writer, k string, f *feed) error {
 	var b bytes.Buffer
 	title := feedTitle(k, f)
 	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n")
-	fmt.Fprintf(&b, "%s%d -->\n", genComment, f.Gen)
+	st := s.stampOf(f)
+	fmt.Fprintf(&b, "%s%d, %d entries, options %s -->\n", genComment, st.gen, st.entries, st.opts)
 	b.WriteString(`<feed xmlns="http://www.w3.org/2005/Atom">` + "\n")
 	element(&b, "id", "", tagID("journal", k))
 	element(&b, "title", ` type="text"`, title)

@@ -539,3 +539,34 @@ func TestAPageSplitByTheQuarantineStaysInItsHead(t *testing.T) {
 		t.Errorf("after a split first page: %v, want its papers on top", got)
 	}
 }
+
+// A feed file that is not its state's, though made at the same write, is
+// written again at the next session's first write: a smaller keep's cut
+// saved just before a crash (the file still shows the entries cut), and
+// base= or title= changed since (every feed shows them, not only those a
+// write changes).
+func TestAFeedNotItsStatesIsWrittenAgain(t *testing.T) {
+	dir := t.TempDir()
+	feed := filepath.Join(dir, "7.atom")
+	write(t, "atom:"+dir+"?keep=4", sink.Options{}, papers("a", 7, 4, day0))
+	before, err := os.ReadFile(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, "atom:"+dir+"?keep=2", sink.Options{}, papers("z", 8, 1, day0)) // cuts journal 7's feed to 2
+	if err := os.WriteFile(feed, before, 0o644); err != nil {                // as if the crash came before the file was written
+		t.Fatal(err)
+	}
+	write(t, "atom:"+dir+"?keep=2", sink.Options{}, papers("y", 8, 1, day0))
+	if got := feedIDs(t, dir, "7"); len(got) != 2 {
+		t.Errorf("the cut feed after a crash before its file: %d entries, want 2", len(got))
+	}
+	write(t, "atom:"+dir+"?keep=2&base=https://new.example.org/f&title=New", sink.Options{}, papers("x", 8, 1, day0))
+	b, err := os.ReadFile(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `href="https://new.example.org/f/7.atom"`) || !strings.Contains(string(b), "New: the newest papers") {
+		t.Errorf("journal 7's feed after base= and title= changed, with no paper of its own:\n%s", b)
+	}
+}
