@@ -9,7 +9,6 @@ package ledger
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/litcrawl/litcrawl/record"
@@ -33,15 +32,7 @@ func DOIKey(doi string) string { return record.DOIKey(doi) }
 
 // DOIKey is the paper's DOI as a ledger keys on it: its DOI, or the one
 // its id names ("doi:…") when it has none; "" when it has neither.
-func (p Paper) DOIKey() string {
-	if k := DOIKey(p.DOI); k != "" {
-		return k
-	}
-	if d, ok := strings.CutPrefix(p.ID, "doi:"); ok {
-		return DOIKey(d)
-	}
-	return ""
-}
+func (p Paper) DOIKey() string { return record.PaperDOIKey(p.ID, p.DOI) }
 
 // Seen is what a ledger knows of a paper, relative to one run.
 type Seen uint8

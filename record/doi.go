@@ -172,6 +172,21 @@ var urlReserved = func() (t [256]bool) {
 // label around it).
 func IsDOI(s string) bool { return isDOIForm(s) }
 
+// PaperDOIKey is the DOI key a paper is known by, with its id: the key of
+// its DOI, or of the DOI its id names ("doi:…", a paper read without its
+// JSON) when it has none; "" when it has neither. A paper read once by
+// one id and later by another is one paper when their keys are one (the
+// ledgers, the atom sink's entries).
+func PaperDOIKey(id, doi string) string {
+	if k := DOIKey(doi); k != "" {
+		return k
+	}
+	if d, ok := strings.CutPrefix(id, "doi:"); ok {
+		return DOIKey(d)
+	}
+	return ""
+}
+
 // DOIKey is the form of a DOI used for identity: the DOI as ParseDOI
 // reads it, lower-cased. An arXiv DOI keys as the site's arxiv-YYMM.NNNNN
 // form, the key that states, fleet ledgers and tables written before

@@ -515,13 +515,28 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 		f.Name, u.Name, u.Epoch, u.EpochAt = old.Name, old.Name, old.Epoch, old.EpochAt
 		f.Entries = slices.Clone(old.Entries)
 	}
+	// A paper is found by its id or its DOI (a paper read once without
+	// its JSON, "doi:…", and later with its id is one paper, as the
+	// ledgers have it): found by its DOI, it keeps its entry's id, so a
+	// reader never shows it twice.
 	at := make(map[string]int, len(f.Entries))
+	byDOI := make(map[string]int, len(f.Entries))
 	for i, e := range f.Entries {
 		at[e.ID] = i
+		if k := e.doiKey(); k != "" {
+			byDOI[k] = i
+		}
+	}
+	find := func(e *entry) (int, bool) {
+		if i, ok := at[e.ID]; ok {
+			return i, true
+		}
+		i, ok := byDOI[e.doiKey()]
+		return i, ok && e.doiKey() != ""
 	}
 	anchor := int64(math.MaxInt64) // the first-page paper the feed has that the listing shows first
 	for _, e := range es {
-		if _, ok := at[e.ID]; ok && onFirstPage(e) {
+		if _, ok := find(e); ok && onFirstPage(e) {
 			anchor = min(anchor, e.Rank)
 		}
 	}
@@ -538,14 +553,18 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 		if e.Published == "" {
 			e.Updated = epochAt
 		}
-		i, ok := at[e.ID]
+		i, ok := find(e)
 		if !ok {
 			at[e.ID] = len(f.Entries)
+			if k := e.doiKey(); k != "" {
+				byDOI[k] = len(f.Entries)
+			}
 			f.Entries = append(f.Entries, e)
 			added[e.ID] = true
 			continue
 		}
 		prev := f.Entries[i]
+		e.ID = prev.ID
 		e.Epoch, e.Rank = prev.Epoch, cmp.Or(prev.Rank, e.Rank)
 		if e.Published == "" && prev.Published == "" {
 			e.Updated = prev.Updated // the time the feed first had it

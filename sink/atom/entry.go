@@ -88,6 +88,14 @@ func newEntry(r *record.Record, now time.Time) *entry {
 	return e
 }
 
+// doiKey is the DOI key the entry's paper is known by (record.PaperDOIKey).
+func (e *entry) doiKey() string {
+	if e.rec != nil {
+		return record.PaperDOIKey(e.rec.ID, e.rec.DOI)
+	}
+	return record.PaperDOIKey(e.ID, e.DOI)
+}
+
 // fill makes the entry's texts from its record, cleaned, and lets the
 // record go.
 func (e *entry) fill() {

@@ -570,3 +570,28 @@ func TestAFeedNotItsStatesIsWrittenAgain(t *testing.T) {
 		t.Errorf("journal 7's feed after base= and title= changed, with no paper of its own:\n%s", b)
 	}
 }
+
+// A paper read once without its JSON (id "doi:…") and later with its id
+// (a replay after a parser fix, a redelivery) is one paper, as the ledgers
+// have it: one entry, which keeps its id (a reader never shows it twice)
+// and takes the later record's texts.
+func TestAPaperKnownByItsDOIIsOneEntry(t *testing.T) {
+	dir := t.TempDir()
+	first := papers("a", 7, 2, day0)
+	first[0].ID, first[0].DOI, first[0].Title = "doi:10.5555/JTC.0001", "10.5555/JTC.0001", "Without its JSON"
+	later := papers("b", 7, 1, day0)
+	later[0].ID, later[0].DOI, later[0].Title = "JTC-0001", "10.5555/jtc.0001", "With its JSON"
+	write(t, "atom:"+dir, sink.Options{}, first, later)
+	f := feedtest.Read(t, filepath.Join(dir, "7.atom"))
+	if len(f.Entries) != 2 {
+		t.Fatalf("the feed holds %d entries, want 2: %v", len(f.Entries), f.IDs())
+	}
+	for _, e := range f.Entries {
+		if strings.HasSuffix(e.ID, "JTC.0001") && e.Title.Body != "With its JSON" {
+			t.Errorf("the paper's entry %s has title %q, want the later record's", e.ID, e.Title.Body)
+		}
+	}
+	if !slices.Contains(f.IDs(), tagPaper+"doi:10.5555/JTC.0001") {
+		t.Errorf("the paper's entry changed its id: %v", f.IDs())
+	}
+}
