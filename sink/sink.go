@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/record"
 )
 
@@ -115,6 +118,28 @@ type URLError struct {
 
 func (e *URLError) Error() string {
 	return fmt.Sprintf("sink %q: %s", e.URL, e.Reason)
+}
+
+// urlLike is a scheme and "://" (or "//" alone): a URL where a path goes.
+var urlLike = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*:)?//`)
+
+// CheckPath is the one check of the path of a sink that writes files
+// (jsonl:PATH, atom:DIR: form is PATH or DIR, what names it, "file path"
+// or "directory"): one is
+// given, it is no URL (jsonl://…, atom:https://user:pass@host/…: the
+// driver would make a directory named after it, password and all), and it
+// holds no control characters. The message shows the sink redacted.
+func CheckPath(scheme, p, form, what string) error {
+	bad := func(reason string) error { return &URLError{URL: redact.URL(scheme + ":" + p), Reason: reason} }
+	switch {
+	case p == "":
+		return bad(fmt.Sprintf("expected a %s after %s:", what, scheme))
+	case urlLike.MatchString(p):
+		return bad(fmt.Sprintf("expected %s:%s, a %s, not a URL", scheme, form, what))
+	case strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return bad(fmt.Sprintf("the %s has control characters", what))
+	}
+	return nil
 }
 
 // Describe names any sink for logs.

@@ -78,14 +78,10 @@ func parse(rawURL string) (options, error) {
 	// Messages name the directory, not the options: a base URL may hold
 	// what redact does not see (percent-encoded user information).
 	bad := func(reason string) error { return &sink.URLError{URL: redact.URL("atom:" + dir), Reason: reason} }
-	switch {
-	case dir == "":
-		return o, bad("expected a directory after atom: (atom:DIR)")
-	case strings.HasPrefix(dir, "//"):
-		return o, bad("expected atom:DIR, a directory path, not a URL (atom://…)")
-	case strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return o, bad("the directory has control characters")
-	case dir == "~" || strings.HasPrefix(dir, "~/"):
+	if err := sink.CheckPath("atom", dir, "DIR", "directory"); err != nil {
+		return o, err
+	}
+	if dir == "~" || strings.HasPrefix(dir, "~/") {
 		return o, bad("~ is not expanded here: give the directory's full path ($HOME/…)")
 	}
 	o.dir = dir

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -31,13 +30,11 @@ func init() {
 // check reads jsonl:PATH (or jsonl:- for standard output).
 func check(rawURL string) error {
 	p := strings.TrimPrefix(rawURL, "jsonl:")
-	switch {
-	case p == "":
-		return &sink.URLError{URL: rawURL, Reason: "expected a file path after jsonl:"}
-	case strings.Count(p, datePlaceholder) > 1:
+	if err := sink.CheckPath("jsonl", p, "PATH", "file path"); err != nil {
+		return err
+	}
+	if strings.Count(p, datePlaceholder) > 1 {
 		return &sink.URLError{URL: rawURL, Reason: "{date} may appear once"}
-	case strings.HasPrefix(p, "//"):
-		return &sink.URLError{URL: redact.URL("jsonl:" + p), Reason: "expected jsonl:PATH, a file path, not a URL (jsonl://…)"}
 	}
 	return nil
 }

@@ -151,6 +151,8 @@ func TestOpenErrors(t *testing.T) {
 		"ftp://host/x":                "expected jsonl:PATH",
 		"jsonl:/dev/null/not-a-dir/x": "not-a-dir",
 		"jsonl://bob:PW@x/y":          "not a URL",
+		"jsonl:https://u:hunter2@x/y": "expected jsonl:PATH, a file path, not a URL",
+		"jsonl:a\x1b[2Jb":             "the file path has control characters",
 		"jsonl:a-{date}-{date}.jsonl": "{date} may appear once",
 		"https://user:hunter2@host/x": "REDACTED",
 	}
