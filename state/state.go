@@ -23,11 +23,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/internal/fskind"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
 
@@ -156,6 +159,11 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
 	path := filePath(dir)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := create(path); err != nil {
+			return nil, fmt.Errorf("state %s: create: %w", path, err)
+		}
+	}
 	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("state %s: not a regular file (%s)", path, fskind.Of(info.Mode()))
 	} else if err == nil && info.Size() == 0 {
@@ -202,6 +210,46 @@ func Open(dir string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// create makes a new state file at path whole or not at all: made and
+// synced under a name of its own, then linked to path (a kill while bbolt
+// writes a new file's first pages would leave an empty file, which no run
+// could tell from a state cut to nothing). Two first runs at once: the
+// second's link finds the first's file, and both open that one. A file
+// system without hard links gets a rename instead.
+func create(path string) error {
+	tmp := fmt.Sprintf("%s.new-%d", path, os.Getpid())
+	os.Remove(tmp)
+	defer os.Remove(tmp)
+	db, err := bolt.Open(tmp, 0o644, &bolt.Options{Timeout: lockWait})
+	if err != nil {
+		return err
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	err = os.Link(tmp, path)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil // another process made it first
+	case err != nil:
+		if _, serr := os.Lstat(path); serr == nil {
+			return nil
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+	}
+	// Leftovers of runs killed in here, by this machine's ended processes.
+	if olds, _ := filepath.Glob(path + ".new-*"); len(olds) > 0 {
+		for _, o := range olds {
+			if pid, err := strconv.Atoi(strings.TrimPrefix(o, path+".new-")); err == nil && pid != os.Getpid() && !Alive(pid) {
+				os.Remove(o)
+			}
+		}
+	}
+	return atomicfile.SyncDir(filepath.Dir(path))
 }
 
 // openFormat2 opens the file for a crawl and returns its format: 0 for a

@@ -297,3 +297,39 @@ func TestReadSnapshotRefusesOddFiles(t *testing.T) {
 		t.Errorf("empty snapshot: %v", err)
 	}
 }
+
+// A new state file appears whole or not at all: it is made under a name
+// of its own and linked into place, so a run killed while it is made
+// leaves no empty crawl.db that the next run would have to refuse. What a
+// killed run left under its own name is removed; two first runs at once
+// share one file (the second waits for the first's lock).
+func TestNewStateFileAppearsWhole(t *testing.T) {
+	dir := t.TempDir()
+	left := filepath.Join(dir, state.FileName+".new-999999999")
+	if err := os.WriteFile(left, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(filepath.Join(dir, state.FileName)); err != nil || info.Size() == 0 {
+		t.Fatalf("the new state file: %v, %v", info, err)
+	}
+	if olds, _ := filepath.Glob(filepath.Join(dir, "*.new-*")); len(olds) != 0 {
+		t.Errorf("left behind: %v", olds)
+	}
+	if _, err := state.Open(dir); !errors.Is(err, state.ErrLocked) {
+		t.Errorf("a second first run: %v, want ErrLocked (one file)", err)
+	}
+	s.Close()
+	// An empty file is still refused: it may be a state cut to nothing.
+	empty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(empty, state.FileName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var d *state.DamagedError
+	if _, err := state.Open(empty); !errors.As(err, &d) {
+		t.Errorf("an empty state file: %v, want it said damaged", err)
+	}
+}
