@@ -112,9 +112,11 @@ func parse(rawURL string) (options, error) {
 			}
 			o.base = strings.TrimRight(u.String(), "/")
 		case "title":
+			// Refused rather than cleaned: what the operator typed is what
+			// every feed shows, or the run says why not.
 			t := clean(v, true, maxTitle)
-			if t == "" || utf8.RuneCountInString(v) > maxTitle || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-				return o, bad(fmt.Sprintf("title: expected the feeds' title on one line, 1 to %d characters", maxTitle))
+			if t == "" || utf8.RuneCountInString(v) > maxTitle || !utf8.ValidString(v) || strings.ContainsFunc(v, textsafe.Unsafe) {
+				return o, bad(fmt.Sprintf("title: expected the feeds' title on one line, 1 to %d characters of UTF-8 text (no control characters or marks that reorder text)", maxTitle))
 			}
 			o.title = t
 		default:

@@ -217,6 +217,8 @@ func TestURLsAreChecked(t *testing.T) {
 		"atom:d?kep=3":                             `unknown option "kep": expected keep, base or title; did you mean keep?`,
 		"atom:d?title=" + strings.Repeat("x", 201): "1 to 200 characters",
 		"atom:d?title=a%0Ab":                       "on one line",
+		"atom:d?title=%FF%FE":                      "of UTF-8 text",
+		"atom:d?title=a%E2%80%AEb":                 "marks that reorder text",
 		"atom:~/feeds":                             "~ is not expanded",
 		"atom:d?base=https://x.org/f?":             "no user, query or fragment",
 		"atom:d?base=https://x.org:99999/f":        "expected the http(s) URL",

@@ -126,7 +126,9 @@ func (e *entry) fill() {
 func paperTime(s string) (time.Time, bool) {
 	s = strings.ToUpper(strings.TrimSpace(s)) // RFC 3339 allows "t" and "z"
 	for _, layout := range []string{"2006-01-02", time.RFC3339, "2006-01-02 15:04:05Z07:00", "2006-01", "2006"} {
-		if t, err := time.Parse(layout, s); err == nil && t.Year() >= 1000 && t.Year() <= 9999 {
+		// The year is checked in UTC, as the feed writes it: 1000-01-01
+		// at 00:30+01:00 is year 999 there, four digits or not.
+		if t, err := time.Parse(layout, s); err == nil && t.UTC().Year() >= 1000 && t.UTC().Year() <= 9999 {
 			return t.UTC(), true
 		}
 	}

@@ -274,7 +274,8 @@ func TestOddIDsAndDates(t *testing.T) {
 			t.Errorf("id %q: %v, want a refusal", id, err)
 		}
 	}
-	r := papers("far", 4, 6, day0)
+	r := papers("far", 4, 7, day0)
+	r[6].Published = "1000-01-01T00:30:00+01:00"                             // year 999 in UTC: no date
 	r[5].Published = "2025-12-29 10:00:00+08:00"                             // RFC 3339 allows a space for the T
 	r[4].DOIURL, r[4].URL = "https://doi.org/"+strings.Repeat("é", 1000), "" // 2,016 bytes, 6,016 escaped
 	r[0].Published = "9999-12-31"
@@ -288,6 +289,10 @@ func TestOddIDsAndDates(t *testing.T) {
 	}
 	for _, e := range f.Entries {
 		switch e.ID {
+		case tagPaper + "far-6":
+			if e.Published != "" {
+				t.Errorf("a date of year 999 in UTC: published %q, want none", e.Published)
+			}
 		case tagPaper + "far-1":
 			if e.Published != "2025-12-30T10:00:00Z" {
 				t.Errorf("a lower-case RFC 3339 date: published %q", e.Published)
