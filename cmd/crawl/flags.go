@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -272,4 +273,17 @@ func noEmptyValues(cmd *cobra.Command) error {
 // writes a crawl state.
 func stateDirVar(fl *pflag.FlagSet, dir *string) {
 	fl.StringVar(dir, "state-dir", "", "crawl state directory (default: state_dir from the config)")
+}
+
+// listen opens the TCP address a flag gave; an address in use is said with
+// the flag to change (flag "--addr": "crawl serve --addr").
+func listen(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s: the address is in use (another process listens there): give another with %s (port 0 picks a free one)", flag, addr, flag)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	return ln, nil
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -20,9 +18,9 @@ import (
 // never served: the command line may hold secrets (sink URLs with
 // passwords, a --base-url with user info).
 func startMetrics(reg *prometheus.Registry, addr string, withPprof bool) (string, func(), error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("--metrics-addr", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
+		return "", nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))

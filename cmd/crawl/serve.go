@@ -177,7 +177,7 @@ site does between nightlies: a nightly run then delivers them alone.`,
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", addr)
+			ln, err := listen("--addr", addr)
 			if err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -194,6 +195,25 @@ func waitLine(t *testing.T, lines <-chan string, want string) string {
 			}
 		case <-timeout:
 			t.Fatalf("the process did not say %q in 30 s", want)
+		}
+	}
+}
+
+// An address in use is said with the flag that changes it.
+func TestAddressInUseNamesTheFlag(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	for flag, args := range map[string][]string{
+		"--addr":         {"serve", "--synth", "1:2", "--addr", addr},
+		"--metrics-addr": {"parse", filepath.Join(repoRoot, "fixtures", "seeds"), "--metrics-addr", addr, "-o", filepath.Join(t.TempDir(), "p.jsonl")},
+	} {
+		code, _, errs := crawl(t, args...)
+		if code == exitcode.OK || !strings.Contains(errs, flag+" "+addr+": the address is in use") || !strings.Contains(errs, "give another with "+flag) {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
 		}
 	}
 }

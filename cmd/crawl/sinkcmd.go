@@ -40,7 +40,8 @@ func newSinkCheckCmd() *cobra.Command {
 nothing: it connects, checks TLS, credentials and privileges, and makes
 what the sink needs and does not find (a PostgreSQL table and its indexes,
 migrated to this build's version; a NATS stream; a JSONL file's
-directory). Run it once as a user who may make those, before crawling as
+directory; a feed directory and its lock file, atom:DIR), so a mistyped
+path is made too: read the paths it prints. Run it once as a user who may make those, before crawling as
 one who may only write. A sink that cannot be reached is not retried.
 The sinks are held open together, as a crawl holds them: a destination
 given twice, or one directory of feeds named with two option sets, fails
@@ -49,6 +50,7 @@ here as it would at a crawl's start.
 Exit codes: 0 every sink ready, 1 a sink is not (each is named with why),
 2 usage.`,
 		Example: `  crawl sink check --sink 'postgres://owner@db.example.com/lit?table=papers'
+  crawl sink check --sink 'atom:/srv/feeds?base=https://example.org/feeds' --sink jsonl:out/papers.jsonl
   crawl sink check --config /etc/litcrawl/config.yaml`,
 		Args: noArgs("sink check"),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -208,9 +207,9 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 // serveStatus serves the fleet's live page and /status.json on addr until
 // ctx ends. Each request reads the frontier (bounded by 10 s).
 func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *app.FleetView, frontierURL, addr string, every time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("--serve", addr)
 	if err != nil {
-		return fmt.Errorf("--serve: %w", err)
+		return err
 	}
 	shown := redact.URL(frontierURL)
 	unavailable := func(w http.ResponseWriter, err error) {
