@@ -275,6 +275,34 @@ func TestNATSOpensThroughAnElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+	// The stream's three replicas are up and current before a server
+	// goes: the test is of the sink's start, not of a stream still
+	// forming when its leader is lost.
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 30*time.Second, "the stream's replicas never became current", func() bool {
+		st, err := js.Stream(context.Background(), "ELECT")
+		if err != nil {
+			return false
+		}
+		cl := st.CachedInfo().Cluster
+		if cl == nil || cl.Leader == "" || len(cl.Replicas) != 2 {
+			return false
+		}
+		for _, r := range cl.Replicas {
+			if !r.Current {
+				return false
+			}
+		}
+		return true
+	})
 	for _, n := range c.Nodes {
 		if n.Raw().JetStreamIsLeader() {
 			n.Stop()
