@@ -749,16 +749,7 @@ func TestHostileWorkerEntries(t *testing.T) {
 	t.Parallel()
 	n := natstest.Start(t)
 	fr := connect(t, n.URL(), frontier.Options{})
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, frontier.WorkersBucket)
+	kv, err := natstest.JetStream(t, n.URL()).KeyValue(ctx, frontier.WorkersBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -308,16 +308,26 @@ func StreamConfig(t testing.TB, url, stream string) jetstream.StreamConfig {
 	return openStream(t, url, stream).CachedInfo().Config
 }
 
-// openStream binds to a stream on a connection that closes with the test.
-func openStream(t testing.TB, url, stream string) jetstream.Stream {
+// JetStream is a JetStream client of url on a connection that closes
+// with the test.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	st, err := js.Stream(context.Background(), stream)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// openStream binds to a stream on a connection that closes with the test.
+func openStream(t testing.TB, url, stream string) jetstream.Stream {
+	t.Helper()
+	st, err := JetStream(t, url).Stream(context.Background(), stream)
 	if err != nil {
 		t.Fatalf("stream %s: %v", stream, err)
 	}

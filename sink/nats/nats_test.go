@@ -278,15 +278,7 @@ func TestNATSOpensThroughAnElection(t *testing.T) {
 	// The stream's three replicas are up and current before a server
 	// goes: the test is of the sink's start, not of a stream still
 	// forming when its leader is lost.
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, c.URL())
 	natstest.Eventually(t, 30*time.Second, "the stream's replicas never became current", func() bool {
 		st, err := js.Stream(context.Background(), "ELECT")
 		if err != nil {
