@@ -603,3 +603,29 @@ func TestOpenBackfillStopsOnRepeatsAndMaxPages(t *testing.T) {
 		t.Errorf("pages 41- with max_pages 10 on a 50-page listing reached its end, but is said incomplete: %+v", iw)
 	}
 }
+
+// A walk's pages are committed with the marks a crash there would need;
+// a walk that then ends (its last page, or the listing's end) leaves no
+// mark behind, so the next nightly does not go looking for a gap.
+func TestAWalkThatEndsLeavesNoMark(t *testing.T) {
+	for _, end := range []string{"last page", "past the end"} {
+		t.Run(end, func(t *testing.T) {
+			site := testsite.New()
+			const j = 4348
+			site.SetListing(j, ids("8400", 60), 20)
+			if end == "past the end" {
+				site.Inject(testsite.PagePath(j, 2), testsite.Fault{Kind: testsite.Status, Status: 404})
+			}
+			l, out := ledger.NewMemory(), &memSink{}
+			r := memRun(site, l, out, "n1")
+			err := r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: 10})
+			r.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, err := l.WalkMarks(context.Background(), j); err != nil || m != nil {
+				t.Errorf("marks after a walk that ended at %s: %+v (%v), want none", end, m, err)
+			}
+		})
+	}
+}

@@ -547,7 +547,7 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 // mark is set or cleared in the ledger when it keeps marks
 // (ledger.WalkMarks).
 func (r *Run) EndWalk(ctx context.Context, journal int64, w Walk, d Delivered) error {
-	return r.endWalk(ctx, journal, w, w.Page-1, w.End(d))
+	return r.endWalk(ctx, journal, w, w.Page-1, w.End(d), false)
 }
 
 // StopWalk ends a journal's walk that did not end by its rule: the page
@@ -557,20 +557,27 @@ func (r *Run) EndWalk(ctx context.Context, journal int64, w Walk, d Delivered) e
 // last page, as one stopped at MaxPages does, so the next walk carries on
 // from there.
 func (r *Run) StopWalk(ctx context.Context, journal int64, w Walk, last int, d Delivered, pastEnd bool, why string) error {
+	return r.stopWalk(ctx, journal, w, last, d, pastEnd, why, false)
+}
+
+// stopWalk is StopWalk; stale: a page of the walk was committed with
+// marks (CrashMarks) that the end must replace even when it would leave
+// the journal's marks as they were.
+func (r *Run) stopWalk(ctx context.Context, journal int64, w Walk, last int, d Delivered, pastEnd bool, why string, stale bool) error {
 	switch {
 	case pastEnd && w.seeking() && w.SkipFrom > 0:
 		// Jumped past the end, with no page left to go back (PastEnd).
 		w.Below = true
-		return r.endWalk(ctx, journal, w, last, w.cut(d, last, WhyMaxPages))
+		return r.endWalk(ctx, journal, w, last, w.cut(d, last, WhyMaxPages), stale)
 	case pastEnd:
-		return r.endWalk(ctx, journal, w, last, WalkEnd{Why: "past the end", Store: w.Marked})
+		return r.endWalk(ctx, journal, w, last, WalkEnd{Why: "past the end", Store: w.Marked}, stale)
 	case last == 0:
 		return nil // nothing delivered: the marks stay as they were
 	}
-	return r.endWalk(ctx, journal, w, last, w.cut(d, last, why))
+	return r.endWalk(ctx, journal, w, last, w.cut(d, last, why), stale)
 }
 
-func (r *Run) endWalk(ctx context.Context, journal int64, w Walk, last int, end WalkEnd) error {
+func (r *Run) endWalk(ctx context.Context, journal int64, w Walk, last int, end WalkEnd, stale bool) error {
 	if end.Incomplete {
 		r.sum.addIncomplete(journal, last, end.Why)
 		r.log.Warn("nightly walk stopped short of known papers, with older pages not reached: the next nightly carries on from there",
@@ -582,10 +589,10 @@ func (r *Run) endWalk(ctx context.Context, journal int64, w Walk, last int, end 
 	} else {
 		r.log.Info("nightly walk done", "journal", journal, "page", last, "why", end.Why, "known_pages_in_a_row", w.KnownRun)
 	}
-	// Set even when the walk leaves them as they were (end.Store false):
-	// its pages' commits set the marks a crash would need (CrashMarks).
+	// Set too when the walk leaves them as they were (end.Store false)
+	// but a page's commit left the marks a crash there would need.
 	marks, ok := r.ledger.(ledger.WalkMarks)
-	if !ok || !end.Store && last == 0 {
+	if !ok || !end.Store && !stale {
 		return nil
 	}
 	if err := marks.SetWalkMarks(ctx, journal, end.Marks); err != nil {
@@ -672,14 +679,21 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 				return
 			}
 			last, lastD := 0, Delivered{} // the last page delivered
+			stale := false                // the last commit left marks that are not the walk's end's
 			for ctx.Err() == nil {
 				if stopped(o.Stop) {
-					if err := r.StopWalk(ctx, journal, w, last, lastD, false, WhyStopped); err != nil {
+					if err := r.stopWalk(ctx, journal, w, last, lastD, false, WhyStopped, stale); err != nil {
 						cancel(err)
 					}
 					return
 				}
-				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{Hold: w.Hold(), Marks: w.CrashMarks()})
+				crash := w.CrashMarks()
+				marks := func(d Delivered) []ledger.WalkMark {
+					m := crash(d)
+					stale = len(m) > 0
+					return m
+				}
+				oc, err := r.Page(ctx, ledger.PageKey{Journal: journal, Page: w.Page}, PageOptions{Hold: w.Hold(), Marks: marks})
 				if err != nil {
 					cancel(err)
 					return
@@ -691,7 +705,7 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 					}
 				}
 				if oc.Result != Done {
-					if err := r.StopWalk(ctx, journal, w, last, lastD, oc.Result == PastEnd, WhyFailedPage); err != nil {
+					if err := r.stopWalk(ctx, journal, w, last, lastD, oc.Result == PastEnd, WhyFailedPage, stale); err != nil {
 						cancel(err)
 					}
 					return
@@ -700,7 +714,7 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 				var goOn bool
 				w, goOn = w.Next(oc.Delivered)
 				if !goOn {
-					if err := r.EndWalk(ctx, journal, w, oc.Delivered); err != nil {
+					if err := r.endWalk(ctx, journal, w, w.Page-1, w.End(oc.Delivered), stale); err != nil {
 						cancel(err)
 					}
 					return
