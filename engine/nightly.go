@@ -136,8 +136,12 @@ const tailPapers = 3
 // Not covered: papers removed while a walk goes on (a page it has not
 // reached moves up past it), and more than two pages of papers arriving
 // while the walk is in a gap it jumped to (papers from pages it skipped,
-// pushed into view, look like the gap's end). The next nightly does not
-// see what that hid; a backfill does.
+// pushed into view, look like the gap's end), and a walk in its top part
+// cut short (a failed page, a stop) after papers arrived above it before
+// any page showed it the shift: the papers of its own first pages, pushed
+// below its mark, look like the end of the gap there (random nights "all"
+// 344, "kills" 257). The next nightly does not see what that hid; a
+// backfill does.
 
 // WalkEnd is how a walk ended.
 type WalkEnd struct {
