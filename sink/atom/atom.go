@@ -513,24 +513,34 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 		f.Name, u.Name, u.Epoch, u.EpochAt = old.Name, old.Name, old.Epoch, old.EpochAt
 		f.Entries = slices.Clone(old.Entries)
 	}
-	// A paper is found by its id or its DOI (a paper read once without
-	// its JSON, "doi:…", and later with its id is one paper, as the
-	// ledgers have it): found by its DOI, it keeps its entry's id, so a
-	// reader never shows it twice.
+	// A paper is found by its id, or by its DOI when one of the two was
+	// read without its JSON (id "doi:…": one paper, as the ledgers have
+	// it): found so, it keeps its entry's id, so a reader never shows it
+	// twice. Two papers that both have an id of their own stay two, even
+	// when a DOI moved from one to the other.
 	at := make(map[string]int, len(f.Entries))
-	byDOI := make(map[string]int, len(f.Entries))
+	byDOI := map[string][]int{} // entries by DOI key, checked again at each use (an entry's DOI may change)
 	for i, e := range f.Entries {
 		at[e.ID] = i
 		if k := e.doiKey(); k != "" {
-			byDOI[k] = i
+			byDOI[k] = append(byDOI[k], i)
 		}
 	}
 	find := func(e *entry) (int, bool) {
 		if i, ok := at[e.ID]; ok {
 			return i, true
 		}
-		i, ok := byDOI[e.doiKey()]
-		return i, ok && e.doiKey() != ""
+		k := e.doiKey()
+		if k == "" {
+			return 0, false
+		}
+		for _, i := range byDOI[k] {
+			o := f.Entries[i]
+			if (strings.HasPrefix(e.ID, "doi:") || strings.HasPrefix(o.ID, "doi:")) && o.doiKey() == k {
+				return i, true
+			}
+		}
+		return 0, false
 	}
 	anchor := int64(math.MaxInt64) // the first-page paper the feed has that the listing shows first
 	for _, e := range es {
@@ -555,7 +565,7 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 		if !ok {
 			at[e.ID] = len(f.Entries)
 			if k := e.doiKey(); k != "" {
-				byDOI[k] = len(f.Entries)
+				byDOI[k] = append(byDOI[k], len(f.Entries))
 			}
 			f.Entries = append(f.Entries, e)
 			added[e.ID] = true
@@ -572,6 +582,9 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 			u.Removed = append(u.Removed, prev)
 		}
 		f.Entries[i] = e
+		if k := e.doiKey(); k != "" && !slices.Contains(byDOI[k], i) {
+			byDOI[k] = append(byDOI[k], i)
+		}
 	}
 	slices.SortFunc(f.Entries, newer)
 	if len(f.Entries) > keep {

@@ -600,3 +600,24 @@ func TestAPaperKnownByItsDOIIsOneEntry(t *testing.T) {
 		t.Errorf("the paper's entry changed its id: %v", f.IDs())
 	}
 }
+
+// Two papers with ids of their own stay two entries, even when a DOI moves
+// from one to the other (a site's correction): only an id read without
+// the JSON ("doi:…") is matched by its DOI.
+func TestADOIMovedBetweenPapersKeepsThemApart(t *testing.T) {
+	dir := t.TempDir()
+	first := papers("a", 7, 1, day0)
+	first[0].ID, first[0].DOI, first[0].Title = "1001", "10.1109/conf.2025", "First paper"
+	fixed := papers("b", 7, 2, day0)
+	fixed[0].ID, fixed[0].DOI, fixed[0].Title = "1001", "10.1109/conf.2025x", "First paper"
+	fixed[1].ID, fixed[1].DOI, fixed[1].Title = "1002", "10.1109/conf.2025", "Second paper"
+	write(t, "atom:"+dir, sink.Options{}, first, fixed)
+	f := feedtest.Read(t, filepath.Join(dir, "7.atom"))
+	titles := map[string]string{}
+	for _, e := range f.Entries {
+		titles[strings.TrimPrefix(e.ID, tagPaper)] = e.Title.Body
+	}
+	if len(titles) != 2 || titles["1001"] != "First paper" || titles["1002"] != "Second paper" {
+		t.Errorf("entries %v, want 1001 and 1002 each with its own title", titles)
+	}
+}
