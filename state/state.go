@@ -159,6 +159,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
 	path := filePath(dir)
+	removeLeftovers(path)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		if err := create(path); err != nil {
 			return nil, fmt.Errorf("state %s: create: %w", path, err)
@@ -222,11 +223,22 @@ func create(path string) error {
 	tmp := fmt.Sprintf("%s.new-%d", path, os.Getpid())
 	os.Remove(tmp)
 	defer os.Remove(tmp)
-	db, err := bolt.Open(tmp, 0o644, &bolt.Options{Timeout: lockWait})
+	// A whole format-2 file, its free-page list kept: Open finds nothing
+	// to migrate or upgrade.
+	db, err := bolt.Open(tmp, 0o644, &bolt.Options{Timeout: lockWait, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return err
 	}
-	if err := db.Close(); err != nil {
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := initFormat2(tx); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyFreelist, []byte("synced"))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	err = os.Link(tmp, path)
@@ -241,15 +253,19 @@ func create(path string) error {
 			return err
 		}
 	}
-	// Leftovers of runs killed in here, by this machine's ended processes.
-	if olds, _ := filepath.Glob(path + ".new-*"); len(olds) > 0 {
-		for _, o := range olds {
-			if pid, err := strconv.Atoi(strings.TrimPrefix(o, path+".new-")); err == nil && pid != os.Getpid() && !Alive(pid) {
-				os.Remove(o)
-			}
+	return atomicfile.SyncDir(filepath.Dir(path))
+}
+
+// removeLeftovers removes what runs killed in create left: a file of
+// their own name (a second link to the state, when the kill came after
+// the link), of this machine's ended processes.
+func removeLeftovers(path string) {
+	olds, _ := filepath.Glob(path + ".new-*")
+	for _, o := range olds {
+		if pid, err := strconv.Atoi(strings.TrimPrefix(o, path+".new-")); err == nil && pid != os.Getpid() && !Alive(pid) {
+			os.Remove(o)
 		}
 	}
-	return atomicfile.SyncDir(filepath.Dir(path))
 }
 
 // openFormat2 opens the file for a crawl and returns its format: 0 for a

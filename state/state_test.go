@@ -319,10 +319,31 @@ func TestNewStateFileAppearsWhole(t *testing.T) {
 	if olds, _ := filepath.Glob(filepath.Join(dir, "*.new-*")); len(olds) != 0 {
 		t.Errorf("left behind: %v", olds)
 	}
+	if m := s.Migrated(); m.From != 0 {
+		t.Errorf("a new state file was migrated from format %d: it must be made whole", m.From)
+	}
 	if _, err := state.Open(dir); !errors.Is(err, state.ErrLocked) {
 		t.Errorf("a second first run: %v, want ErrLocked (one file)", err)
 	}
 	s.Close()
+	// Two first runs at once: one has the state, the other is told it is
+	// held; neither fails otherwise.
+	both := t.TempDir()
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			s, err := state.Open(both)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil && !errors.Is(err, state.ErrLocked) {
+			t.Errorf("two first runs at once: %v", err)
+		}
+	}
 	// An empty file is still refused: it may be a state cut to nothing.
 	empty := t.TempDir()
 	if err := os.WriteFile(filepath.Join(empty, state.FileName), nil, 0o644); err != nil {
