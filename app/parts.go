@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -240,6 +241,12 @@ func openRetrying(ctx context.Context, u string, opts sink.Options, p sink.Retry
 // (sink.ErrBehind: it lost output the ledger counts as delivered) stops
 // the run, unless the run delivers its pages again anyway (redeliverAll:
 // --no-resume --redeliver), which puts back what is missing.
+//
+// Then the sinks' positions are committed as they stand, before the run
+// writes anything, when the state holds other ones: a sink the state has
+// no position of (a first run, a sink added since, a file moved) would
+// otherwise keep what a run killed before its first commit wrote, and the
+// rerun would write it again.
 func restore(ctx context.Context, l ledger.Ledger, out sink.Sink, redeliverAll bool, log *slog.Logger) error {
 	r, ok := out.(sink.Restorer)
 	ts, ok2 := l.(ledger.TokenStore)
@@ -247,19 +254,35 @@ func restore(ctx context.Context, l ledger.Ledger, out sink.Sink, redeliverAll b
 		return nil
 	}
 	tok, err := ts.SinkToken(ctx)
-	if err != nil || tok == nil {
+	if err != nil {
 		return err
 	}
-	if m, ok := out.(*sink.Multi); ok {
-		m.KeepTokens(tok) // the positions of sinks this run does not open stay
+	if tok != nil {
+		if m, ok := out.(*sink.Multi); ok {
+			m.KeepTokens(tok) // the positions of sinks this run does not open stay
+		}
+		err = r.Restore(ctx, tok)
+		if err != nil && redeliverAll && onlyBehind(err) {
+			log.Warn("a sink is behind the crawl state: this run delivers its pages again (--no-resume --redeliver), which puts back what it lacks of them", "error", err)
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("restore the sinks to the last commit: %w", err)
+		}
 	}
-	err = r.Restore(ctx, tok)
-	if err != nil && redeliverAll && onlyBehind(err) {
-		log.Warn("a sink is behind the crawl state: this run delivers its pages again (--no-resume --redeliver), which puts back what it lacks of them", "error", err)
+	c, ok := out.(sink.Committer)
+	if !ok {
 		return nil
 	}
+	now, err := c.Token()
 	if err != nil {
-		return fmt.Errorf("restore the sinks to the last commit: %w", err)
+		return fmt.Errorf("sink token: %w", err)
+	}
+	if bytes.Equal(now, tok) {
+		return nil
+	}
+	if _, err := l.Commit(ctx, ledger.Group{SinkToken: now}); err != nil {
+		return fmt.Errorf("commit the sinks' positions before the run: %w", err)
 	}
 	return nil
 }
