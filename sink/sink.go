@@ -120,8 +120,10 @@ func (e *URLError) Error() string {
 	return fmt.Sprintf("sink %q: %s", e.URL, e.Reason)
 }
 
-// urlLike is a scheme and "://" (or "//" alone): a URL where a path goes.
-var urlLike = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*:)?//`)
+// urlLike is a URL where a path goes: "//…", a scheme of two letters or
+// more and a slash ("http:/…", "https://…"), or user information before
+// the first slash ("user:pass@host:/x").
+var urlLike = regexp.MustCompile(`^(//|[A-Za-z][A-Za-z0-9+.-]+:/|[^/@]*:[^/@]*@)`)
 
 // CheckPath is the one check of the path of a sink that writes files
 // (jsonl:PATH, atom:DIR: form is PATH or DIR, what names it, "file path"
@@ -130,7 +132,11 @@ var urlLike = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*:)?//`)
 // driver would make a directory named after it, password and all), and it
 // holds no control characters. The message shows the sink redacted.
 func CheckPath(scheme, p, form, what string) error {
-	bad := func(reason string) error { return &URLError{URL: redact.URL(scheme + ":" + p), Reason: reason} }
+	shown := redact.URL(scheme + ":" + p)
+	if i := strings.LastIndex(p, "@"); i >= 0 {
+		shown = scheme + ":REDACTED" + p[i:] // what comes before an @ may be a password, however it is spelled
+	}
+	bad := func(reason string) error { return &URLError{URL: shown, Reason: reason} }
 	switch {
 	case p == "":
 		return bad(fmt.Sprintf("expected a %s after %s:", what, scheme))

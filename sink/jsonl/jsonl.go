@@ -36,6 +36,9 @@ func check(rawURL string) error {
 	if strings.Count(p, datePlaceholder) > 1 {
 		return &sink.URLError{URL: rawURL, Reason: "{date} may appear once"}
 	}
+	if strings.Contains(p, "?") {
+		return &sink.URLError{URL: "jsonl:" + strings.SplitN(p, "?", 2)[0], Reason: "jsonl: takes no options (after ? they would be part of the file name)"}
+	}
 	return nil
 }
 

@@ -138,11 +138,15 @@ func TestNATSURLErrors(t *testing.T) {
 		"nats://127.0.0.1:4222/papers.>?stream=P":                "a wildcard",
 		"nats://127.0.0.1:4222/papers?stream=P&stream=Q":         `parameter "stream" given 2 times`,
 		"tls://127.0.0.1:4222/papers?stream=P&tls=false":         "tls=false contradicts tls://",
+		"nats://127.0.0.1:4222/papers?stream=P&tokne=s3cret":     `unknown parameter "tokne"`,
 	}
 	for url, want := range tests {
 		_, err := sink.Open(context.Background(), url, sink.Options{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Open(%q) = %v, want an error containing %q", url, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) shows a mistyped secret's value: %v", url, err)
 		}
 	}
 }

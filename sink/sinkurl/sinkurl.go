@@ -97,7 +97,10 @@ func (u *URL) Apply(params ...Param) error {
 	for _, k := range keys {
 		p, ok := byName[k]
 		if !ok {
-			return u.Errorf("unknown parameter %q (known: %s)%s", k, strings.Join(known, ", "), suggest.DidYouMean(k, known...))
+			// Shown without the query: a mistyped secret's value
+			// (tokne=…) is no parameter redact knows to hide.
+			base, _, _ := strings.Cut(u.Redacted, "?")
+			return &sink.URLError{URL: base, Reason: fmt.Sprintf("unknown parameter %q (known: %s)%s", k, strings.Join(known, ", "), suggest.DidYouMean(k, known...))}
 		}
 		if len(u.Query[k]) > 1 {
 			return u.Errorf("parameter %q given %d times: give it once", k, len(u.Query[k]))
