@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +28,10 @@ func init() {
 	sink.Register(sink.Driver{Scheme: "jsonl", Usage: "jsonl:PATH, - (stdout)", Check: check, Open: open, Same: same})
 }
 
+// optionLike is what follows a ? that reads as options (key=…), not as
+// part of an odd file name ("b #1?.jsonl").
+var optionLike = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
 // check reads jsonl:PATH (or jsonl:- for standard output).
 func check(rawURL string) error {
 	p := strings.TrimPrefix(rawURL, "jsonl:")
@@ -36,8 +41,8 @@ func check(rawURL string) error {
 	if strings.Count(p, datePlaceholder) > 1 {
 		return &sink.URLError{URL: rawURL, Reason: "{date} may appear once"}
 	}
-	if strings.Contains(p, "?") {
-		return &sink.URLError{URL: "jsonl:" + strings.SplitN(p, "?", 2)[0], Reason: "jsonl: takes no options (after ? they would be part of the file name)"}
+	if name, q, ok := strings.Cut(p, "?"); ok && optionLike.MatchString(q) {
+		return &sink.URLError{URL: "jsonl:" + name, Reason: "jsonl: takes no options (after ? they would be part of the file name)"}
 	}
 	return nil
 }
