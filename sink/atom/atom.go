@@ -115,7 +115,8 @@ func parse(rawURL string) (options, error) {
 			// Refused rather than cleaned: what the operator typed is what
 			// every feed shows, or the run says why not.
 			t := clean(v, true, maxTitle)
-			if t == "" || utf8.RuneCountInString(v) > maxTitle || !utf8.ValidString(v) || strings.ContainsFunc(v, textsafe.Unsafe) {
+			if t == "" || utf8.RuneCountInString(v) > maxTitle || !utf8.ValidString(v) || strings.ContainsFunc(v, textsafe.Unsafe) ||
+				t != strings.Join(strings.Fields(v), " ") { // a character XML cannot hold (U+FFFE, …)
 				return o, bad(fmt.Sprintf("title: expected the feeds' title on one line, 1 to %d characters of UTF-8 text (no control characters or marks that reorder text)", maxTitle))
 			}
 			o.title = t

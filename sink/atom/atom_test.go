@@ -219,6 +219,7 @@ func TestURLsAreChecked(t *testing.T) {
 		"atom:d?title=a%0Ab":                       "on one line",
 		"atom:d?title=%FF%FE":                      "of UTF-8 text",
 		"atom:d?title=a%E2%80%AEb":                 "marks that reorder text",
+		"atom:d?title=a%EF%BF%BEb":                 "1 to 200 characters of UTF-8 text",
 		"atom:~/feeds":                             "~ is not expanded",
 		"atom:d?base=https://x.org/f?":             "no user, query or fragment",
 		"atom:d?base=https://x.org:99999/f":        "expected the http(s) URL",
