@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/fspath"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -47,16 +48,19 @@ func check(rawURL string) error {
 	return nil
 }
 
-// same is the file a URL names, as an absolute path.
+// same is the file a URL names, as an absolute path with its links
+// resolved (a link to the file, or through a linked directory, is the
+// same file); only told apart from other sinks by it, never a token's key.
 func same(rawURL string) string {
 	p := strings.TrimPrefix(rawURL, "jsonl:")
 	if p == "-" {
 		return "jsonl:-"
 	}
-	if abs, err := filepath.Abs(p); err == nil {
-		return "jsonl:" + abs
+	path := filepath.Join(fspath.Real(filepath.Dir(p)), filepath.Base(p))
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		path = r
 	}
-	return rawURL
+	return "jsonl:" + path
 }
 
 func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error) {

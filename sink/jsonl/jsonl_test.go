@@ -327,3 +327,28 @@ func TestJSONLDeviceAndPipe(t *testing.T) {
 		t.Errorf("the pipe's reader got %d lines, want 2", lines)
 	}
 }
+
+// One file however it is named: through a link to it, or a linked
+// directory, it is the same destination (given twice, it is refused).
+func TestSameFileThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.jsonl")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, filepath.Join(dir, "link.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	linkedDir := filepath.Join(t.TempDir(), "d")
+	if err := os.Symlink(dir, linkedDir); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{filepath.Join(dir, "link.jsonl"), filepath.Join(linkedDir, "p.jsonl"), filepath.Join(dir, "./p.jsonl")} {
+		if sink.Same("jsonl:"+other) != sink.Same("jsonl:"+file) {
+			t.Errorf("%s and %s: two destinations, want one", other, file)
+		}
+	}
+	if sink.Same("jsonl:"+filepath.Join(dir, "q.jsonl")) == sink.Same("jsonl:"+file) {
+		t.Errorf("two files taken as one")
+	}
+}
