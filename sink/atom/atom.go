@@ -784,6 +784,9 @@ func (s *atomSink) flush() error {
 		fill func(*bufio.Writer) error
 		last *[]byte
 	}{{"index.opml", s.writeOPML, &s.lastOPML}, {"index.html", s.writeHTML, &s.lastHTML}} {
+		if len(s.feeds) == 0 && *ix.last == nil {
+			continue // no feed yet (a first write refused): no index listing none
+		}
 		var b bytes.Buffer
 		w := bufio.NewWriter(&b)
 		if err := ix.fill(w); err != nil {

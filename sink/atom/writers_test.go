@@ -621,3 +621,23 @@ func TestADOIMovedBetweenPapersKeepsThemApart(t *testing.T) {
 		t.Errorf("entries %v, want 1001 and 1002 each with its own title", titles)
 	}
 }
+
+// A first write refused whole (a record of no journal) makes no feed and
+// no index listing none.
+func TestARefusedFirstWriteMakesNoIndex(t *testing.T) {
+	dir := t.TempDir()
+	s := sinktest.Open(t, "atom:"+dir, sink.Options{})
+	r := papers("x", 4, 1, day0)
+	r[0].Journal = nil
+	if err := s.Write(context.Background(), r); !errors.Is(err, sink.ErrRefused) {
+		t.Fatalf("a record of no journal: %v, want a refusal", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"index.html", "index.opml"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s written with no feed", name)
+		}
+	}
+}
