@@ -260,10 +260,12 @@ func create(path string) error {
 // their own name (a second link to the state, when the kill came after
 // the link), of this machine's ended processes.
 func removeLeftovers(path string) {
-	olds, _ := filepath.Glob(path + ".new-*")
-	for _, o := range olds {
-		if pid, err := strconv.Atoi(strings.TrimPrefix(o, path+".new-")); err == nil && pid != os.Getpid() && !Alive(pid) {
-			os.Remove(o)
+	ents, _ := os.ReadDir(filepath.Dir(path)) // not a glob: the directory's name may hold [ or *
+	prefix := filepath.Base(path) + ".new-"
+	for _, de := range ents {
+		rest, ok := strings.CutPrefix(de.Name(), prefix)
+		if pid, err := strconv.Atoi(rest); ok && err == nil && pid != os.Getpid() && !Alive(pid) {
+			os.Remove(filepath.Join(filepath.Dir(path), de.Name()))
 		}
 	}
 }
