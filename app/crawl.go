@@ -96,7 +96,7 @@ func limits(cfg *config.Config, journals []int64, backfill bool) map[int64]engin
 			if out == nil {
 				out = map[int64]engine.Limits{}
 			}
-			l := engine.Limits{StopAfterKnownPages: s.Nightly.StopAfterKnownPages, MaxPages: s.Nightly.MaxPages, StopAfterRepeatPages: s.Backfill.StopAfterRepeatPages}
+			l := engine.Limits{StopAfterKnownPages: s.Nightly.StopAfterKnownPages, MaxPages: s.Nightly.MaxPages, StopAfterRepeatPages: s.Backfill.StopAfterRepeatPages, AuditPages: s.Nightly.AuditPages}
 			if backfill {
 				l.MaxPages = s.Backfill.MaxPages
 			}
@@ -217,7 +217,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	case "nightly":
 		runErr = run.Nightly(ctx, engine.NightlyOptions{Journals: c.Journals, Stop: e.Stop,
 			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages,
-			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, PerJournal: limits(cfg, c.Journals, false)})
+			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, AuditPages: cfg.Nightly.AuditPages, PerJournal: limits(cfg, c.Journals, false)})
 	default:
 		runErr = exitcode.Usagef("run kind %q: expected backfill or nightly", c.Kind)
 	}

@@ -96,15 +96,16 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 	jobs := func(yield func(frontier.Job) bool) {
 		for _, j := range o.Journals {
 			if o.Nightly {
-				// The walk starts where the last one left a mark (engine.Walk).
-				w, err := engine.LoadMark(ctx, f.Ledger(), j, engine.Walk{})
+				// The walk starts from the state the last one left (engine.Walk).
+				ws, err := f.Ledger().WalkState(ctx, j)
 				if err != nil {
-					markErr = err
+					markErr = fmt.Errorf("journal %d: read where the last nightly walk stopped: %w", j, err)
 					return
 				}
 				js := e.Config.For(j)
-				w.Page, w.StopAfterKnown, w.StopAfterRepeat, w.MaxPages = 1, js.Nightly.StopAfterKnownPages, js.Backfill.StopAfterRepeatPages, js.Nightly.MaxPages
-				job := frontier.Job{Journal: j, RunID: runID, Nightly: true, Walk: w}
+				w := engine.NewWalk(engine.Limits{StopAfterKnownPages: js.Nightly.StopAfterKnownPages, MaxPages: js.Nightly.MaxPages,
+					StopAfterRepeatPages: js.Backfill.StopAfterRepeatPages}, js.Nightly.AuditPages, ws)
+				job := frontier.WalkJob(j, runID, w)
 				if !yieldUnlessStopped(yield, job) {
 					return
 				}
@@ -151,6 +152,9 @@ func (v *FleetView) Close() { v.f.Close() }
 func (v *FleetView) Status(ctx context.Context, lastDead int) (*frontier.Status, []frontier.DeadLetter, error) {
 	st, err := v.f.Status(ctx)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := v.f.FillAudit(ctx, st); err != nil {
 		return nil, nil, err
 	}
 	dls, err := v.f.DeadLetters(ctx, lastDead)

@@ -19,6 +19,8 @@ func newRunReport(runID, kind string, s *engine.Summary, jobs *frontier.JobCount
 		Papers:  map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
 		Retries: s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
 		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
+	r.WalkNotes, r.WalkNotesOmitted = s.WalkNotes()
+	r.Audit = s.Audit()
 	for j, c := range s.Journals() {
 		r.PerJournal[strconv.FormatInt(j, 10)] = c
 	}
@@ -39,6 +41,9 @@ func newRunReport(runID, kind string, s *engine.Summary, jobs *frontier.JobCount
 	}
 	return r
 }
+
+// maxNotesPrinted bounds the walk notes a summary prints.
+const maxNotesPrinted = 10
 
 // printSummary prints what a run did: as text on stderr (a line, then a
 // line per failed page), or, with a JSON log, as one log line.
@@ -62,6 +67,19 @@ func (e *Env) printSummary(r history.RunReport, s *engine.Summary) {
 	for _, w := range r.IncompleteWalks {
 		fmt.Fprintf(e.Stderr, "  incomplete: %s\n", history.IncompleteText(w))
 	}
+	if n := r.Pages["skipped"]; n > 0 {
+		fmt.Fprintf(e.Stderr, "  skipped: %s done by earlier runs were not fetched again; --no-resume re-reads them (papers never delivered are delivered, none twice)\n", pluralPages(n))
+	}
+	for i, n := range r.WalkNotes {
+		if i == maxNotesPrinted {
+			fmt.Fprintf(e.Stderr, "  … and %d more notes (crawl runs show %s lists them)\n", len(r.WalkNotes)-i+r.WalkNotesOmitted, r.RunID)
+			break
+		}
+		fmt.Fprintf(e.Stderr, "  note: %s\n", history.NoteText(n))
+	}
+	if r.Audit != nil {
+		fmt.Fprintf(e.Stderr, "  audit: %s\n", r.Audit.Text(time.Now()))
+	}
 	if r.Quarantined > 0 {
 		fmt.Fprintf(e.Stderr, "  quarantined: %d records refused by a sink, kept in %s (crawl quarantine list)\n", r.Quarantined, r.Quarantine)
 	}
@@ -71,4 +89,11 @@ func (e *Env) printSummary(r history.RunReport, s *engine.Summary) {
 	if r.FailuresOmitted > 0 {
 		fmt.Fprintf(e.Stderr, "  … and %d more failed pages (--report lists every page)\n", r.FailuresOmitted)
 	}
+}
+
+func pluralPages(n int64) string {
+	if n == 1 {
+		return "1 page"
+	}
+	return fmt.Sprintf("%d pages", n)
 }

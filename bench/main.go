@@ -164,6 +164,8 @@ func main() {
 	atomMode := flag.Bool("atom", false, "compare a backfill of -pages pages into atom: with one into jsonl: (CPU, interleaved -rounds)")
 	atomKeep := flag.Int("atom-keep", 100, "with -atom: the feed's keep (1 to 10000; 100 is the default, 10000 makes every page change the feed)")
 	crawlPath := flag.String("crawl", "", "measure this crawl binary instead of building ./cmd/crawl (an older version, say)")
+	configPath := flag.String("config", "config.yaml", "with -scale: the configuration the crawl runs with (an older version's, for an older binary)")
+	nights := flag.Int("nights", 2, "with -scale: quiet nightlies in a row after the backfill (the first walks without a head to prove against)")
 	flag.Parse()
 	if *pages < 1 || *conc < 1 || *rounds < 1 || *journals < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -pages, -concurrency, -rounds and -journals must be at least 1")
@@ -189,7 +191,7 @@ func main() {
 		crawlBin = build(dir, "./cmd/crawl", "crawl")
 	}
 	if *scaleMode {
-		scale(crawlBin, dir, sizes, *journals, *conc)
+		scale(crawlBin, dir, *configPath, sizes, *journals, *conc, *nights)
 		return
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -78,7 +78,7 @@ func parseSizes(s string) ([]int, error) {
 
 // scale prints the cost-growth table: a backfill of each size on a fresh
 // state, then a nightly over journals journals with nothing new.
-func scale(crawlBin, dir string, sizes []int, journals, conc int) {
+func scale(crawlBin, dir, config string, sizes []int, journals, conc, nights int) {
 	fmt.Printf("backfills of one journal, pages of 20 papers, concurrency %d, fresh state each:\n", conc)
 	fmt.Printf("%9s %10s %10s %11s %12s %12s %14s %12s %10s\n", "pages", "papers", "wall", "CPU/page", "peak RSS", "peak anon", "state bytes", "bytes/paper", "papers/s")
 	for _, n := range sizes {
@@ -111,7 +111,7 @@ func scale(crawlBin, dir string, sizes []int, journals, conc int) {
 	base := serve(s)
 	stateDir := filepath.Join(dir, "scale-nightly")
 	defer os.RemoveAll(stateDir)
-	args := []string{"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(conc), "--config", "config.yaml",
+	args := []string{"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(conc), "--config", config,
 		"--state-dir", stateDir, "--sink", "jsonl:" + filepath.Join(dir, "scale-nightly.jsonl"), "--log-format", "json"}
 	for j := range journals {
 		args = append(args, "--journal", strconv.Itoa(journal+j))
@@ -121,17 +121,19 @@ func scale(crawlBin, dir string, sizes []int, journals, conc int) {
 		os.Exit(1)
 	}
 	known := lines(filepath.Join(dir, "scale-nightly.jsonl"))
-	s.requests.Store(0)
-	r, err := run(crawlBin, append([]string{"nightly"}, args...)...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	for night := 1; night <= nights; night++ {
+		s.requests.Store(0)
+		r, err := run(crawlBin, append([]string{"nightly"}, args...)...)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if got := lines(filepath.Join(dir, "scale-nightly.jsonl")); got != known {
+			fmt.Fprintf(os.Stderr, "bench: the nightly delivered %d papers, not 0\n", got-known)
+			os.Exit(1)
+		}
+		req := s.requests.Load()
+		fmt.Printf("\nnightly %d over %d journals with nothing new (%d papers known): %d listing requests (%.2f a journal), CPU %.2f s (%.2f ms a journal), wall %.1f s, peak RSS %.1f MB\n",
+			night, journals, known, req, float64(req)/float64(journals), r.cpu.Seconds(), r.cpu.Seconds()*1000/float64(journals), r.wall.Seconds(), float64(r.maxRSS)/1024)
 	}
-	if got := lines(filepath.Join(dir, "scale-nightly.jsonl")); got != known {
-		fmt.Fprintf(os.Stderr, "bench: the nightly delivered %d papers, not 0\n", got-known)
-		os.Exit(1)
-	}
-	req := s.requests.Load()
-	fmt.Printf("\nnightly over %d journals with nothing new (%d papers known): %d listing requests (%.2f a journal), CPU %.2f s (%.2f ms a journal), wall %.1f s, peak RSS %.1f MB\n",
-		journals, known, req, float64(req)/float64(journals), r.cpu.Seconds(), r.cpu.Seconds()*1000/float64(journals), r.wall.Seconds(), float64(r.maxRSS)/1024)
 }

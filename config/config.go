@@ -34,6 +34,7 @@ const (
 	MaxBodyBytes  = 256 << 20 // fetch.max_body_bytes
 	MaxInputBytes = 1 << 30   // parse.max_input_bytes
 	MaxPages      = 1_000_000 // nightly.max_pages, backfill.max_pages
+	MaxAuditPages = 1_000     // nightly.audit_pages
 	// MaxPageNumber is the highest page number a command takes (--pages).
 	MaxPageNumber = 100_000_000
 	MaxAttempts   = 20        // fetch.attempts
@@ -180,6 +181,11 @@ type Nightly struct {
 	// it before known papers leaves a mark, and the next walk carries on
 	// from there (engine.Walk).
 	MaxPages int `yaml:"max_pages" json:"max_pages"`
+	// AuditPages: after its walk, each journal re-reads this many more
+	// listing pages, from where the last audit stopped, round the whole
+	// listing, so that every paper still listed is delivered within
+	// pages ÷ audit_pages nights whatever the walks missed (0: no audit).
+	AuditPages int `yaml:"audit_pages" json:"audit_pages"`
 }
 
 // Quality thresholds: a run whose parsed papers fall below them exits 4
@@ -274,7 +280,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Backfill = Backfill{StopAfterRepeatPages: 20, MaxPages: 100_000}
 	c.Parse = Parse{MaxInputBytes: 64 << 20}
-	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50}
+	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50, AuditPages: 1}
 	c.Quality = Quality{MinPapersPerPage: 5, MinTitleShare: 0.9, MinDOIShare: 0.5, MinAuthorsShare: 0.8, MinPublishedShare: 0.8}
 	c.StateDir = "crawl-state"
 	c.ShutdownTimeout = Duration(30 * time.Second)
@@ -438,6 +444,9 @@ func (n Nightly) validate(key string) error {
 		// and that page before it gets a page further.
 		return fmt.Errorf("%s.max_pages: %d: expected %d to %d pages (at least %s.stop_after_known_pages + 3, so that a walk that carries on from where the last one stopped gets further)",
 			key, n.MaxPages, least, MaxPages, key)
+	}
+	if n.AuditPages < 0 || n.AuditPages > MaxAuditPages {
+		return fmt.Errorf("%s.audit_pages: %d: expected 0 to %d pages (0: no audit; the audit re-reads a listing's every page within pages ÷ audit_pages nights)", key, n.AuditPages, MaxAuditPages)
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ type Journal struct {
 type JournalNightly struct {
 	StopAfterKnownPages *int `yaml:"stop_after_known_pages"`
 	MaxPages            *int `yaml:"max_pages"`
+	AuditPages          *int `yaml:"audit_pages"`
 }
 
 // JournalBackfill overrides backfill.* for one journal (nil: the file's).
@@ -129,6 +130,9 @@ func (c *Config) For(id int64) JournalSettings {
 	if v := j.Nightly.MaxPages; v != nil {
 		s.Nightly.MaxPages = *v
 	}
+	if v := j.Nightly.AuditPages; v != nil {
+		s.Nightly.AuditPages = *v
+	}
 	if v := j.Backfill.StopAfterRepeatPages; v != nil {
 		s.Backfill.StopAfterRepeatPages = *v
 	}
@@ -156,6 +160,7 @@ func (j Journal) overrides() []string {
 		set bool
 	}{
 		{"nightly.stop_after_known_pages", j.Nightly.StopAfterKnownPages != nil}, {"nightly.max_pages", j.Nightly.MaxPages != nil},
+		{"nightly.audit_pages", j.Nightly.AuditPages != nil},
 		{"backfill.stop_after_repeat_pages", j.Backfill.StopAfterRepeatPages != nil}, {"backfill.max_pages", j.Backfill.MaxPages != nil},
 		{"sinks", j.Sinks != nil}, {"fetch.delay", j.Fetch.Delay != nil},
 	} {

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 
@@ -32,7 +31,7 @@ type BackfillOptions struct {
 	Stop <-chan struct{}
 	// For an open range (To 0): stop a journal's walk after
 	// StopAfterRepeatPages fetched pages in a row that add no paper not
-	// already met in this run (Walk.Next; skipped pages do not count; 0:
+	// already met in this run (repeats; skipped pages do not count; 0:
 	// never), and never go past page From+MaxPages-1 (0: no bound).
 	StopAfterRepeatPages int
 	MaxPages             int
@@ -86,7 +85,7 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 		// An open range's walk: the repeat rule, over pages in the order
 		// they are committed.
 		var walkMu sync.Mutex
-		walk := Walk{StopAfterRepeat: l.StopAfterRepeatPages, MaxPages: math.MaxInt}
+		walk := repeats{limit: l.StopAfterRepeatPages}
 		walkStopped := false
 		for pageNo := o.From; to == 0 || pageNo <= to; pageNo++ {
 			if e := end.Load(); e != 0 && int64(pageNo) >= e || ctx.Err() != nil || stopped(o.Stop) {
@@ -143,11 +142,10 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 					}
 					if open && oc.Result == Done {
 						walkMu.Lock()
-						var goOn bool
-						if walk, goOn = walk.Next(oc.Delivered); !goOn && !oc.Delivered.Last && !walkStopped {
+						if walk.page(oc.Delivered) && !oc.Delivered.Last && !walkStopped {
 							walkStopped = true
 							r.log.Warn("stopping the open-ended walk: pages in a row with no paper not already met in this run (pages in flight finish)",
-								"journal", journal, "page", pageNo, "pages", walk.RepeatRun)
+								"journal", journal, "page", pageNo, "pages", walk.run)
 							endAt(int64(pageNo) + 1)
 						}
 						walkMu.Unlock()
@@ -167,4 +165,20 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 	}
 	r.commit.stop() // the last pages are committed before the run returns
 	return context.Cause(ctx)
+}
+
+// repeats is an open range's repeat rule: it stops after limit pages in a
+// row (in the order they are committed) that held no paper not already
+// met in this run, a site that answers every page number with the same
+// papers (0: never).
+type repeats struct{ limit, run int }
+
+// page counts a page delivered as d; true: the rule stops the walk.
+func (r *repeats) page(d Delivered) bool {
+	if d.Records > 0 && d.Fresh == 0 {
+		r.run++
+	} else {
+		r.run = 0
+	}
+	return r.limit > 0 && r.run >= r.limit
 }

@@ -20,15 +20,15 @@ type Item struct {
 	Redeliver bool
 	// Hold, when set, is asked with the page's papers and what the ledger
 	// knows of them whether to hold the page back: then nothing of it is
-	// delivered or committed (a walk that finds it landed below its mark
-	// goes back before it delivers the papers there, so that no paper of a
-	// gap is delivered out of order: Walk.Hold).
+	// delivered or committed (a walk whose jump landed below the gap it
+	// looked for goes back before it delivers the papers there, so that
+	// they are met in order: Walk.Hold).
 	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
-	// Marks, when set, is asked with what delivering the page did for its
-	// journal's walk marks to commit with it (ledger.Group.Marks): a
-	// nightly walk killed after this commit carries on from them
-	// (Walk.CrashMarks).
-	Marks func(d Delivered) []ledger.WalkMark
+	// Walk, when set, is asked with what delivering the page did for its
+	// journal's walk state to commit with it (ledger.Group.Walks): a
+	// nightly walk killed after this commit carries on from it
+	// (Walk.CrashState).
+	Walk func(d Delivered) ledger.WalkState
 }
 
 // Delivered is what delivering one page did.
@@ -43,7 +43,7 @@ type Delivered struct {
 	Group       int  // pages committed together with it (itself included)
 	// Papers are the page's distinct papers, in page order, and Seen what
 	// the ledger knew of each before the page: a nightly walk finds its
-	// marks and the ends of the gaps below them with them (Walk).
+	// bounds with them (Walk).
 	Papers []ledger.Paper
 	Seen   []ledger.Seen
 }
@@ -76,11 +76,11 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Fresh: freshToRun, Sent: len(fresh),
 			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Seen: seen}
 		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()})
-		if it.Marks != nil {
-			if group.Marks == nil {
-				group.Marks = map[int64][]ledger.WalkMark{}
+		if it.Walk != nil {
+			if group.Walks == nil {
+				group.Walks = map[int64]ledger.WalkState{}
 			}
-			group.Marks[it.Key.Journal] = it.Marks(ds[i])
+			group.Walks[it.Key.Journal] = it.Walk(ds[i])
 		}
 	}
 	if len(group.Pages) == 0 {

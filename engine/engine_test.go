@@ -299,28 +299,29 @@ func TestNightlyShiftingListing(t *testing.T) {
 	if s := night("n1"); s.PapersNew.Load() != 200 || s.Done.Load() != 10 || site.Hits(testsite.PagePath(j, 11)) != 0 {
 		t.Fatalf("night 1: %s", s)
 	}
-	// Night 2: 15 new papers at the top; page 2 is all known: stop there.
+	// Night 2: 15 new papers at the top; page 1 shows last night's first
+	// papers below them, in their order: the proof the top part ends
+	// there, and the walk stops after one page.
 	listing = append(ids("9100", 15), listing...)
 	site.SetListing(j, listing, 20)
-	hits3 := site.Hits(testsite.PagePath(j, 3))
-	if s := night("n2"); s.PapersNew.Load() != 15 || s.Done.Load() != 2 {
+	hits2 := site.Hits(testsite.PagePath(j, 2))
+	if s := night("n2"); s.PapersNew.Load() != 15 || s.Done.Load() != 1 {
 		t.Fatalf("night 2: %s", s)
 	}
-	if site.Hits(testsite.PagePath(j, 3)) != hits3 {
-		t.Error("night 2 walked past the first all-known page")
+	if site.Hits(testsite.PagePath(j, 2)) != hits2 {
+		t.Error("night 2 walked past the page that proved the top part closed")
 	}
 	// Night 3: 10 new papers; while page 1 is being read, 20 more arrive
-	// and push page 1's papers down to page 2. Page 2 then holds papers
-	// delivered in this very run: they must not stop the walk, nor be
-	// delivered again.
+	// and push page 1's papers down to page 2. Page 1 showed the head,
+	// so the walk ends there: the 20 are the next night's.
 	listing = append(ids("9200", 10), listing...)
 	site.SetListing(j, listing, 20)
 	site.AfterServe(testsite.PagePath(j, 1), func() {
 		listing = append(ids("9300", 20), listing...)
 		site.SetListing(j, listing, 20)
 	})
-	if s := night("n3"); s.PapersNew.Load() != 10 || s.Done.Load() != 3 {
-		t.Fatalf("night 3: %s (want 10 new, and pages 1-3: page 2 is not known-before)", s)
+	if s := night("n3"); s.PapersNew.Load() != 10 || s.Done.Load() != 1 {
+		t.Fatalf("night 3: %s (want 10 new from page 1)", s)
 	}
 	// Night 4: the 20 papers that arrived during night 3.
 	if s := night("n4"); s.PapersNew.Load() != 20 {
@@ -354,10 +355,11 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 		if err := r.r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{j}, StopAfterKnownPages: 1, MaxPages: 5}); err != nil {
 			t.Fatal(err)
 		}
-		marks, err := r.store.WalkMarks(context.Background(), j)
+		ws, err := r.store.WalkState(context.Background(), j)
 		if err != nil {
 			t.Fatal(err)
 		}
+		marks := ws.Marks
 		after := 0
 		for p := 1; p <= 8; p++ {
 			after += site.Hits(testsite.PagePath(j, p))
@@ -379,19 +381,24 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 		t.Errorf("night 1's marks: %+v", marks)
 	}
 
-	// Night 2: 10 new papers at the top. Page 2 is all known, which would
-	// end a walk there (and the last 10 papers would never be reached);
-	// this one jumps to page 4 (a page before the mark's: its papers have
-	// moved down by 10), finds the mark on page 5 and goes on to the end.
+	// Night 2: 10 new papers at the top. Page 1 shows last night's head
+	// below them (the top part is closed); the mark's papers were 100
+	// papers below the head, so now at 101-110, on page 6: the walk jumps
+	// there, finds them, delivers the gap below them and meets the end.
 	listing = append(ids("8100", 10), listing...)
 	site.SetListing(j, listing, 20)
-	hits := site.Hits(testsite.PagePath(j, 3))
-	s, marks, fetched = night("n2")
-	if s.PapersNew.Load() != 20 || fetched != 5 {
-		t.Fatalf("night 2: %s, %d pages fetched; want 20 new papers from pages 1, 2, 4 (the page before the mark's), 5 and 6", s, fetched)
+	var hits [7]int
+	for p := range hits {
+		hits[p] = site.Hits(testsite.PagePath(j, p+1))
 	}
-	if site.Hits(testsite.PagePath(j, 3)) != hits {
-		t.Error("night 2 walked page 3 instead of jumping to the mark")
+	s, marks, fetched = night("n2")
+	if s.PapersNew.Load() != 20 || fetched != 2 {
+		t.Fatalf("night 2: %s, %d pages fetched; want 20 new papers from pages 1 and 6", s, fetched)
+	}
+	for p := 2; p <= 5; p++ {
+		if site.Hits(testsite.PagePath(j, p)) != hits[p-1] {
+			t.Errorf("night 2 walked page %d instead of jumping to the mark", p)
+		}
 	}
 	if iw := s.IncompleteWalks(); len(iw) != 0 || len(marks) != 0 {
 		t.Errorf("night 2 reached the last page, yet incomplete walks %+v, marks %+v", iw, marks)
@@ -623,8 +630,8 @@ func TestAWalkThatEndsLeavesNoMark(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m, err := l.WalkMarks(context.Background(), j); err != nil || m != nil {
-				t.Errorf("marks after a walk that ended at %s: %+v (%v), want none", end, m, err)
+			if ws, err := l.WalkState(context.Background(), j); err != nil || ws.Marks != nil || len(ws.Head) == 0 {
+				t.Errorf("state after a walk that ended at %s: %+v (%v), want a head and no marks", end, ws, err)
 			}
 		})
 	}

@@ -104,9 +104,9 @@ type PageOptions struct {
 	Redeliver bool
 	// Hold holds the page back (Item.Hold); a nightly walk's is Walk.Hold.
 	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
-	// Marks gives the walk marks committed with the page (Item.Marks); a
-	// nightly walk's is Walk.CrashMarks.
-	Marks func(d Delivered) []ledger.WalkMark
+	// Walk gives the walk state committed with the page (Item.Walk); a
+	// nightly walk's is Walk.CrashState.
+	Walk func(d Delivered) ledger.WalkState
 }
 
 // Outcome is what became of one page.
@@ -206,7 +206,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 	if fetched != nil {
 		fetched(res.Page)
 	}
-	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver, Hold: o.Hold, Marks: o.Marks}
+	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver, Hold: o.Hold, Walk: o.Walk}
 	committed := func(d Delivered, err error) {
 		if err != nil {
 			if ctx.Err() == nil {
@@ -217,7 +217,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			return
 		}
 		if d.Held {
-			r.log.Info("page held back: the walk landed below its mark and goes back", "journal", key.Journal, "page", key.Page)
+			r.log.Info("page held back: the walk's jump landed below the gap it looks for, and goes back", "journal", key.Journal, "page", key.Page)
 			then(Outcome{Result: Done, Delivered: d}, nil)
 			return
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +51,9 @@ type Summary struct {
 	journals   map[int64]*JournalCounts
 	fetchHist  Histogram
 	incomplete []IncompleteWalk
+	walkNotes  []WalkNote
+	notesLeft  int // walk notes past MaxWalkNotes
+	audits     []AuditCoverage
 }
 
 // JournalCounts are one journal's share of a run.
@@ -72,6 +76,144 @@ type IncompleteWalk struct {
 	Page    int    `json:"page"`          // the last page delivered
 	Why     string `json:"why,omitempty"` // engine.WhyMaxPages, …
 }
+
+// WalkNote is something a nightly walk found and said: a paper delivered
+// before met inside a gap, a jump that went too far, a search for the
+// papers that prove a bound given up (engine.Walk), or a first crawl
+// (Journal 0).
+type WalkNote struct {
+	Journal int64  `json:"journal,omitempty"`
+	Text    string `json:"text"`
+}
+
+// MaxWalkNotes bounds the walk notes a run's summary keeps (the log has
+// every one).
+const MaxWalkNotes = 200
+
+// AuditCoverage is where a journal's audit stood after a nightly: the
+// pages it re-read that night (From to To; 0: none), where the next round
+// goes on, and how old the least recently re-read page is.
+type AuditCoverage struct {
+	Journal int64 `json:"journal"`
+	From    int   `json:"from,omitempty"`
+	To      int   `json:"to,omitempty"`
+	// Next is the page the next audit reads first; Pages the listing's
+	// pages at the last round's end (0: no round complete yet).
+	Next  int `json:"next"`
+	Pages int `json:"pages,omitempty"`
+	// Round is when the last complete round began (Unix seconds; 0: no
+	// round complete yet, pages from Next on were never re-read); Since
+	// when the current round began.
+	Round int64 `json:"round,omitempty"`
+	Since int64 `json:"since,omitempty"`
+	// Wrapped: the audit reached the listing's end tonight.
+	Wrapped bool `json:"wrapped,omitempty"`
+}
+
+// OldestDays is how many days ago, at now, the page re-read least
+// recently was last re-read (ok false: some pages were never re-read).
+func (a AuditCoverage) OldestDays(now time.Time) (days float64, ok bool) {
+	if a.Round == 0 {
+		return 0, false
+	}
+	return max(0, now.Sub(time.Unix(a.Round, 0)).Hours()/24), true
+}
+
+// AuditSummary is what the audits of a run's nightly walks cover, over
+// its journals: how many pages they re-read, and how stale the listing's
+// least recently re-read page is.
+type AuditSummary struct {
+	Journals int `json:"journals"`
+	Pages    int `json:"pages"` // pages re-read by the run's audits
+	// Round is the oldest start of a last complete round over the journals
+	// that have one (Unix seconds): every page of theirs was re-read
+	// since.
+	Round int64 `json:"round,omitempty"`
+	// Unaudited counts the journals whose audit has not been round their
+	// listing yet (some pages never re-read); Worst is one of them (the
+	// one with the most pages still to go), or the journal of Round.
+	Unaudited int   `json:"unaudited,omitempty"`
+	Worst     int64 `json:"worst,omitempty"`
+	WorstNext int   `json:"worst_next,omitempty"` // the page Worst's audit reads next
+	// Rows are up to MaxAuditRows journals, the most stale first.
+	Rows []AuditCoverage `json:"rows,omitempty"`
+}
+
+// MaxAuditRows bounds the journals an AuditSummary lists.
+const MaxAuditRows = 50
+
+// Audit sums up the run's audits (nil: no nightly walk in the run).
+func (s *Summary) Audit() *AuditSummary { return SumAudits(s.Audits()) }
+
+// CoverageOf is a journal's audit coverage as its walk state stands.
+func CoverageOf(journal int64, s ledger.WalkState) AuditCoverage {
+	a := s.Audit
+	return AuditCoverage{Journal: journal, Next: max(a.Next, 1), Pages: a.Pages, Round: a.Round, Since: a.Since}
+}
+
+// SumAudits sums up journals' audit coverage (nil: none).
+func SumAudits(rows []AuditCoverage) *AuditSummary {
+	rows = slices.Clone(rows)
+	if len(rows) == 0 {
+		return nil
+	}
+	a := &AuditSummary{Journals: len(rows)}
+	for _, r := range rows {
+		if r.From > 0 {
+			a.Pages += r.To - r.From + 1
+		}
+	}
+	// Most stale first: no round yet (the most pages to go first), then
+	// the oldest round.
+	slices.SortStableFunc(rows, func(x, y AuditCoverage) int {
+		switch {
+		case (x.Round == 0) != (y.Round == 0):
+			if x.Round == 0 {
+				return -1
+			}
+			return 1
+		case x.Round == 0:
+			return cmp.Compare(x.Next, y.Next)
+		}
+		return cmp.Compare(x.Round, y.Round)
+	})
+	for _, r := range rows {
+		if r.Round == 0 {
+			a.Unaudited++
+		}
+	}
+	if w := rows[0]; w.Round == 0 {
+		a.Worst, a.WorstNext = w.Journal, w.Next
+	} else {
+		a.Round, a.Worst, a.WorstNext = w.Round, w.Journal, w.Next
+	}
+	for _, r := range rows {
+		if r.Round > 0 && (a.Round == 0 || r.Round < a.Round) {
+			a.Round = r.Round
+		}
+	}
+	a.Rows = rows[:min(len(rows), MaxAuditRows)]
+	return a
+}
+
+// Text says what the audit covers, in a line, at now.
+func (a AuditSummary) Text(now time.Time) string {
+	read := fmt.Sprintf("%d pages re-read", a.Pages)
+	if a.Pages == 1 {
+		read = "1 page re-read"
+	}
+	switch {
+	case a.Unaudited > 0:
+		return fmt.Sprintf("%s; %d of %d journals not yet audited whole (journal %d: pages from %d on never re-read)", read, a.Unaudited, a.Journals, a.Worst, a.WorstNext)
+	case a.Round > 0:
+		return fmt.Sprintf("%s; every page of every journal re-read within %s", read, Days(now.Sub(time.Unix(a.Round, 0))))
+	}
+	return read
+}
+
+// Days is a duration in days, as the audit's coverage is said ("0d" under
+// a day).
+func Days(d time.Duration) string { return fmt.Sprintf("%dd", int(max(d, 0).Hours()/24)) }
 
 // FetchSecondsBounds are the upper bounds, in seconds, of the buckets of
 // the page fetch-time histogram (a last bucket holds the slower pages).
@@ -244,6 +386,50 @@ func (s *Summary) FetchSeconds() Histogram {
 		return Histogram{LE: FetchSecondsBounds, Counts: make([]int64, len(FetchSecondsBounds)+1)}
 	}
 	return Histogram{LE: s.fetchHist.LE, Counts: slices.Clone(s.fetchHist.Counts)}
+}
+
+// addWalkNote keeps a walk's note (up to MaxWalkNotes).
+func (s *Summary) addWalkNote(j int64, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.walkNotes) >= MaxWalkNotes {
+		s.notesLeft++
+		return
+	}
+	s.walkNotes = append(s.walkNotes, WalkNote{Journal: j, Text: text})
+}
+
+// WalkNotes are what the run's walks found and said, and how many more
+// were left out.
+func (s *Summary) WalkNotes() ([]WalkNote, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.walkNotes), s.notesLeft
+}
+
+// addAudit keeps a journal's audit coverage after its walk (the last one
+// said, should a journal be walked twice).
+func (s *Summary) addAudit(j int64, e WalkEnd) {
+	a := e.State.Audit
+	c := AuditCoverage{Journal: j, From: e.AuditFrom, To: e.AuditTo, Next: max(a.Next, 1), Pages: a.Pages, Round: a.Round, Since: a.Since, Wrapped: e.Wrapped}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.audits {
+		if s.audits[i].Journal == j {
+			s.audits[i] = c
+			return
+		}
+	}
+	s.audits = append(s.audits, c)
+}
+
+// Audits are the journals' audit coverage, by journal.
+func (s *Summary) Audits() []AuditCoverage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.Clone(s.audits)
+	slices.SortFunc(out, func(a, b AuditCoverage) int { return cmp.Compare(a.Journal, b.Journal) })
+	return out
 }
 
 // IncompleteWalks are the walks that stopped short (IncompleteWalk).

@@ -50,7 +50,8 @@ func (h *nightHarness) night(sak, maxPages int, stop chan struct{}) {
 		h.t.Fatal(err)
 	}
 	r.Close()
-	marks, _ := h.ledger.WalkMarks(context.Background(), hj)
+	ws, _ := h.ledger.WalkState(context.Background(), hj)
+	marks := ws.Marks
 	iw := r.Summary().IncompleteWalks()
 	var pages []int
 	for p := 1; p <= 100; p++ {
@@ -237,4 +238,79 @@ func TestWalkArrivalsWhileInAJumpedToGap(t *testing.T) {
 		h.night(1, 6, nil)
 	}
 	h.check()
+}
+
+// backfill delivers the whole listing as crawl backfill --pages 1- does.
+func (h *nightHarness) backfill() {
+	h.t.Helper()
+	h.n++
+	r := memRun(h.site, h.ledger, h.out, fmt.Sprint("b", h.n))
+	if err := r.Backfill(context.Background(), engine.BackfillOptions{Journals: []int64{hj}, From: 1}); err != nil {
+		h.t.Fatal(err)
+	}
+	r.Close()
+	fmt.Fprintf(&h.log, "backfill %d: %d papers\n", h.n, r.Summary().PapersNew.Load())
+}
+
+// nightWith runs one nightly walk with audit pages, and gives its
+// summary.
+func (h *nightHarness) nightWith(sak, maxPages, audit int) *engine.Summary {
+	h.t.Helper()
+	h.n++
+	r := memRun(h.site, h.ledger, h.out, fmt.Sprint("n", h.n))
+	if err := r.Nightly(context.Background(), engine.NightlyOptions{Journals: []int64{hj}, StopAfterKnownPages: sak, MaxPages: maxPages, AuditPages: audit}); err != nil {
+		h.t.Fatal(err)
+	}
+	r.Close()
+	notes, _ := r.Summary().WalkNotes()
+	fmt.Fprintf(&h.log, "night %d: %d new, incomplete %v, notes %d\n", h.n, r.Summary().PapersNew.Load(), r.Summary().IncompleteWalks(), len(notes))
+	for _, n := range notes {
+		fmt.Fprintf(&h.log, "    %s\n", n.Text)
+	}
+	return r.Summary()
+}
+
+// The attack of the issue that made walks end only on proof: 400 papers
+// backfilled, 130 arrive, the nightly (max_pages 5, 20 a page) delivers
+// 100 and leaves a gap of 30; then a paper delivered long ago moves down
+// into that gap (re-dated), or is listed a second time inside it. A walk
+// that takes a paper delivered before for the gap's end stops there and
+// loses the papers below it for good; this one goes on to the papers
+// that began the listing before the 130 arrived, met in their order, says
+// what it met, and delivers all 30 the next night, with no audit.
+func TestWalkDeliveredPaperInsideTheGap(t *testing.T) {
+	for _, how := range []string{"moved down", "listed twice"} {
+		t.Run(how, func(t *testing.T) {
+			h := newNightHarness(t, 20, pfx("91", 400))
+			h.backfill()
+			h.nightWith(1, 5, 0) // the head: the listing's first papers
+			h.arrive(pfx("92", 130))
+			if s := h.nightWith(1, 5, 0); s.PapersNew.Load() != 100 || len(s.IncompleteWalks()) != 1 {
+				t.Fatalf("the night of the 130: %d new, incomplete %v\n%s", s.PapersNew.Load(), s.IncompleteWalks(), h.log.String())
+			}
+			// 92101-92130 are the gap, listed 101-130; an old paper goes
+			// to place 112, inside it.
+			old := "91250"
+			var l []string
+			for i, id := range h.listing {
+				if i == 111 {
+					l = append(l, old)
+				}
+				if id != old || how == "listed twice" {
+					l = append(l, id)
+				}
+			}
+			h.listing = l
+			h.site.SetListing(hj, l, h.pp)
+			s := h.nightWith(1, 5, 0)
+			if s.PapersNew.Load() != 30 || len(s.IncompleteWalks()) != 0 {
+				t.Errorf("the night after: %d new (want the 30 of the gap), incomplete %v", s.PapersNew.Load(), s.IncompleteWalks())
+			}
+			notes, _ := s.WalkNotes()
+			if len(notes) == 0 || !strings.Contains(notes[0].Text, "paper "+old+", delivered before, is inside the gap") {
+				t.Errorf("the walk did not say what it met in the gap: %v", notes)
+			}
+			h.check()
+		})
+	}
 }

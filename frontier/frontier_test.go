@@ -204,7 +204,7 @@ func TestEnqueueIsIdempotent(t *testing.T) {
 	if err != nil || again.Added != 1 || again.Queued != 3 {
 		t.Fatalf("second enqueue of pages 1-4 while 1-3 are pending: %+v %v (want 1 added, 3 queued)", again, err)
 	}
-	walk := frontier.Job{Journal: 5, Nightly: true, Walk: engine.Walk{Page: 1, StopAfterKnown: 1, MaxPages: 9}}
+	walk := frontier.WalkJob(5, "", engine.NewWalk(engine.Limits{StopAfterKnownPages: 1, MaxPages: 9}, 0, ledger.WalkState{}))
 	for i, run := range []string{"n-1", "n-2", "n-2"} {
 		walk.RunID = run
 		got, err := fr.Enqueue(ctx, walk)
@@ -252,7 +252,11 @@ func TestNightlyWalkChain(t *testing.T) {
 	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
 	sinkURL := n.URL() + "/papers.nightly?stream=NIGHTLY"
 	night := func(run string) (pages, delivered int64) {
-		walk := frontier.Job{Journal: 21, RunID: run, Nightly: true, Walk: engine.Walk{Page: 1, StopAfterKnown: 1, MaxPages: 50}}
+		ws, err := fr.Ledger().WalkState(ctx, 21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walk := frontier.WalkJob(21, run, engine.NewWalk(engine.Limits{StopAfterKnownPages: 1, MaxPages: 50}, 0, ws))
 		if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
 			t.Fatalf("enqueue the walk: %+v %v", got, err)
 		}
@@ -264,7 +268,7 @@ func TestNightlyWalkChain(t *testing.T) {
 					OnJob: func(j frontier.Job) {
 						// Mid-walk, the walk is enqueued again: nothing is added.
 						if j.Page == 2 {
-							if got, err := fr.Enqueue(ctx, frontier.Job{Journal: 21, RunID: run + "-again", Nightly: true, Walk: engine.Walk{Page: 1, StopAfterKnown: 1, MaxPages: 50}}); err != nil || got.Added != 0 {
+							if got, err := fr.Enqueue(ctx, frontier.WalkJob(21, run+"-again", engine.NewWalk(engine.Limits{StopAfterKnownPages: 1, MaxPages: 50}, 0, ledger.WalkState{}))); err != nil || got.Added != 0 {
 								t.Errorf("a second walk of journal 21 was enqueued: %+v %v", got, err)
 							}
 						}
@@ -287,8 +291,8 @@ func TestNightlyWalkChain(t *testing.T) {
 		fresh = append(fresh, fmt.Sprintf("78%04d", i))
 	}
 	site.SetListing(21, append(fresh, listing...), 20)
-	if p, d := night("n2"); p != 2 || d != 10 || site.Hits(testsite.PagePath(21, 3)) != 1 {
-		t.Fatalf("night 2: %d pages, %d papers (want pages 1-2, 10 new papers)", p, d)
+	if p, d := night("n2"); p != 1 || d != 10 || site.Hits(testsite.PagePath(21, 2)) != 1 {
+		t.Fatalf("night 2: %d pages, %d papers (want page 1, which shows last night's head: 10 new papers)", p, d)
 	}
 }
 
@@ -297,12 +301,11 @@ func TestNightlyWalkChain(t *testing.T) {
 // idle: the pages done and the papers delivered.
 func walkNight(t *testing.T, fr *frontier.Frontier, natsURL, siteURL, sinkURL string, journal int64, maxPages int, run string) (pages, papers int64) {
 	t.Helper()
-	w, err := engine.LoadMark(ctx, fr.Ledger(), journal, engine.Walk{})
+	ws, err := fr.Ledger().WalkState(ctx, journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Page, w.StopAfterKnown, w.MaxPages = 1, 1, maxPages
-	walk := frontier.Job{Journal: journal, RunID: run, Nightly: true, Walk: w}
+	walk := frontier.WalkJob(journal, run, engine.NewWalk(engine.Limits{StopAfterKnownPages: 1, MaxPages: maxPages}, 0, ws))
 	if got, err := fr.Enqueue(ctx, walk); err != nil || got.Added != 1 {
 		t.Fatalf("enqueue the walk: %+v %v", got, err)
 	}
@@ -333,19 +336,19 @@ func TestNightlyWalkCarriesOnPastMaxPages(t *testing.T) {
 	if p, d := night("n1"); p != 5 || d != 100 {
 		t.Fatalf("night 1: %d pages, %d papers (want max_pages 5, 100 papers)", p, d)
 	}
-	if m, err := fr.Ledger().WalkMarks(ctx, 22); err != nil || len(m) != 1 || m[0].Page != 5 {
-		t.Fatalf("night 1's marks: %+v %v", m, err)
+	if ws, err := fr.Ledger().WalkState(ctx, 22); err != nil || len(ws.Marks) != 1 || ws.Marks[0].Page != 5 {
+		t.Fatalf("night 1's marks: %+v %v", ws, err)
 	}
 	var fresh []string
 	for i := range 10 {
 		fresh = append(fresh, fmt.Sprintf("80%04d", i))
 	}
 	site.SetListing(22, append(fresh, listing...), 20)
-	if p, d := night("n2"); p != 5 || d != 20 || site.Hits(testsite.PagePath(22, 3)) != 1 || site.Hits(testsite.PagePath(22, 6)) != 1 {
-		t.Fatalf("night 2: %d pages, %d papers (want pages 1, 2, 4 (before the mark's), 5 and 6: 20 new papers)", p, d)
+	if p, d := night("n2"); p != 2 || d != 20 || site.Hits(testsite.PagePath(22, 2)) != 1 || site.Hits(testsite.PagePath(22, 6)) != 1 {
+		t.Fatalf("night 2: %d pages, %d papers (want page 1, then the jump to page 6 where the mark's papers are now: 20 new papers)", p, d)
 	}
-	if m, err := fr.Ledger().WalkMarks(ctx, 22); err != nil || len(m) != 0 {
-		t.Errorf("the walk reached the last page, yet the marks are %+v %v", m, err)
+	if ws, err := fr.Ledger().WalkState(ctx, 22); err != nil || len(ws.Marks) != 0 {
+		t.Errorf("the walk reached the last page, yet the marks are %+v %v", ws, err)
 	}
 }
 
@@ -372,8 +375,8 @@ func TestDeadLetteredWalkCarriesOn(t *testing.T) {
 	if d := night("n1"); d != 40 {
 		t.Fatalf("night 1: %d papers, want pages 1-2", d)
 	}
-	if m, err := fr.Ledger().WalkMarks(ctx, 23); err != nil || len(m) != 1 || m[0].Page != 2 {
-		t.Fatalf("the dead-lettered walk's marks: %+v %v", m, err)
+	if ws, err := fr.Ledger().WalkState(ctx, 23); err != nil || len(ws.Marks) != 1 || ws.Marks[0].Page != 2 {
+		t.Fatalf("the dead-lettered walk's marks: %+v %v", ws, err)
 	}
 	if d := night("n2"); d != 60 {
 		t.Fatalf("night 2: %d papers, want pages 3-5 (the page after the mark, on to the end)", d)
@@ -651,15 +654,22 @@ func TestHandPublishedJobsAreValidated(t *testing.T) {
 	n := natstest.Start(t)
 	fr := connect(t, n.URL(), frontier.Options{AckWait: time.Second})
 	bad := map[string]string{
-		"long run id":   fmt.Sprintf(`{"journal":62,"page":1,"run_id":%q}`, strings.Repeat("r", 50<<10)),
-		"NUL in run id": `{"journal":62,"page":1,"run_id":"r\u0000x"}`,
-		"ESC in run id": `{"journal":62,"page":2,"run_id":"r\u001b[2J"}`,
-		"markup run id": `{"journal":62,"page":2,"run_id":"<script>alert(1)</script>"}`,
-		"max_pages -5":  `{"journal":62,"page":1,"run_id":"r","nightly":true,"max_pages":-5,"stop_after_known":1}`,
-		"junk marks":    `{"journal":62,"page":1,"run_id":"r","nightly":true,"max_pages":5,"stop_after_known":1,"marks":[{"page":-3,"papers":["\u001b"]}]}`,
-		"no JSON":       `not a job`,
-		"page 0":        `{"journal":62,"page":0,"run_id":"r"}`,
-		"gap, no marks": `{"journal":62,"page":2,"run_id":"r1","nightly":true,"max_pages":5,"stop_after_known":1,"in_gap":true,"prev_page":1}`,
+		"long run id":      fmt.Sprintf(`{"journal":62,"page":1,"run_id":%q}`, strings.Repeat("r", 50<<10)),
+		"NUL in run id":    `{"journal":62,"page":1,"run_id":"r\u0000x"}`,
+		"ESC in run id":    `{"journal":62,"page":2,"run_id":"r\u001b[2J"}`,
+		"markup run id":    `{"journal":62,"page":2,"run_id":"<script>alert(1)</script>"}`,
+		"max_pages -5":     `{"journal":62,"page":1,"run_id":"r","nightly":true,"max_pages":-5,"stop_after_known":1}`,
+		"junk marks":       `{"journal":62,"page":1,"run_id":"r","nightly":true,"max_pages":5,"stop_after_known":1,"marks":[{"page":-3,"papers":["\u001b"]}]}`,
+		"no JSON":          `not a job`,
+		"page 0":           `{"journal":62,"page":0,"run_id":"r"}`,
+		"gap, no marks":    `{"journal":62,"page":2,"run_id":"r1","nightly":true,"max_pages":5,"stop_after_known":1,"in_gap":true,"prev_page":1}`,
+		"format 3":         `{"v":3,"journal":62,"page":1,"run_id":"r"}`,
+		"no walk":          `{"v":2,"journal":62,"page":1,"run_id":"r","nightly":true}`,
+		"bad phase":        `{"v":2,"journal":62,"page":1,"run_id":"r","nightly":true,"walk":{"phase":"jump","max_pages":5,"stop_after_known":1}}`,
+		"v2 gap, no marks": `{"v":2,"journal":62,"page":2,"run_id":"r","nightly":true,"walk":{"phase":"gap","max_pages":5,"stop_after_known":1}}`,
+		"v2 junk head":     `{"v":2,"journal":62,"page":1,"run_id":"r","nightly":true,"walk":{"phase":"top","max_pages":5,"stop_after_known":1,"state":{"head":["\u001b]0;x\u0007"]}}}`,
+		"v2 audit left":    `{"v":2,"journal":62,"page":1,"run_id":"r","nightly":true,"walk":{"phase":"audit","max_pages":5,"stop_after_known":1,"audit_pages":1,"audit_left":900}}`,
+		"v2 recent":        `{"v":2,"journal":62,"page":1,"run_id":"r","nightly":true,"walk":{"phase":"top","max_pages":5,"stop_after_known":1,"recent":["a","b"],"recent_at":[1]}}`,
 	}
 	nc, err := nats.Connect(n.URL())
 	if err != nil {
@@ -693,8 +703,8 @@ func TestHandPublishedJobsAreValidated(t *testing.T) {
 	if err != nil || st.Pending != 0 || st.Dead != uint64(len(bad)) {
 		t.Fatalf("status: %+v %v; want every bad job dead-lettered (%d)", st, err, len(bad))
 	}
-	if marks, err := fr.Ledger().WalkMarks(ctx, 62); err != nil || len(marks) != 0 {
-		t.Errorf("a rejected walk wrote marks: %v %v", marks, err)
+	if ws, err := fr.Ledger().WalkState(ctx, 62); err != nil || len(ws.Marks) != 0 {
+		t.Errorf("a rejected walk wrote marks: %v %v", ws, err)
 	}
 	if ids := natstest.RecordIDs(t, n.URL(), "V"); len(ids) != 0 {
 		t.Errorf("rejected jobs delivered %d records", len(ids))
@@ -781,5 +791,53 @@ func TestHostileWorkerEntries(t *testing.T) {
 	}
 	if _, err := fr.Status(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// During an upgrade, a nightly job of the format before (published by the
+// version before: no "v", the walk's fields at the top level, mid-walk
+// past its top part at page 3) is run by this version's worker: the walk
+// starts again from page 1 with the job's limits and marks, and the walk
+// and the next night's deliver every paper of the listing, each once.
+func TestWorkerRunsAJobOfTheFormatBefore(t *testing.T) {
+	t.Parallel()
+	n := natstest.Start(t)
+	site := testsite.New()
+	var listing []string
+	for i := range 60 {
+		listing = append(listing, fmt.Sprintf("83%04d", i))
+	}
+	site.SetListing(24, listing, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	old := `{"journal":24,"run_id":"20261205T020000Z-0123abcd","nightly":true,"page":3,"known_run":1,"walked":2,` +
+		`"stop_after_known":1,"max_pages":50,"marked":true,"past_top":true,"in_gap":true,` +
+		`"marks":[{"page":2,"papers":["830039"]}],"reached":2,"prev_page":2}`
+	if _, err := js.Publish(ctx, fmt.Sprintf("%s.24.walk", frontier.JobsSubject), []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	sinkURL := n.URL() + "/papers.upgrade?stream=UPGRADE"
+	w := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second})
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.run.Summary().PapersNew.Load(); got != 60 || w.Jobs().DeadLettered != 0 {
+		t.Fatalf("the format-1 job: %d papers, %d dead-lettered; want the walk from page 1 over the 60", got, w.Jobs().DeadLettered)
+	}
+	if ids := natstest.RecordIDs(t, n.URL(), "UPGRADE"); len(ids) != 60 {
+		t.Errorf("the records stream holds %d records, want 60", len(ids))
+	}
+	// The walk left this version's state: the next night proves its top
+	// part on page 1 and delivers the 5 that arrived.
+	site.SetListing(24, append([]string{"840001", "840002", "840003", "840004", "840005"}, listing...), 20)
+	if p, d := walkNight(t, fr, n.URL(), srv.URL, sinkURL, 24, 50, "n2"); p != 1 || d != 5 {
+		t.Errorf("the night after: %d pages, %d papers; want page 1, 5 papers", p, d)
 	}
 }

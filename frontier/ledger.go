@@ -3,10 +3,10 @@ package frontier
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -181,8 +181,8 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 	// The marks after the papers: no transaction spans keys, and marks
 	// set before papers they point below would skip them (a fleet's walk
 	// travels in its jobs, which give none; a local run's may).
-	for j, ms := range g.Marks {
-		if err := l.SetWalkMarks(ctx, j, ms); err != nil {
+	for j, ws := range g.Walks {
+		if err := l.SetWalkState(ctx, j, ws); err != nil {
 			return nil, err
 		}
 	}
@@ -195,40 +195,47 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 	return out, nil
 }
 
-var _ ledger.WalkMarks = (*Ledger)(nil)
+var (
+	_ ledger.WalkStates = (*Ledger)(nil)
+	_ ledger.Emptiness  = (*Ledger)(nil)
+)
 
-// walkKey is the bucket key of a journal's nightly walk mark.
+// walkKey is the bucket key of a journal's nightly walk state.
 func walkKey(journal int64) string { return "walk." + strconv.FormatInt(journal, 10) }
 
-// WalkMarks are the journal's nightly walk marks (see ledger.WalkMarks).
-func (l *Ledger) WalkMarks(ctx context.Context, journal int64) ([]ledger.WalkMark, error) {
+// WalkState is the journal's nightly walk state (see ledger.WalkStates);
+// one written by an earlier version (its marks alone) reads as a state
+// with those marks. A state that is not within a job's bounds (someone
+// else wrote the bucket) is an error, never walked on.
+func (l *Ledger) WalkState(ctx context.Context, journal int64) (ledger.WalkState, error) {
 	e, err := l.kv.Get(ctx, walkKey(journal))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
+		return ledger.WalkState{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("papers bucket: %w", err)
+		return ledger.WalkState{}, fmt.Errorf("papers bucket: %w", err)
 	}
-	var marks []ledger.WalkMark
-	if err := json.Unmarshal(e.Value(), &marks); err != nil {
-		return nil, fmt.Errorf("papers bucket: %s: %w", walkKey(journal), err)
+	ws, err := ledger.DecodeWalkState(e.Value())
+	if err == nil {
+		err = ValidState(walkKey(journal), ws)
 	}
-	if len(marks) == 0 {
-		return nil, nil
+	if err != nil {
+		return ledger.WalkState{}, fmt.Errorf("papers bucket: %s: %w", walkKey(journal), err)
 	}
-	return marks, nil
+	return ws, nil
 }
 
-// SetWalkMarks stores the journal's marks; none clears them.
-func (l *Ledger) SetWalkMarks(ctx context.Context, journal int64, marks []ledger.WalkMark) error {
-	if len(marks) == 0 {
+// SetWalkState stores the journal's walk state; the zero state clears
+// it.
+func (l *Ledger) SetWalkState(ctx context.Context, journal int64, ws ledger.WalkState) error {
+	if ws.IsZero() {
 		err := l.kv.Delete(ctx, walkKey(journal))
 		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return fmt.Errorf("papers bucket: %w", err)
 		}
 		return nil
 	}
-	v, err := json.Marshal(marks)
+	v, err := ledger.EncodeWalkState(ws)
 	if err != nil {
 		return err
 	}
@@ -236,4 +243,49 @@ func (l *Ledger) SetWalkMarks(ctx context.Context, journal int64, marks []ledger
 		return fmt.Errorf("papers bucket: %w", err)
 	}
 	return nil
+}
+
+// Empty says whether the fleet's ledger holds nothing yet: no paper, no
+// walk state (ledger.Emptiness).
+func (l *Ledger) Empty(ctx context.Context) (bool, error) {
+	st, err := l.kv.Status(ctx)
+	if err != nil {
+		return false, fmt.Errorf("papers bucket: %w", err)
+	}
+	return st.Values() == 0, nil
+}
+
+// AllWalkStates are the walk states of every journal the fleet's ledger
+// holds one for, read in one pass (crawl status): at most max of them;
+// more says there were more.
+func (l *Ledger) AllWalkStates(ctx context.Context, most int) (states map[int64]ledger.WalkState, more bool, err error) {
+	w, err := l.kv.Watch(ctx, "walk.*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, false, fmt.Errorf("papers bucket: %w", err)
+	}
+	defer w.Stop()
+	states = map[int64]ledger.WalkState{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok || e == nil {
+				return states, more, nil
+			}
+			j, err := strconv.ParseInt(strings.TrimPrefix(e.Key(), "walk."), 10, 64)
+			if err != nil || j <= 0 {
+				continue
+			}
+			ws, err := ledger.DecodeWalkState(e.Value())
+			if err != nil || ValidState(e.Key(), ws) != nil {
+				continue // said by a walk that reads it
+			}
+			if len(states) == most {
+				more = true
+				continue
+			}
+			states[j] = ws
+		}
+	}
 }

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/internal/jsadmin"
+	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -69,6 +71,9 @@ type Status struct {
 	// Workers are the workers seen in the last hour: alive, gone (no
 	// word for a few seconds: killed, or cut off) or exited.
 	Workers []WorkerInfo `json:"workers"`
+	// Audit is what the nightly walks' audits cover, from the walk states
+	// in the papers bucket (FillAudit; nil: no journal has one yet).
+	Audit *engine.AuditSummary `json:"audit,omitempty"`
 	// InFlightJobs are the jobs the workers say they hold, oldest first.
 	// A gone worker's jobs stay until the ack wait hands them to another.
 	InFlightJobs []HeldJob `json:"in_flight_jobs"`
@@ -215,4 +220,24 @@ func (f *Frontier) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error)
 		}
 	}
 	return out, nil
+}
+
+// maxAuditJournals bounds the walk states a status reads.
+const maxAuditJournals = 100_000
+
+// FillAudit reads the journals' walk states and says in st what their
+// audits cover.
+func (f *Frontier) FillAudit(ctx context.Context, st *Status) error {
+	states, _, err := f.Ledger().AllWalkStates(ctx, maxAuditJournals)
+	if err != nil {
+		return err
+	}
+	rows := make([]engine.AuditCoverage, 0, len(states))
+	for j, ws := range states {
+		if ws.Audit != (ledger.Audit{}) {
+			rows = append(rows, engine.CoverageOf(j, ws))
+		}
+	}
+	st.Audit = engine.SumAudits(rows)
+	return nil
 }

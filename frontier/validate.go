@@ -2,8 +2,8 @@ package frontier
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
+	"slices"
 
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
@@ -22,6 +22,10 @@ const (
 	// maxMarkEntries bounds a mark's entries: its papers' ids and DOI
 	// keys.
 	maxMarkEntries = 16
+	// maxPerPage bounds the papers a page is counted with, and
+	// maxPosition a paper's place in a listing.
+	maxPerPage  = 100_000
+	maxPosition = config.MaxPageNumber * maxPerPage
 	// maxRecent bounds the papers of a walk's last two pages (ids and DOI
 	// keys).
 	maxRecent = 4096
@@ -50,75 +54,124 @@ func (j Job) Validate() error {
 	case j.PrevPage < 0 || j.PrevPage > config.MaxPageNumber:
 		return bad("prev_page", fmt.Sprintf("0 to %d", config.MaxPageNumber))
 	}
-	if !j.Nightly {
-		if !reflect.DeepEqual(j.Walk, engine.Walk{Page: j.Page}) {
-			return bad("walk fields", "none on a page job (they belong to nightly jobs)")
+	switch {
+	case j.V != JobVersion:
+		return bad("v", fmt.Sprintf("%d", JobVersion))
+	case !j.Nightly && j.Walk != nil:
+		return bad("walk", "none on a page job (it belongs to nightly jobs)")
+	case !j.Nightly:
+		return nil
+	case j.Walk == nil:
+		return bad("walk", "a walk on a nightly job")
+	}
+	m := j.Walk
+	within := func(field string, v, lo, hi int) error {
+		if v < lo || v > hi {
+			return bad("walk."+field, fmt.Sprintf("%d to %d", lo, hi))
 		}
 		return nil
 	}
-	within := func(field string, v, lo, hi int) error {
-		if v < lo || v > hi {
-			return bad(field, fmt.Sprintf("%d to %d", lo, hi))
-		}
-		return nil
+	if !slices.Contains(engine.Phases, m.Phase) {
+		return bad("walk.phase", fmt.Sprintf("one of %v", engine.Phases))
 	}
 	for _, c := range []struct {
 		field     string
 		v, lo, hi int
 	}{
-		{"max_pages", j.MaxPages, 1, config.MaxPages},
-		{"stop_after_known", j.StopAfterKnown, 1, config.MaxPages},
-		{"stop_after_repeat", j.StopAfterRepeat, 0, config.MaxPages},
-		{"walked", j.Walked, 0, j.MaxPages},
-		{"known_run", j.KnownRun, 0, j.MaxPages},
-		{"repeat_run", j.RepeatRun, 0, j.MaxPages},
-		{"skip_from", j.SkipFrom, 0, config.MaxPageNumber},
-		{"reached", j.Reached, 0, config.MaxPageNumber},
-		{"mark_at", j.MarkAt, 0, maxMarkEntries},
+		{"max_pages", m.MaxPages, 1, config.MaxPages},
+		{"stop_after_known", m.StopAfterKnown, 1, config.MaxPages},
+		{"stop_after_repeat", m.StopAfterRepeat, 0, config.MaxPages},
+		{"audit_pages", m.AuditPages, 0, config.MaxAuditPages},
+		{"walked", m.Walked, 0, m.MaxPages},
+		{"known_run", m.KnownRun, 0, m.MaxPages},
+		{"repeat_run", m.RepeatRun, 0, m.MaxPages},
+		{"reached", m.Reached, 0, config.MaxPageNumber},
+		{"contig", m.Contig, 0, config.MaxPageNumber},
+		{"per_page", m.PerPage, 0, maxPerPage},
+		{"bound", m.Bound, 0, maxPosition},
+		{"target", m.Target, 0, config.MaxPageNumber},
+		{"skip_from", m.SkipFrom, 0, config.MaxPageNumber},
+		{"last_page", m.LastPage, 0, config.MaxPageNumber},
+		{"audit_left", m.AuditLeft, 0, m.AuditPages},
+		{"audit_from", m.AuditFrom, 0, config.MaxPageNumber},
+		{"back", m.Back, 0, maxPosition},
+		{"gained", m.Gained, 0, maxPosition},
+		{"shift", m.Shift, -maxPosition, maxPosition},
+		{"recent_last", m.RecentLast, 0, len(m.Recent)},
 	} {
 		if err := within(c.field, c.v, c.lo, c.hi); err != nil {
 			return err
 		}
 	}
-	if (j.InGap || j.Sweep || j.SkipFrom > 0) && len(j.Marks) == 0 {
-		return bad("in_gap, sweep and skip_from", "none without marks")
+	if (m.Phase == engine.PhaseSeek || m.Phase == engine.PhaseSweep || m.Phase == engine.PhaseGap) && len(m.State.Marks) == 0 {
+		return bad("walk.phase", "top or audit without marks")
 	}
-	if len(j.Marks) > engine.MaxMarks {
-		return bad("marks", fmt.Sprintf("at most %d", engine.MaxMarks))
-	}
-	for i, m := range j.Marks {
-		if err := validMark(fmt.Sprintf("marks[%d]", i), m); err != nil {
+	for _, e := range []struct {
+		field string
+		es    []string
+	}{{"new_head", m.NewHead}, {"prev", m.Prev}, {"tail", m.Tail}} {
+		if err := validEntries("job walk."+e.field, e.es); err != nil {
 			return err
 		}
 	}
-	if err := validEntries("tail", j.Tail); err != nil {
+	if len(m.Recent) > maxRecent || len(m.RecentAt) != len(m.Recent) {
+		return bad("walk.recent", fmt.Sprintf("at most %d entries, each with its place in recent_at", maxRecent))
+	}
+	if err := validEntriesMax("job walk.recent", m.Recent, maxRecent); err != nil {
 		return err
 	}
-	if len(j.Recent) > maxRecent || j.RecentLast < 0 || j.RecentLast > len(j.Recent) {
-		return bad("recent", fmt.Sprintf("at most %d entries, recent_last within them", maxRecent))
+	if m.Looking != nil {
+		if err := validMark("job walk.looking", *m.Looking); err != nil {
+			return err
+		}
 	}
-	return validEntriesMax("recent", j.Recent, maxRecent)
+	return ValidState("job walk.state", m.State)
+}
+
+// ValidState checks a walk state read from outside (a job, the fleet's
+// ledger): its marks within engine.MaxMarks, small and free of control
+// characters (they go into the ledger), its numbers in bounds.
+func ValidState(field string, s ledger.WalkState) error {
+	if len(s.Marks) > engine.MaxMarks {
+		return fmt.Errorf("%s.marks: expected at most %d", field, engine.MaxMarks)
+	}
+	if err := validEntries(field+".head", s.Head); err != nil {
+		return err
+	}
+	for i, mk := range s.Marks {
+		if err := validMark(fmt.Sprintf("%s.marks[%d]", field, i), mk); err != nil {
+			return err
+		}
+	}
+	a := s.Audit
+	if a.Next < 0 || a.Next > config.MaxPageNumber || a.Pages < 0 || a.Pages > config.MaxPageNumber || a.Since < 0 || a.Round < 0 {
+		return fmt.Errorf("%s.audit: expected pages 0 to %d and times from 1970 on", field, config.MaxPageNumber)
+	}
+	return nil
 }
 
 func validMark(field string, m ledger.WalkMark) error {
 	if m.Page < 1 || m.Page > config.MaxPageNumber {
-		return fmt.Errorf("job %s.page: expected 1 to %d", field, config.MaxPageNumber)
+		return fmt.Errorf("%s.page: expected 1 to %d", field, config.MaxPageNumber)
+	}
+	if m.Offset < 0 || m.Offset > maxPosition || m.From < 0 || m.From > maxPosition || m.Stuck < 0 || m.Stuck > 1000 {
+		return fmt.Errorf("%s: expected offset and from 0 to %d, stuck 0 to 1000", field, maxPosition)
 	}
 	if err := validEntries(field+".papers", m.Papers); err != nil {
 		return err
 	}
-	return validEntries(field+".gap", m.Gap)
+	return validEntries(field+".end", m.End)
 }
 
 func validEntries(field string, es []string) error { return validEntriesMax(field, es, maxMarkEntries) }
 
 func validEntriesMax(field string, es []string, most int) error {
 	if len(es) > most {
-		return fmt.Errorf("job %s: expected at most %d entries", field, most)
+		return fmt.Errorf("%s: expected at most %d entries", field, most)
 	}
 	for _, e := range es {
 		if e == "" || len(e) > maxMarkEntry || record.HasControl(e) {
-			return fmt.Errorf("job %s: expected paper ids of 1 to %d bytes without control characters", field, maxMarkEntry)
+			return fmt.Errorf("%s: expected paper ids of 1 to %d bytes without control characters", field, maxMarkEntry)
 		}
 	}
 	return nil

@@ -70,6 +70,7 @@ type Worker struct {
 
 	done, pastEnd, retried, dead atomic.Int64
 	presence                     *presence
+	firstCrawl                   sync.Once // a first crawl is said once
 }
 
 // NewWorker makes a worker over the frontier.
@@ -299,12 +300,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	var job Job
 	var bad error
-	switch {
-	case len(msg.Data()) > MaxJobBytes:
+	if len(msg.Data()) > MaxJobBytes {
 		bad = fmt.Errorf("job of %d bytes: expected at most %d", len(msg.Data()), MaxJobBytes)
-	case json.Unmarshal(msg.Data(), &job) != nil:
-		bad = errors.New("unreadable job: expected a JSON job")
-	default:
+	} else if job, bad = ReadJob(msg.Data()); bad == nil {
 		bad = job.Validate()
 	}
 	if bad != nil {
@@ -338,9 +336,16 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}()
 
+	if job.Nightly {
+		w.firstCrawl.Do(func() {
+			if _, err := w.o.Run.FirstCrawl(ctx); err != nil {
+				w.o.Log.Warn("could not tell whether the fleet's ledger is new", "error", err)
+			}
+		})
+	}
 	var hold func([]ledger.Paper, []ledger.Seen) bool
 	if job.Nightly {
-		hold = job.Walk.Hold()
+		hold = job.walk().Hold()
 	}
 	oc, err := w.o.Run.Page(ctx, ledger.PageKey{Journal: job.Journal, Page: job.Page}, engine.PageOptions{RunID: job.RunID, Hold: hold})
 	switch {
@@ -354,30 +359,18 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	case err != nil: // the sinks or the ledger: worth another try
 		w.failed(ctx, msg, job, err, true, md.NumDelivered)
 		return
-	case oc.Result == engine.PastEnd:
-		w.pastEnd.Add(1)
-		if job.Nightly && !w.pastEndOfWalk(ctx, msg, md, job) {
-			return
-		}
 	case oc.Result == engine.Failed:
 		var fe *crawler.FetchError
 		w.failed(ctx, msg, job, oc.Err, crawler.IsRetryable(oc.Err) || !errors.As(oc.Err, &fe), md.NumDelivered)
 		return
+	case oc.Result == engine.PastEnd:
+		w.pastEnd.Add(1)
+		if job.Nightly && !w.walkOn(ctx, msg, md, job, true, engine.Delivered{}) {
+			return
+		}
 	default:
-		if job.Nightly {
-			next, goOn := job.Walk.Next(oc.Delivered)
-			if goOn {
-				nj := job
-				nj.Walk = next
-				nj.PrevPage = job.Page
-				if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
-					w.failed(ctx, msg, job, err, true, md.NumDelivered)
-					return
-				}
-			} else if err := w.o.Run.EndWalk(ctx, job.Journal, next, oc.Delivered); err != nil {
-				w.failed(ctx, msg, job, err, true, md.NumDelivered)
-				return
-			}
+		if job.Nightly && !w.walkOn(ctx, msg, md, job, false, oc.Delivered) {
+			return
 		}
 		w.done.Add(1)
 		// The run's counts join the fleet's history before the ack: a
@@ -391,21 +384,30 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	acked = true
 }
 
-// pastEndOfWalk goes on with or ends a nightly walk whose page lies past
-// the end of the listing (engine.Walk.PastEnd); false when the job failed
-// and is not to be acknowledged.
-func (w *Worker) pastEndOfWalk(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, job Job) bool {
-	walk := job.Walk
-	if back, ok := walk.PastEnd(); ok {
-		nj := job
-		nj.Walk = back
+// walkOn takes a nightly walk a step on after its job's page (delivered
+// as d, or past the end of the listing): it says what the step found and
+// how the walk ended (engine.Run.StepWalk), or publishes the walk's next
+// job; false when that failed and the job is not to be acknowledged.
+func (w *Worker) walkOn(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, job Job, pastEnd bool, d engine.Delivered) bool {
+	walk := job.walk()
+	var next engine.Walk
+	var goOn bool
+	if pastEnd {
+		next, goOn = walk.PastEnd()
+	} else {
+		next, goOn = walk.Next(d)
+	}
+	if goOn {
+		nj := job.withWalk(next)
+		if walk.Phase != engine.PhaseAudit && !pastEnd {
+			nj.PrevPage = job.Page
+		}
 		if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 			w.failed(ctx, msg, job, err, true, md.NumDelivered)
 			return false
 		}
-		return true
 	}
-	if err := w.o.Run.StopWalk(ctx, job.Journal, walk, job.PrevPage, engine.Delivered{}, true, ""); err != nil {
+	if err := w.o.Run.StepWalk(ctx, job.Journal, next, false); err != nil {
 		w.failed(ctx, msg, job, err, true, md.NumDelivered)
 		return false
 	}

@@ -41,7 +41,13 @@ type RunReport struct {
 	FetchSeconds *engine.Histogram `json:"fetch_seconds,omitempty"`
 	// IncompleteWalks are nightly walks stopped by nightly.max_pages.
 	IncompleteWalks []engine.IncompleteWalk `json:"incomplete_walks,omitempty"`
-	Jobs            *JobCounts              `json:"jobs,omitempty"`
+	// WalkNotes are what nightly walks found and said (engine.WalkNote),
+	// up to engine.MaxWalkNotes; WalkNotesOmitted counts the others.
+	WalkNotes        []engine.WalkNote `json:"walk_notes,omitempty"`
+	WalkNotesOmitted int               `json:"walk_notes_omitted,omitempty"`
+	// Audit is what the nightly walks' audits cover.
+	Audit *engine.AuditSummary `json:"audit,omitempty"`
+	Jobs  *JobCounts           `json:"jobs,omitempty"`
 	// Quarantined counts the records a sink refused for their content,
 	// kept in the quarantine file Quarantine.
 	Quarantined int64  `json:"quarantined,omitempty"`
@@ -85,4 +91,12 @@ func IncompleteText(w engine.IncompleteWalk) string {
 	}
 	return fmt.Sprintf("journal %d: the walk stopped at page %d (%s) before known papers; the next nightly carries on from there",
 		w.Journal, w.Page, cmp.Or(w.Why, engine.WhyMaxPages))
+}
+
+// NoteText is a walk's note in a line.
+func NoteText(n engine.WalkNote) string {
+	if n.Journal == 0 {
+		return n.Text
+	}
+	return fmt.Sprintf("journal %d: %s", n.Journal, n.Text)
 }

@@ -58,12 +58,11 @@ type Page struct {
 type Group struct {
 	Pages     []Page
 	SinkToken []byte
-	// Marks are journals' nightly walk marks to set with the pages, as
-	// SetWalkMarks would (none clears them): where a walk killed right
-	// after these pages must carry on. A ledger that keeps marks
-	// (WalkMarks) sets them in the same commit; one that does not ignores
-	// them.
-	Marks map[int64][]WalkMark
+	// Walks are journals' nightly walk states to set with the pages, as
+	// SetWalkState would: where a walk or audit killed right after these
+	// pages must carry on. A ledger that keeps walk states (WalkStates)
+	// sets them in the same commit; one that does not ignores them.
+	Walks map[int64]WalkState
 }
 
 // Ledger remembers what was delivered. Implementations are safe for
@@ -99,29 +98,4 @@ type PageBook interface {
 // the last Commit stored, so that sinks are rolled back to it on start.
 type TokenStore interface {
 	SinkToken(ctx context.Context) ([]byte, error)
-}
-
-// WalkMark is where a nightly walk stopped when it reached its page limit
-// before known papers: the page it reached and that page's papers (their
-// ids, and "doi:"+DOI keys). The next walk carries on from there, so no
-// page is left behind (engine.Walk).
-type WalkMark struct {
-	Page   int      `json:"page"`
-	Papers []string `json:"papers"`
-	// Loose: a walk went page by page from known papers down to Papers
-	// without finding the gap, which starts right after Gap (the papers of
-	// the mark it was looking for, which may have been removed since). The
-	// next walk carries on from Papers, page by page, until it finds Gap,
-	// the next mark's papers or the end of the listing.
-	Loose bool     `json:"loose,omitempty"`
-	Gap   []string `json:"gap,omitempty"`
-}
-
-// WalkMarks is the optional ability to remember each journal's marks,
-// topmost first.
-type WalkMarks interface {
-	// WalkMarks are the journal's marks (none: nil).
-	WalkMarks(ctx context.Context, journal int64) ([]WalkMark, error)
-	// SetWalkMarks stores the journal's marks; none clears them.
-	SetWalkMarks(ctx context.Context, journal int64, marks []WalkMark) error
 }

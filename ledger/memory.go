@@ -18,20 +18,21 @@ type Memory struct {
 	done   map[PageKey]bool
 	failed map[PageKey]string
 	token  []byte
-	marks  map[int64][]WalkMark
+	walks  map[int64]WalkState
 }
 
 var (
 	_ Ledger     = (*Memory)(nil)
 	_ PageBook   = (*Memory)(nil)
 	_ TokenStore = (*Memory)(nil)
-	_ WalkMarks  = (*Memory)(nil)
+	_ WalkStates = (*Memory)(nil)
+	_ Emptiness  = (*Memory)(nil)
 )
 
 // NewMemory makes an empty ledger in memory.
 func NewMemory() *Memory {
 	return &Memory{ids: map[string]string{}, dois: map[string]string{}, done: map[PageKey]bool{},
-		failed: map[PageKey]string{}, marks: map[int64][]WalkMark{}}
+		failed: map[PageKey]string{}, walks: map[int64]WalkState{}}
 }
 
 // runOf is the run that delivered p first (ok false: none).
@@ -96,8 +97,8 @@ func (m *Memory) Commit(ctx context.Context, g Group) ([]int, error) {
 	if g.SinkToken != nil {
 		m.token = slices.Clone(g.SinkToken)
 	}
-	for j, ms := range g.Marks {
-		m.setMarks(j, ms)
+	for j, w := range g.Walks {
+		m.setWalk(j, w)
 	}
 	return fresh, nil
 }
@@ -135,42 +136,41 @@ func (m *Memory) SinkToken(ctx context.Context) ([]byte, error) {
 	return slices.Clone(m.token), nil
 }
 
-// WalkMarks implements WalkMarks.
-func (m *Memory) WalkMarks(ctx context.Context, journal int64) ([]WalkMark, error) {
+// WalkState implements WalkStates.
+func (m *Memory) WalkState(ctx context.Context, journal int64) (WalkState, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return WalkState{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return cloneMarks(m.marks[journal]), nil
+	return m.walks[journal].Clone(), nil
 }
 
-// SetWalkMarks implements WalkMarks.
-func (m *Memory) SetWalkMarks(ctx context.Context, journal int64, marks []WalkMark) error {
+// SetWalkState implements WalkStates.
+func (m *Memory) SetWalkState(ctx context.Context, journal int64, s WalkState) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.setMarks(journal, marks)
+	m.setWalk(journal, s)
 	return nil
 }
 
-func (m *Memory) setMarks(journal int64, marks []WalkMark) {
-	if len(marks) == 0 {
-		delete(m.marks, journal)
+func (m *Memory) setWalk(journal int64, s WalkState) {
+	if s.IsZero() {
+		delete(m.walks, journal)
 	} else {
-		m.marks[journal] = cloneMarks(marks)
+		m.walks[journal] = s.Clone()
 	}
 }
 
-func cloneMarks(ms []WalkMark) []WalkMark {
-	if ms == nil {
-		return nil
+// Empty implements Emptiness.
+func (m *Memory) Empty(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
-	out := make([]WalkMark, len(ms))
-	for i, mk := range ms {
-		out[i] = WalkMark{Page: mk.Page, Papers: slices.Clone(mk.Papers), Loose: mk.Loose, Gap: slices.Clone(mk.Gap)}
-	}
-	return out
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ids) == 0 && len(m.dois) == 0 && len(m.done) == 0, nil
 }

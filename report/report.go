@@ -148,6 +148,21 @@ type incompleteRow struct {
 	Why     string
 }
 
+type noteRow struct {
+	Run     string
+	Started time.Time
+	Text    string
+}
+
+type auditRow struct {
+	Journal  int64
+	Read     string // pages re-read in that run
+	Next     int
+	Pages    string
+	Coverage string // how stale the least recently re-read page is
+	Stale    bool   // some pages never re-read yet
+}
+
 // page is what the template fills in.
 type page struct {
 	Data
@@ -155,12 +170,19 @@ type page struct {
 	Charts  []chart
 	RunRows []history.RunView
 	// RunNumber numbers the runs as the charts do: 1 the oldest.
-	RunNumber       map[string]int
-	MoreRuns        int
-	Failures        []failureRow
-	MoreFailures    int
-	Incomplete      []incompleteRow
-	MoreIncomplete  int
+	RunNumber      map[string]int
+	MoreRuns       int
+	Failures       []failureRow
+	MoreFailures   int
+	Incomplete     []incompleteRow
+	MoreIncomplete int
+	Notes          []noteRow
+	MoreNotes      int
+	// AuditRun is the latest run with an audit, AuditText what it
+	// covers, Audits its journals, the most stale first.
+	AuditRun        *history.RunView
+	AuditText       string
+	Audits          []auditRow
 	First, Last     time.Time
 	TotalNew        int64
 	TotalPages      int64
@@ -222,6 +244,31 @@ func Write(w io.Writer, d Data) error {
 				continue
 			}
 			pg.Incomplete = append(pg.Incomplete, incompleteRow{Run: v.ID, Started: v.Started, Journal: iw.Journal, Page: iw.Page, Why: cmp.Or(iw.Why, engine.WhyMaxPages)})
+		}
+		for _, n := range v.Summary.WalkNotes {
+			if len(pg.Notes) == maxFailureRows {
+				pg.MoreNotes++
+				continue
+			}
+			pg.Notes = append(pg.Notes, noteRow{Run: v.ID, Started: v.Started, Text: history.NoteText(n)})
+		}
+		pg.MoreNotes += v.Summary.WalkNotesOmitted
+		if a := v.Summary.Audit; a != nil && pg.AuditRun == nil {
+			pg.AuditRun, pg.AuditText = &v, a.Text(v.Started)
+			for _, r := range a.Rows {
+				row := auditRow{Journal: r.Journal, Read: "none", Next: r.Next, Pages: "not yet known", Stale: r.Round == 0,
+					Coverage: "pages from " + strconv.Itoa(r.Next) + " on never re-read yet"}
+				if r.From > 0 {
+					row.Read = fmt.Sprintf("%d-%d", r.From, r.To)
+				}
+				if r.Pages > 0 {
+					row.Pages = strconv.Itoa(r.Pages)
+				}
+				if r.Round > 0 {
+					row.Coverage = "within " + engine.Days(v.Started.Sub(time.Unix(r.Round, 0)))
+				}
+				pg.Audits = append(pg.Audits, row)
+			}
 		}
 	}
 	charts, err := buildCharts(old, d, pg.RunNumber)

@@ -123,9 +123,12 @@ func checkMigrated(t *testing.T, dir string) {
 	if s.WriterID() != "026a5766-58a1-4b21-a166-e322449420cb" {
 		t.Errorf("writer id: %q", s.WriterID())
 	}
-	marks, err := s.WalkMarks(ctx, 1001)
-	if err != nil || len(marks) != 1 || marks[0].Page != 3 || len(marks[0].Papers) != 2 {
-		t.Errorf("walk marks: %+v %v", marks, err)
+	// The walk marks of an earlier version (a JSON array) read as a walk
+	// state with those marks and no head: the next walk ends their gaps
+	// by the known-pages rule.
+	ws, err := s.WalkState(ctx, 1001)
+	if err != nil || len(ws.Marks) != 1 || ws.Marks[0].Page != 3 || len(ws.Marks[0].Papers) != 2 || ws.Head != nil || ws.Marks[0].End != nil {
+		t.Errorf("walk marks: %+v %v", ws, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, state.FileName+state.MigrateSuffix)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the migration's file is left behind: %v", err)

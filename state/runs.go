@@ -22,7 +22,10 @@ import (
 	"github.com/litcrawl/litcrawl/ledger"
 )
 
-var _ ledger.WalkMarks = (*Store)(nil)
+var (
+	_ ledger.WalkStates = (*Store)(nil)
+	_ ledger.Emptiness  = (*Store)(nil)
+)
 
 // Run is one entry of the run history. A run is recorded when it starts
 // and again when it ends; one without Finished was killed before its end
@@ -252,49 +255,74 @@ func ReadSnapshot(dir string) (Snapshot, error) {
 
 func journalKey(j int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(j)) }
 
-// WalkMarks are the journal's nightly walk marks (see ledger.WalkMarks).
-func (s *Store) WalkMarks(ctx context.Context, journal int64) ([]ledger.WalkMark, error) {
+// WalkState is the journal's nightly walk state (see
+// ledger.WalkStates); a value written by an earlier version (its marks
+// alone) is read as a state with those marks.
+func (s *Store) WalkState(ctx context.Context, journal int64) (ledger.WalkState, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return ledger.WalkState{}, err
 	}
-	var marks []ledger.WalkMark
+	var ws ledger.WalkState
 	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketWalks)
 		if b == nil {
 			return nil
 		}
 		if v := b.Get(journalKey(journal)); v != nil {
-			return s.decode(v, &marks)
+			var err error
+			if ws, err = ledger.DecodeWalkState(v); err != nil {
+				return &DamagedError{Path: s.path, Cause: "a stored value is not what was written: " + err.Error()}
+			}
 		}
 		return nil
 	})
-	if len(marks) == 0 {
-		marks = nil
-	}
-	return marks, err
+	return ws, err
 }
 
-// SetWalkMarks stores the journal's marks; none clears them.
-func (s *Store) SetWalkMarks(ctx context.Context, journal int64, marks []ledger.WalkMark) error {
+// SetWalkState stores the journal's walk state; the zero state clears
+// it.
+func (s *Store) SetWalkState(ctx context.Context, journal int64, ws ledger.WalkState) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error { return setMarksTx(tx, journal, marks) })
+	return s.update(func(tx *bolt.Tx) error { return setWalkTx(tx, journal, ws) })
 }
 
-// setMarksTx sets the journal's marks in tx (SetWalkMarks, and Commit's
-// Group.Marks).
-func setMarksTx(tx *bolt.Tx, journal int64, marks []ledger.WalkMark) error {
+// setWalkTx sets the journal's walk state in tx (SetWalkState, and
+// Commit's Group.Walks).
+func setWalkTx(tx *bolt.Tx, journal int64, ws ledger.WalkState) error {
 	b, err := tx.CreateBucketIfNotExists(bucketWalks)
 	if err != nil {
 		return err
 	}
-	if len(marks) == 0 {
+	if ws.IsZero() {
 		return b.Delete(journalKey(journal))
 	}
-	v, err := json.Marshal(marks)
+	v, err := ledger.EncodeWalkState(ws)
 	if err != nil {
 		return err
 	}
 	return b.Put(journalKey(journal), v)
+}
+
+// Empty says whether the state holds nothing yet: no paper known, no page
+// done (ledger.Emptiness).
+func (s *Store) Empty(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	empty := true
+	err := s.view(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyPaperCount); len(v) == 8 && binary.BigEndian.Uint64(v) > 0 {
+			empty = false
+			return nil
+		}
+		if b := tx.Bucket(bucketPages); b != nil {
+			if k, _ := b.Cursor().First(); k != nil {
+				empty = false
+			}
+		}
+		return nil
+	})
+	return empty, err
 }

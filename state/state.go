@@ -46,7 +46,7 @@ var (
 	bucketRuns    = []byte("runs")              // run id → Run JSON
 	bucketRunIDs  = []byte("run_ids")           // run id → run number (4)
 	bucketRunNums = []byte("run_ids_by_number") // run number (4) → run id
-	bucketWalks   = []byte("walks")             // journal(8) → the nightly walk's marks (JSON array)
+	bucketWalks   = []byte("walks")             // journal(8) → the nightly walk's state (JSON: ledger.WalkState; an earlier version's, its marks as an array)
 	keySinkToken  = []byte("sink_token")
 	keyFreelist   = []byte("freelist") // "synced": written by a version that keeps the free-page list
 	keyWriter     = []byte("writer")   // a random id of this state, made once: the sinks' writer name
@@ -559,8 +559,8 @@ func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, er
 		if err := w.flush(); err != nil {
 			return err
 		}
-		for j, ms := range g.Marks {
-			if err := setMarksTx(tx, j, ms); err != nil {
+		for j, ws := range g.Walks {
+			if err := setWalkTx(tx, j, ws); err != nil {
 				return err
 			}
 		}

@@ -158,18 +158,23 @@ func newNightlyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "nightly",
 		Short: "Walk each journal from page 1 and deliver only new papers",
-		Long: `nightly walks each configured journal (or --journal) from page 1 until
-nightly.stop_after_known_pages consecutive pages hold only papers known
-before this run began, and delivers only papers never delivered before.
-Papers delivered earlier in the same run do not count as known, so papers
-pushed down by new ones during the walk cannot stop it early, and are not
-delivered twice. A page that fails stops its journal's walk; the next run
-walks again from page 1.
+		Long: `nightly walks each configured journal (or --journal) from page 1 and
+delivers only papers never delivered before. A walk ends only on proof:
+where it meets, side by side and in their order, the papers that began
+the listing the last time a walk read page 1 (with nothing new, page 1
+itself). A page that fails stops its journal's walk; the next run walks
+again from page 1 and carries on from where it stopped.
 
 A walk fetches at most nightly.max_pages pages. One that stops there
-before known papers says so (log, summary, report) and leaves a mark: the
-next nightly, where known papers would stop it, jumps to the page it
-reached and carries on past it, so no page is left behind.
+says so (log, summary, report) and leaves a gap: the next nightly jumps to
+where the gap's papers are now, and delivers it until it meets the papers
+that end it, in order. A paper delivered before met inside a gap proves
+nothing: the walk goes on and says so. Then the audit re-reads
+nightly.audit_pages more pages (default 1), round the whole listing, so
+that every paper still listed is delivered within pages / audit_pages
+nights whatever a walk missed; the summary says how long ago every page
+was last re-read. A nightly on an empty state says it is a first crawl.
+The walk's rules: docs/state.md.
 
 Exit codes: 0 every walk finished, or was cut short at nightly.max_pages
 (said in the log, the summary and the history; the next nightly carries

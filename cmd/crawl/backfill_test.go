@@ -61,7 +61,8 @@ func TestBackfillCommand(t *testing.T) {
 	}
 	// Rerun: every page was done before.
 	code, _, errs = crawl(t, args...)
-	if code != exitcode.OK || !strings.Contains(errs, "4 skipped") || countLines(t, out) != 20 {
+	if code != exitcode.OK || !strings.Contains(errs, "4 skipped") || countLines(t, out) != 20 ||
+		!strings.Contains(errs, "skipped: 4 pages done by earlier runs were not fetched again; --no-resume re-reads them") {
 		t.Errorf("resume: exit %d: %s", code, errs)
 	}
 }
@@ -165,9 +166,19 @@ func TestNightlyCommand(t *testing.T) {
 	if code != exitcode.OK || countLines(t, out) != 100 {
 		t.Fatalf("first night: exit %d, %d papers: %s", code, countLines(t, out), errs)
 	}
-	// Nothing new: page 1 is all known, the walk stops there.
+	// A nightly on a state that holds nothing says it is a first crawl,
+	// and how history is fetched, in the log and in the run's notes.
+	if n := strings.Count(errs, "first crawl: the state holds no papers yet"); n != 2 || !strings.Contains(errs, "crawl backfill --pages 1-") {
+		t.Errorf("a first nightly said %d times that it is a first crawl: %s", n, errs)
+	}
+	if code, outs, _ := crawl(t, "runs", "--state-dir", filepath.Join(dir, "state")); code != 0 || !strings.Contains(outs, "1 walk note") {
+		t.Errorf("crawl runs does not note the first crawl: %s", outs)
+	}
+	// Nothing new: page 1 shows the listing's first papers as last
+	// night, and the walk stops there; the audit re-reads one page more.
 	code, _, errs = crawl(t, args...)
-	if code != exitcode.OK || !strings.Contains(errs, "pages: 1 ok") || !strings.Contains(errs, "papers: 0 new, 20 known") {
+	if code != exitcode.OK || !strings.Contains(errs, "pages: 2 ok") || !strings.Contains(errs, "papers: 0 new, 40 known") ||
+		!strings.Contains(errs, "audit: 1 page re-read") || strings.Contains(errs, "first crawl") {
 		t.Errorf("second night: exit %d: %s", code, errs)
 	}
 }

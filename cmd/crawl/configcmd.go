@@ -111,6 +111,7 @@ func printSettings(w io.Writer, settings []config.JournalSettings) error {
 		for _, row := range []struct{ key, value string }{
 			{"nightly.stop_after_known_pages", strconv.Itoa(s.Nightly.StopAfterKnownPages)},
 			{"nightly.max_pages", strconv.Itoa(s.Nightly.MaxPages)},
+			{"nightly.audit_pages", strconv.Itoa(s.Nightly.AuditPages)},
 			{"backfill.stop_after_repeat_pages", strconv.Itoa(s.Backfill.StopAfterRepeatPages)},
 			{"backfill.max_pages", strconv.Itoa(s.Backfill.MaxPages)},
 			{"sinks", textsafe.Line(sinks)},

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
@@ -265,6 +266,14 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 		if v.Summary != nil && len(v.Summary.IncompleteWalks) > 0 {
 			note = append(note, plural(len(v.Summary.IncompleteWalks), "walk")+" cut short")
 		}
+		if v.Summary != nil {
+			if n := len(v.Summary.WalkNotes) + v.Summary.WalkNotesOmitted; n > 0 {
+				note = append(note, plural(n, "walk note"))
+			}
+			if a := v.Summary.Audit; a != nil {
+				note = append(note, auditNote(*a, v.Started))
+			}
+		}
 		if v.Recovered {
 			note = append(note, "counts recovered")
 			retries = "-"
@@ -280,6 +289,30 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality, notes)
 	}
 	return tw.Flush()
+}
+
+// auditNote is a run's audit coverage in a few words, for the NOTES
+// column: how stale the least recently re-read page was.
+func auditNote(a engine.AuditSummary, at time.Time) string {
+	if a.Unaudited > 0 {
+		return fmt.Sprintf("audit: %d journals not yet whole", a.Unaudited)
+	}
+	if a.Round > 0 {
+		return "audit ≤" + engine.Days(at.Sub(time.Unix(a.Round, 0)))
+	}
+	return "audit"
+}
+
+// auditRow is one journal's audit coverage.
+func auditRow(r engine.AuditCoverage, at time.Time) string {
+	read := "no page re-read"
+	if r.From > 0 {
+		read = fmt.Sprintf("re-read pages %d-%d", r.From, r.To)
+	}
+	if r.Round == 0 {
+		return fmt.Sprintf("journal %d: %s; pages from %d on never re-read yet", r.Journal, read, r.Next)
+	}
+	return fmt.Sprintf("journal %d: %s; next page %d of %d; every page re-read within %s", r.Journal, read, r.Next, r.Pages, engine.Days(at.Sub(time.Unix(r.Round, 0))))
 }
 
 func pct(n, of int) string {
@@ -375,6 +408,18 @@ func printRun(w io.Writer, v history.RunView) error {
 	}
 	for _, iw := range s.IncompleteWalks {
 		row("incomplete", "%s", history.IncompleteText(iw))
+	}
+	for _, n := range s.WalkNotes {
+		row("note", "%s", history.NoteText(n))
+	}
+	if s.WalkNotesOmitted > 0 {
+		row("note", "… and %d more (the run's log has every one)", s.WalkNotesOmitted)
+	}
+	if a := s.Audit; a != nil {
+		row("audit", "%s (as of the run's start)", a.Text(v.Started))
+		for _, r := range a.Rows {
+			row("", "%s", auditRow(r, v.Started))
+		}
 	}
 	if s.Quarantined > 0 {
 		row("quarantined", "%d records refused by a sink, kept in %s (crawl quarantine list)", s.Quarantined, orDash(s.Quarantine, func(s string) string { return s }))

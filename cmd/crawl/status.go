@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/frontier"
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/redact"
@@ -153,7 +154,23 @@ func statusHead(st *frontier.Status) []string {
 	for _, wi := range st.Workers {
 		states[wi.State]++
 	}
-	return append(lines, fmt.Sprintf("workers: %d alive, %d gone, %d exited (seen in the last hour)", states[frontier.WorkerAlive], states[frontier.WorkerGone], states[frontier.WorkerExited]))
+	lines = append(lines, fmt.Sprintf("workers: %d alive, %d gone, %d exited (seen in the last hour)", states[frontier.WorkerAlive], states[frontier.WorkerGone], states[frontier.WorkerExited]))
+	if a := st.Audit; a != nil {
+		lines = append(lines, "audit: "+auditStatus(*a, time.Now()))
+	}
+	return lines
+}
+
+// auditStatus is the fleet's audit coverage in a line: how stale the
+// least recently re-read page of any journal is.
+func auditStatus(a engine.AuditSummary, now time.Time) string {
+	switch {
+	case a.Unaudited > 0:
+		return fmt.Sprintf("%d of %d journals not yet audited whole (journal %d: pages from %d on never re-read)", a.Unaudited, a.Journals, a.Worst, a.WorstNext)
+	case a.Round > 0:
+		return fmt.Sprintf("every page of %d journals re-read within %s (the oldest: journal %d)", a.Journals, engine.Days(now.Sub(time.Unix(a.Round, 0))), a.Worst)
+	}
+	return fmt.Sprintf("%d journals", a.Journals)
 }
 
 // printStatus prints the fleet's status as text; names are cut short and
@@ -299,6 +316,17 @@ func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *html
 	for _, d := range dls {
 		dead.Rows = append(dead.Rows, []string{fmt.Sprint(d.Job.Journal), fmt.Sprint(d.Job.Page), fmt.Sprint(d.Deliveries), d.At.UTC().Format(time.DateTime), d.Error})
 	}
-	live.Tables = []htmlreport.LiveTable{workers, inflight, journals, dead}
+	audit := htmlreport.LiveTable{ID: "audit", Caption: "Audit coverage", Empty: "No nightly walk has audited a journal yet.",
+		Head: []string{"journal", "next page", "listing pages", "every page re-read"}, Numeric: []bool{true, true, true, false}}
+	if a := st.Audit; a != nil {
+		for _, r := range a.Rows {
+			cov := fmt.Sprintf("pages from %d on never re-read yet", r.Next)
+			if r.Round > 0 {
+				cov = "within " + engine.Days(now.Sub(time.Unix(r.Round, 0)))
+			}
+			audit.Rows = append(audit.Rows, []string{fmt.Sprint(r.Journal), fmt.Sprint(r.Next), fmt.Sprint(r.Pages), cov})
+		}
+	}
+	live.Tables = []htmlreport.LiveTable{workers, inflight, journals, audit, dead}
 	return live
 }

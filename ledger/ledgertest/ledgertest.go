@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func Run(t *testing.T, fresh func(t *testing.T) (l ledger.Ledger, reopen func() 
 	t.Run("EmptyAndRepeatedCommits", func(t *testing.T) { emptyAndRepeated(t, fresh) })
 	t.Run("PageBook", func(t *testing.T) { pageBook(t, fresh) })
 	t.Run("TokenStore", func(t *testing.T) { tokens(t, fresh) })
-	t.Run("WalkMarks", func(t *testing.T) { walkMarks(t, fresh) })
+	t.Run("WalkStates", func(t *testing.T) { walkStates(t, fresh) })
 	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh) })
 	t.Run("LargeGroup", func(t *testing.T) { largeGroup(t, fresh) })
 	t.Run("SharedKeysInAGroup", func(t *testing.T) { sharedKeys(t, fresh) })
@@ -227,56 +228,70 @@ func tokens(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.L
 	}
 }
 
-func walkMarks(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+func walkStates(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
 	l, reopen := fresh(t)
-	wm, ok := l.(ledger.WalkMarks)
+	ws, ok := l.(ledger.WalkStates)
 	if !ok {
-		t.Skip("no WalkMarks")
+		t.Skip("no WalkStates")
 	}
-	if m, err := wm.WalkMarks(ctx, 7); err != nil || m != nil {
-		t.Fatalf("a fresh ledger's marks: %+v (%v)", m, err)
+	if e, ok := l.(ledger.Emptiness); ok {
+		if empty, err := e.Empty(ctx); err != nil || !empty {
+			t.Errorf("a fresh ledger is not empty: %v (%v)", empty, err)
+		}
 	}
-	marks := []ledger.WalkMark{{Page: 3, Papers: []string{"p9"}}, {Page: 12, Papers: []string{"p1", "doi:10.1/x", "p2"}}}
-	if err := wm.SetWalkMarks(ctx, 7, marks); err != nil {
+	if s, err := ws.WalkState(ctx, 7); err != nil || !s.IsZero() {
+		t.Fatalf("a fresh ledger's walk state: %+v (%v)", s, err)
+	}
+	state := ledger.WalkState{
+		Head:  []string{"h1", "doi:10.1/h", "h2"},
+		Marks: []ledger.WalkMark{{Page: 3, Papers: []string{"p9"}, Offset: 60, End: []string{"e1", "e2"}}, {Page: 12, Papers: []string{"p1", "doi:10.1/x", "p2"}}},
+		Audit: ledger.Audit{Next: 5, Since: 1_800_000_000, Round: 1_790_000_000, Pages: 40},
+	}
+	if err := ws.SetWalkState(ctx, 7, state); err != nil {
 		t.Fatal(err)
 	}
-	if err := wm.SetWalkMarks(ctx, 8, []ledger.WalkMark{{Page: 3, Papers: []string{"q"}}}); err != nil {
+	if err := ws.SetWalkState(ctx, 8, ledger.WalkState{Marks: []ledger.WalkMark{{Page: 3, Papers: []string{"q"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if reopen != nil {
 		l = reopen()
-		wm = l.(ledger.WalkMarks)
+		ws = l.(ledger.WalkStates)
 	}
-	got, err := wm.WalkMarks(ctx, 7)
-	if err != nil || len(got) != 2 || got[0].Page != 3 || got[1].Page != 12 || !slices.Equal(got[1].Papers, marks[1].Papers) {
-		t.Errorf("journal 7's marks: %+v (%v), want %+v", got, err, marks)
+	got, err := ws.WalkState(ctx, 7)
+	if err != nil || !reflect.DeepEqual(got, state) {
+		t.Errorf("journal 7's walk state: %+v (%v), want %+v", got, err, state)
 	}
-	if err := wm.SetWalkMarks(ctx, 7, nil); err != nil {
+	if err := ws.SetWalkState(ctx, 7, ledger.WalkState{}); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := wm.WalkMarks(ctx, 7); err != nil || m != nil {
-		t.Errorf("journal 7's cleared marks: %+v (%v)", m, err)
+	if s, err := ws.WalkState(ctx, 7); err != nil || !s.IsZero() {
+		t.Errorf("journal 7's cleared state: %+v (%v)", s, err)
 	}
-	if m, err := wm.WalkMarks(ctx, 8); err != nil || len(m) != 1 || m[0].Page != 3 {
-		t.Errorf("journal 8's marks after clearing 7's: %+v (%v)", m, err)
+	if s, err := ws.WalkState(ctx, 8); err != nil || len(s.Marks) != 1 || s.Marks[0].Page != 3 {
+		t.Errorf("journal 8's state after clearing 7's: %+v (%v)", s, err)
 	}
-	// A commit sets the marks it carries with its pages (where a walk
+	// A commit sets the states it carries with its pages (where a walk
 	// killed right after it carries on), and clears those it carries
 	// empty; the others stay.
 	g := ledger.Group{Pages: []ledger.Page{{Key: ledger.PageKey{Journal: 7, Page: 2}, Papers: []ledger.Paper{{ID: "m1"}}, RunID: "r"}},
-		Marks: map[int64][]ledger.WalkMark{7: {{Page: 2, Papers: []string{"m1"}}}, 8: nil}}
+		Walks: map[int64]ledger.WalkState{7: {Marks: []ledger.WalkMark{{Page: 2, Papers: []string{"m1"}}}, Audit: ledger.Audit{Next: 3}}, 8: {}}}
 	if _, err := l.Commit(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	if reopen != nil {
 		l = reopen()
-		wm = l.(ledger.WalkMarks)
+		ws = l.(ledger.WalkStates)
 	}
-	if m, err := wm.WalkMarks(ctx, 7); err != nil || len(m) != 1 || m[0].Page != 2 || !slices.Equal(m[0].Papers, []string{"m1"}) {
-		t.Errorf("journal 7's marks after a commit that carries them: %+v (%v)", m, err)
+	if s, err := ws.WalkState(ctx, 7); err != nil || len(s.Marks) != 1 || s.Marks[0].Page != 2 || !slices.Equal(s.Marks[0].Papers, []string{"m1"}) || s.Audit.Next != 3 {
+		t.Errorf("journal 7's state after a commit that carries it: %+v (%v)", s, err)
 	}
-	if m, err := wm.WalkMarks(ctx, 8); err != nil || m != nil {
-		t.Errorf("journal 8's marks after a commit that clears them: %+v (%v)", m, err)
+	if s, err := ws.WalkState(ctx, 8); err != nil || !s.IsZero() {
+		t.Errorf("journal 8's state after a commit that clears it: %+v (%v)", s, err)
+	}
+	if e, ok := l.(ledger.Emptiness); ok {
+		if empty, err := e.Empty(ctx); err != nil || empty {
+			t.Errorf("a ledger with a page committed is empty: %v (%v)", empty, err)
+		}
 	}
 }
 

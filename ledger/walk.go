@@ -1,0 +1,145 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// WalkState is what a journal's nightly walks remember from night to
+// night (engine.Walk): the head of the listing, the gaps earlier walks
+// left, and where the audit stands. A ledger that keeps it (WalkStates)
+// commits it with the pages of the walk, so a walk killed at any moment
+// carries on as one stopped there.
+type WalkState struct {
+	// Head are the first papers of the listing (their ids and "doi:"
+	// keys, in listing order) when a walk last read page 1: the next
+	// walk's top part ends where it meets two of them next to each other,
+	// in their order (none: no walk read page 1 yet, or the state is of an
+	// earlier version).
+	Head []string `json:"head,omitempty"`
+	// Marks are the gaps earlier walks left, topmost first.
+	Marks []WalkMark `json:"marks,omitempty"`
+	// Audit is where the rotating re-read of the listing stands.
+	Audit Audit `json:"audit,omitzero"`
+}
+
+// IsZero: nothing remembered.
+func (s WalkState) IsZero() bool {
+	return len(s.Head) == 0 && len(s.Marks) == 0 && s.Audit == (Audit{})
+}
+
+// Clone is a deep copy.
+func (s WalkState) Clone() WalkState {
+	out := WalkState{Head: slices.Clone(s.Head), Audit: s.Audit}
+	if len(s.Marks) > 0 {
+		out.Marks = make([]WalkMark, len(s.Marks))
+		for i, m := range s.Marks {
+			out.Marks[i] = m.Clone()
+		}
+	}
+	return out
+}
+
+// WalkMark is a gap a nightly walk left when it stopped short (at its page
+// limit, a failed page, a stop or a kill): papers never delivered may lie
+// between Papers and End. Entries are paper ids, each maybe followed by
+// its "doi:" key, in listing order.
+type WalkMark struct {
+	// Page is the page the gap's start was last seen on.
+	Page int `json:"page"`
+	// Papers are the last papers delivered above the gap.
+	Papers []string `json:"papers"`
+	// Offset counts the papers from the first of the bound above the gap
+	// (the head, or the End of the mark above) to the last of Papers, as
+	// last counted: where to look for Papers once that bound is found (0:
+	// not known; Page is the guess then).
+	Offset int `json:"offset,omitempty"`
+	// From, counted as Offset, is how far a walk looking for Papers got,
+	// page by page, without meeting them: the next goes on from there (0:
+	// none did).
+	From int `json:"from,omitempty"`
+	// Stuck counts the nights in a row a walk looked for this gap and
+	// got no further (engine.MaxStuck gives it up).
+	Stuck int `json:"stuck,omitempty"`
+	// End are the first papers of the delivered band below the gap: two
+	// of them met next to each other, in their order, prove the gap
+	// closed. None: not known (the gap ends at the listing's end, or by
+	// the walk's give-up rule: engine.Walk).
+	End []string `json:"end,omitempty"`
+}
+
+// Clone is a deep copy.
+func (m WalkMark) Clone() WalkMark {
+	m.Papers, m.End = slices.Clone(m.Papers), slices.Clone(m.End)
+	return m
+}
+
+// Audit is where a journal's audit stands: each nightly re-reads a few
+// listing pages beyond its walk, from Next on, and starts again at the
+// top when the listing ends, so that every page is re-read within a known
+// number of nights. Times are Unix seconds.
+type Audit struct {
+	// Next is the page the next audit reads first (0: it has not begun).
+	Next int `json:"next,omitempty"`
+	// Since is when the current round began: the pages before Next were
+	// re-read since.
+	Since int64 `json:"since,omitempty"`
+	// Round is when the last complete round began: every page was re-read
+	// since (0: no round complete yet).
+	Round int64 `json:"round,omitempty"`
+	// Pages is the listing's length in pages when the last round ended.
+	Pages int `json:"pages,omitempty"`
+}
+
+// Oldest is how long ago the page re-read least recently was last read
+// by the audit, at now: every page was re-read since then. ok false: no
+// round is complete yet, so some pages were never re-read.
+func (a Audit) Oldest(now time.Time) (age time.Duration, ok bool) {
+	if a.Round == 0 {
+		return 0, false
+	}
+	return max(0, now.Sub(time.Unix(a.Round, 0))), true
+}
+
+// WalkStates is the optional ability to remember each journal's walk
+// state.
+type WalkStates interface {
+	// WalkState is the journal's state (none: the zero state).
+	WalkState(ctx context.Context, journal int64) (WalkState, error)
+	// SetWalkState stores the journal's state; the zero state clears it.
+	SetWalkState(ctx context.Context, journal int64, s WalkState) error
+}
+
+// Emptiness is the optional ability to tell a state that holds nothing
+// yet (no paper delivered, no page done): a nightly on it is a first
+// crawl, and says so.
+type Emptiness interface {
+	Empty(ctx context.Context) (bool, error)
+}
+
+// EncodeWalkState is the stored form of a walk state (JSON).
+func EncodeWalkState(s WalkState) ([]byte, error) { return json.Marshal(s) }
+
+// DecodeWalkState reads a stored walk state, in this version's form (a
+// JSON object) or an earlier version's (a JSON array of marks, each with
+// its page and papers: their gaps have no End, and a walk that cannot
+// prove them closed ends them by its give-up rule).
+func DecodeWalkState(b []byte) (WalkState, error) {
+	var s WalkState
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		if err := json.Unmarshal(b, &s.Marks); err != nil {
+			return WalkState{}, fmt.Errorf("walk marks of an earlier version: %w", err)
+		}
+	} else if err := json.Unmarshal(b, &s); err != nil {
+		return WalkState{}, fmt.Errorf("walk state: %w", err)
+	}
+	if len(s.Marks) == 0 {
+		s.Marks = nil
+	}
+	return s, nil
+}
