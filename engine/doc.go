@@ -12,7 +12,11 @@
 //   - run.go: Run (one run over shared parts: fetcher, ledger, sink) and
 //     Page, the step for one page
 //   - backfill.go: a range of pages, committed in the background
-//   - nightly.go: Walk.Next, the one nightly stop rule, and Nightly
+//   - walk.go: Walk, the nightly walk as a state machine (its invariant,
+//     its phases and their transitions: the table at the top), Next, the
+//     one walk rule of local runs and the fleet alike, and the audit
+//   - nightly.go: Nightly (a local run's walks), StepWalk (what follows a
+//     step, for local runs and the fleet), StartWalk, FirstCrawl
 //   - summary.go: what a run did (pages, papers, retries, quality, a page
 //     log)
 //   - metrics.go: pages by result, retries by cause

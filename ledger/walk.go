@@ -138,8 +138,17 @@ func DecodeWalkState(b []byte) (WalkState, error) {
 	} else if err := json.Unmarshal(b, &s); err != nil {
 		return WalkState{}, fmt.Errorf("walk state: %w", err)
 	}
+	// Empty lists read as none, as a state written again would.
 	if len(s.Marks) == 0 {
 		s.Marks = nil
+	}
+	if len(s.Head) == 0 {
+		s.Head = nil
+	}
+	for i := range s.Marks {
+		if len(s.Marks[i].End) == 0 {
+			s.Marks[i].End = nil
+		}
 	}
 	return s, nil
 }
