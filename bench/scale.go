@@ -16,7 +16,8 @@ import (
 )
 
 // multiSite serves pages 1..pages of journals first..first+journals-1,
-// generated per request, and counts the listing requests.
+// generated per request, and counts the listing requests (those past the
+// end, answered 404, too).
 type multiSite struct {
 	first    int64
 	journals int64
@@ -26,11 +27,13 @@ type multiSite struct {
 
 func (s *multiSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	j, p, ok := site.Default.ParseURL(r.URL.Path)
+	if ok && j >= s.first && j < s.first+s.journals {
+		s.requests.Add(1) // a page past the end is a request too
+	}
 	if !ok || j < s.first || j >= s.first+s.journals || p > s.pages {
 		http.NotFound(w, r)
 		return
 	}
-	s.requests.Add(1)
 	body := testsite.Synth(j, p, 20)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

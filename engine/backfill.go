@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sourcegraph/conc/pool"
 
@@ -74,13 +75,15 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 	p := pool.New().WithMaxGoroutines(r.conc)
 	open := o.To == 0
 	var capped []func() // open walks that reached backfill.max_pages: said in the summary unless they met the end
+	ends := map[int64]*atomic.Int64{}
 	for _, journal := range o.Journals {
 		l := o.limits(journal)
 		to := o.To
 		if open && l.MaxPages > 0 {
 			to = o.From + l.MaxPages - 1
 		}
-		var end atomic.Int64         // first page found past the end (0: none yet)
+		var end atomic.Int64 // first page found past the end (0: none yet)
+		ends[journal] = &end
 		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
 		// An open range's walk: the repeat rule, over pages in the order
 		// they are committed.
@@ -164,7 +167,40 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 		}
 	}
 	r.commit.stop() // the last pages are committed before the run returns
-	return context.Cause(ctx)
+	if err := context.Cause(ctx); err != nil || stopped(o.Stop) {
+		return err
+	}
+	if open && o.From == 1 {
+		return r.countAsAudit(context.WithoutCancel(ctx), ends)
+	}
+	return nil
+}
+
+// countAsAudit: an open-ended backfill from page 1 that read every page
+// of a journal to its end in this run (none skipped as done before, none
+// failed) re-read the whole listing: it counts as a round of the
+// journal's audit, which starts again at the top.
+func (r *Run) countAsAudit(ctx context.Context, ends map[int64]*atomic.Int64) error {
+	ws := r.WalkStates()
+	if ws == nil {
+		return nil
+	}
+	counts := r.sum.Journals()
+	for j, end := range ends {
+		c := counts[j]
+		if end.Load() == 0 || c.PagesFailed > 0 || c.PagesSkipped > 0 || c.PagesDone == 0 {
+			continue
+		}
+		s, err := ws.WalkState(ctx, j)
+		if err != nil {
+			return fmt.Errorf("journal %d: read its walk state: %w", j, err)
+		}
+		s.Audit = ledger.Audit{Next: 1, Since: time.Now().Unix(), Round: r.sum.Started.Unix(), Pages: int(end.Load()) - 1}
+		if err := ws.SetWalkState(ctx, j, s); err != nil {
+			return fmt.Errorf("journal %d: count the backfill as a round of its audit: %w", j, err)
+		}
+	}
+	return nil
 }
 
 // repeats is an open range's repeat rule: it stops after limit pages in a

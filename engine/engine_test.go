@@ -374,7 +374,7 @@ func TestNightlyCarriesOnPastMaxPages(t *testing.T) {
 	if s.PapersNew.Load() != 100 || fetched != 5 {
 		t.Fatalf("night 1: %s, %d pages fetched", s, fetched)
 	}
-	if iw := s.IncompleteWalks(); len(iw) != 1 || iw[0] != (engine.IncompleteWalk{Journal: j, Page: 5, Why: engine.WhyMaxPages}) {
+	if iw := s.IncompleteWalks(); len(iw) != 1 || iw[0] != (engine.IncompleteWalk{Journal: j, Page: 5, Why: engine.WhyMaxPages, From: 5}) {
 		t.Errorf("night 1's incomplete walks: %+v", iw)
 	}
 	if len(marks) != 1 || marks[0].Page != 5 || !slices.Contains(marks[0].Papers, "8000099") || slices.Contains(marks[0].Papers, "8000080") {

@@ -31,8 +31,8 @@ func (r *Run) StepWalk(ctx context.Context, journal int64, w Walk, carried bool)
 		r.sum.addAudit(journal, *e)
 		r.log.Info("nightly audit done", "journal", journal, "from_page", e.AuditFrom, "to_page", e.AuditTo, "next_page", e.State.Audit.Next, "round_complete", e.Wrapped)
 	case e.Incomplete:
-		r.sum.addIncomplete(journal, e.Page, e.Why)
-		r.log.Warn("nightly walk stopped short of known papers, with gaps it did not reach: the next nightly carries on from there",
+		r.sum.addIncomplete(journal, e.Page, e.Why, markPage(e.State))
+		r.log.Warn("nightly walk stopped short, with gaps not closed: the next nightly carries on from there",
 			"journal", journal, "page", e.Page, "why", e.Why, "max_pages", w.MaxPages, "carry_on_from_page", markPage(e.State), "marks", len(e.State.Marks))
 	case e.Page > 0:
 		r.log.Info("nightly walk done", "journal", journal, "page", e.Page, "why", e.Why)
@@ -41,7 +41,7 @@ func (r *Run) StepWalk(ctx context.Context, journal int64, w Walk, carried bool)
 		r.log.Error("too many nightly walks in a row stopped short: the deepest gaps are left to the audit and a backfill; raise nightly.max_pages",
 			"journal", journal, "from_page", e.Dropped[0].Page)
 	}
-	if !e.Audit && w.phase() != PhaseAudit {
+	if !e.Audit && w.phase() != PhaseAudit && w.AuditPages > 0 {
 		r.sum.addAudit(journal, *e) // no audit follows tonight: its coverage as it stands
 	}
 	if carried || e.Page == 0 && !e.Audit {
@@ -87,7 +87,9 @@ func (r *Run) StartWalk(ctx context.Context, journal int64, l Limits, auditPages
 // FirstCrawl says, once, when the ledger holds nothing yet: a nightly on
 // it delivers every paper it walks, up to nightly.max_pages a journal
 // (a new or mistyped state directory does that too). true: it said so.
-func (r *Run) FirstCrawl(ctx context.Context) (bool, error) {
+// The note names how history is fetched (a local run's advice, or the
+// fleet's: FleetFirstCrawlNote).
+func (r *Run) FirstCrawl(ctx context.Context, note string) (bool, error) {
 	e, ok := r.ledger.(ledger.Emptiness)
 	if !ok {
 		return false, nil
@@ -96,13 +98,17 @@ func (r *Run) FirstCrawl(ctx context.Context) (bool, error) {
 	if err != nil || !empty {
 		return false, err
 	}
-	r.sum.addWalkNote(0, FirstCrawlNote)
-	r.log.Warn(FirstCrawlNote)
+	r.sum.addWalkNote(0, note)
+	r.log.Warn(note)
 	return true, nil
 }
 
-// FirstCrawlNote is what a nightly on an empty state says.
-const FirstCrawlNote = "first crawl: the state holds no papers yet, so this nightly delivers every paper it walks, up to nightly.max_pages a journal, and carries on from there on later nights; crawl backfill --pages 1- fetches a journal's history (check --state-dir if a state was expected)"
+// FirstCrawlNote is what a nightly on an empty state says, and
+// FleetFirstCrawlNote what a fleet's worker says on an empty ledger.
+const (
+	FirstCrawlNote      = "first crawl: the state holds no papers yet, so this nightly delivers every paper it walks, up to nightly.max_pages a journal, and carries on from there on later nights; crawl backfill --pages 1- fetches a journal's history (check --state-dir if a state was expected)"
+	FleetFirstCrawlNote = "first crawl: the fleet's ledger holds no papers yet, so this nightly delivers every paper it walks, up to nightly.max_pages a journal, and carries on from there on later nights; crawl enqueue --pages 1-N fetches a journal's history (check --frontier if a fleet's ledger was expected)"
+)
 
 // NightlyOptions choose how far a nightly walk goes.
 type NightlyOptions struct {
@@ -157,7 +163,7 @@ func (r *Run) Nightly(ctx context.Context, o NightlyOptions) error {
 			return fmt.Errorf("nightly: journal %d: stop_after_known_pages %d and max_pages %d must be at least 1", j, l.StopAfterKnownPages, l.MaxPages)
 		}
 	}
-	if _, err := r.FirstCrawl(ctx); err != nil {
+	if _, err := r.FirstCrawl(ctx, FirstCrawlNote); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

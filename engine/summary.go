@@ -75,6 +75,9 @@ type IncompleteWalk struct {
 	Journal int64  `json:"journal"`
 	Page    int    `json:"page"`          // the last page delivered
 	Why     string `json:"why,omitempty"` // engine.WhyMaxPages, …
+	// From is the page the next nightly carries on from (0: not said, a
+	// run of an earlier version's).
+	From int `json:"carry_on_from,omitempty"`
 }
 
 // WalkNote is something a nightly walk found and said: a paper delivered
@@ -203,17 +206,33 @@ func (a AuditSummary) Text(now time.Time) string {
 		read = "1 page re-read"
 	}
 	switch {
+	case a.Unaudited > 0 && a.Journals == 1:
+		return fmt.Sprintf("%s; journal %d not yet audited whole: pages from %d on never re-read", read, a.Worst, a.WorstNext)
 	case a.Unaudited > 0:
-		return fmt.Sprintf("%s; %d of %d journals not yet audited whole (journal %d: pages from %d on never re-read)", read, a.Unaudited, a.Journals, a.Worst, a.WorstNext)
+		return fmt.Sprintf("%s; %d of %d journals not yet audited whole (the most to go: journal %d, pages from %d on never re-read)", read, a.Unaudited, a.Journals, a.Worst, a.WorstNext)
 	case a.Round > 0:
-		return fmt.Sprintf("%s; every page of every journal re-read within %s", read, Days(now.Sub(time.Unix(a.Round, 0))))
+		return fmt.Sprintf("%s; every page of every journal re-read %s", read, Within(now.Sub(time.Unix(a.Round, 0))))
 	}
 	return read
 }
 
-// Days is a duration in days, as the audit's coverage is said ("0d" under
-// a day).
-func Days(d time.Duration) string { return fmt.Sprintf("%dd", int(max(d, 0).Hours()/24)) }
+// Within says that every page was re-read within d: "within 12d", or
+// "within the last day".
+func Within(d time.Duration) string {
+	if d < 24*time.Hour {
+		return "within the last day"
+	}
+	return "within " + Days(d)
+}
+
+// Days is a duration in whole days, as the audit's coverage is said
+// ("<1d" under a day).
+func Days(d time.Duration) string {
+	if d < 24*time.Hour {
+		return "<1d"
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
 
 // FetchSecondsBounds are the upper bounds, in seconds, of the buckets of
 // the page fetch-time histogram (a last bucket holds the slower pages).
@@ -360,9 +379,13 @@ func (s *Summary) addFetchTime(seconds float64) {
 	s.mu.Unlock()
 }
 
-func (s *Summary) addIncomplete(j int64, page int, why string) {
+func (s *Summary) addIncomplete(j int64, page int, why string, from ...int) {
+	w := IncompleteWalk{Journal: j, Page: page, Why: why}
+	if len(from) > 0 {
+		w.From = from[0]
+	}
 	s.mu.Lock()
-	s.incomplete = append(s.incomplete, IncompleteWalk{Journal: j, Page: page, Why: why})
+	s.incomplete = append(s.incomplete, w)
 	s.mu.Unlock()
 }
 

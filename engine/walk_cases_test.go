@@ -314,3 +314,26 @@ func TestWalkDeliveredPaperInsideTheGap(t *testing.T) {
 		})
 	}
 }
+
+// An open-ended backfill from page 1 that read every page to the
+// listing's end counts as a round of the audit (the next nightly's
+// coverage says every page was re-read); one with a failed page does not.
+func TestBackfillCountsAsAnAuditRound(t *testing.T) {
+	h := newNightHarness(t, 10, pfx("91", 45))
+	h.backfill()
+	ws, err := h.ledger.WalkState(context.Background(), hj)
+	if err != nil || ws.Audit.Round == 0 || ws.Audit.Next != 1 || ws.Audit.Pages != 5 {
+		t.Fatalf("after a whole backfill: %+v %v", ws.Audit, err)
+	}
+	s := h.nightWith(1, 5, 1)
+	if a := s.Audit(); a == nil || a.Unaudited != 0 || a.Round == 0 {
+		t.Errorf("the nightly after it: %+v", a)
+	}
+
+	h2 := newNightHarness(t, 10, pfx("92", 45))
+	h2.site.Inject(testsite.PagePath(hj, 3), testsite.Fault{Kind: testsite.Status, Status: 403})
+	h2.backfill()
+	if ws, err := h2.ledger.WalkState(context.Background(), hj); err != nil || ws.Audit.Round != 0 {
+		t.Errorf("after a backfill with a failed page: %+v %v", ws.Audit, err)
+	}
+}

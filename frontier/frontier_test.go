@@ -841,3 +841,55 @@ func TestWorkerRunsAJobOfTheFormatBefore(t *testing.T) {
 		t.Errorf("the night after: %d pages, %d papers; want page 1, 5 papers", p, d)
 	}
 }
+
+// A fleet's walk runs its audit after it, in the same chain of jobs, and
+// leaves the audit's place in the walk state: the status says what the
+// audits cover (here: every page of the journal read once, the round
+// complete).
+func TestFleetWalkAuditsAndStatusSaysSo(t *testing.T) {
+	t.Parallel()
+	n := natstest.Start(t)
+	site := testsite.New()
+	var listing []string
+	for i := range 60 {
+		listing = append(listing, fmt.Sprintf("85%04d", i))
+	}
+	site.SetListing(25, listing, 20)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
+	sinkURL := n.URL() + "/papers.audit?stream=AUDIT"
+	night := func(run string) (pages, papers int64) {
+		ws, err := fr.Ledger().WalkState(ctx, 25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := fr.Enqueue(ctx, frontier.WalkJob(25, run, engine.NewWalk(engine.Limits{StopAfterKnownPages: 1, MaxPages: 50}, 1, ws))); err != nil || got.Added != 1 {
+			t.Fatalf("enqueue: %+v %v", got, err)
+		}
+		w := newWorker(t, n.URL(), srv.URL, sinkURL, frontier.WorkerOptions{IdleExit: time.Second})
+		if err := w.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return w.Jobs().Done, w.run.Summary().PapersNew.Load()
+	}
+	// Night 1 walks the 3 pages to the last: the round is complete.
+	if p, d := night("n1"); p != 3 || d != 60 {
+		t.Fatalf("night 1: %d pages, %d papers", p, d)
+	}
+	// Night 2: page 1 proves the walk done; the audit re-reads page 2.
+	if p, d := night("n2"); p != 2 || d != 0 {
+		t.Fatalf("night 2: %d pages, %d papers; want page 1 and the audit's page 2", p, d)
+	}
+	ws, err := fr.Ledger().WalkState(ctx, 25)
+	if err != nil || ws.Audit.Next != 3 || ws.Audit.Round == 0 || ws.Audit.Pages != 3 {
+		t.Fatalf("the audit's place after night 2: %+v %v", ws.Audit, err)
+	}
+	st, err := fr.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.FillAudit(ctx, st); err != nil || st.Audit == nil || st.Audit.Journals != 1 || st.Audit.Unaudited != 0 || st.Audit.Round == 0 {
+		t.Fatalf("the status's audit: %+v %v", st.Audit, err)
+	}
+}

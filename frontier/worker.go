@@ -338,7 +338,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 	if job.Nightly {
 		w.firstCrawl.Do(func() {
-			if _, err := w.o.Run.FirstCrawl(ctx); err != nil {
+			if _, err := w.o.Run.FirstCrawl(ctx, engine.FleetFirstCrawlNote); err != nil {
 				w.o.Log.Warn("could not tell whether the fleet's ledger is new", "error", err)
 			}
 		})

@@ -89,6 +89,10 @@ func IncompleteText(w engine.IncompleteWalk) string {
 		return fmt.Sprintf("journal %d: the open-ended backfill stopped at page %d (%s) before the listing's end; crawl backfill --journal %d --pages %d- goes on from there",
 			w.Journal, w.Page, w.Why, w.Journal, w.Page+1)
 	}
+	if w.From > 0 {
+		return fmt.Sprintf("journal %d: the walk stopped at page %d (%s) with gaps not closed; the next nightly carries on from page %d",
+			w.Journal, w.Page, cmp.Or(w.Why, engine.WhyMaxPages), w.From)
+	}
 	return fmt.Sprintf("journal %d: the walk stopped at page %d (%s) before known papers; the next nightly carries on from there",
 		w.Journal, w.Page, cmp.Or(w.Why, engine.WhyMaxPages))
 }

@@ -83,9 +83,15 @@ func fixtureState(t *testing.T) (dir string, logs map[string]history.PageLogSumm
 		case 6: // a quality alarm
 			code = 4
 			rep.Quality.WithAuthor = 100
-		case 8: // a walk stopped by max_pages
+		case 8: // a walk stopped by max_pages, and what the walks found
 			rep.IncompleteWalks = []engine.IncompleteWalk{{Journal: 17, Page: 50}}
+			rep.WalkNotes = []engine.WalkNote{{Journal: 17, Text: "page 7: paper 220415, delivered before, is inside the gap at page 6 (moved, re-dated or listed twice): not taken as the gap's end"}}
 		}
+		// What the audits cover: journal 17 not yet round, 11 round 40 days before.
+		rep.Audit = engine.SumAudits([]engine.AuditCoverage{
+			{Journal: 11, From: 12, To: 12, Next: 13, Pages: 60, Round: started.Add(-40 * 24 * time.Hour).Unix(), Since: started.Add(-2 * 24 * time.Hour).Unix()},
+			{Journal: 17, From: 30, To: 30, Next: 31, Since: started.Add(-30 * 24 * time.Hour).Unix()},
+		})
 		put(state.Run{ID: id, Kind: "nightly", Started: started, Finished: started.Add(time.Duration(rep.DurationSeconds * float64(time.Second))), Journals: journals, PID: 4242, Host: "crawler-1"}, rep)
 	}
 	// Killed before its end.
@@ -122,6 +128,18 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The audit's coverage and what the walks found, as the latest run
+	// with an audit says it: the most stale journal first.
+	page, _ := os.ReadFile(out)
+	for _, w := range []string{`<h2 id="audit">Audit coverage</h2>`, "1 of 2 journals not yet audited whole (the most to go: journal 17, pages from 31 on never re-read)",
+		`<td class="bad">pages from 31 on never re-read yet</td>`, ">within 40d</td>", "paper 220415, delivered before, is inside the gap at page 6"} {
+		if !strings.Contains(string(page), w) {
+			t.Errorf("the report lacks %q", w)
+		}
+	}
+	if a, b := strings.Index(string(page), "pages from 31 on never"), strings.Index(string(page), ">within 40d</td>"); a < 0 || b < a {
+		t.Error("the audit table does not list the most stale journal first")
 	}
 	charts, consoleErrors, requests, png := open(t, out)
 	// REPORT_SCREENSHOT_DIR keeps the screenshot (and the page) for a look.

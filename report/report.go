@@ -258,14 +258,17 @@ func Write(w io.Writer, d Data) error {
 			for _, r := range a.Rows {
 				row := auditRow{Journal: r.Journal, Read: "none", Next: r.Next, Pages: "not yet known", Stale: r.Round == 0,
 					Coverage: "pages from " + strconv.Itoa(r.Next) + " on never re-read yet"}
-				if r.From > 0 {
+				switch {
+				case r.From > 0 && r.From == r.To:
+					row.Read = strconv.Itoa(r.From)
+				case r.From > 0:
 					row.Read = fmt.Sprintf("%d-%d", r.From, r.To)
 				}
 				if r.Pages > 0 {
 					row.Pages = strconv.Itoa(r.Pages)
 				}
 				if r.Round > 0 {
-					row.Coverage = "within " + engine.Days(v.Started.Sub(time.Unix(r.Round, 0)))
+					row.Coverage = engine.Within(v.Started.Sub(time.Unix(r.Round, 0)))
 				}
 				pg.Audits = append(pg.Audits, row)
 			}

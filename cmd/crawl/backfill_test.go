@@ -207,7 +207,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 	if _, help, _ := crawl(t, "nightly", "--help"); !strings.Contains(strings.Join(strings.Fields(help), " "), "0 every walk finished, or was cut short at nightly.max_pages") {
 		t.Errorf("nightly --help does not say a walk cut short exits 0:\n%s", help)
 	}
-	for _, want := range []string{"nightly walk stopped short of known papers", "why=nightly.max_pages", "incomplete: journal 78: the walk stopped at page 4 (nightly.max_pages)"} {
+	for _, want := range []string{"nightly walk stopped short, with gaps not closed", "why=nightly.max_pages", "incomplete: journal 78: the walk stopped at page 4 (nightly.max_pages) with gaps not closed; the next nightly carries on from page 4"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("the first night does not say %q: %s", want, errs)
 		}

@@ -295,10 +295,13 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 // column: how stale the least recently re-read page was.
 func auditNote(a engine.AuditSummary, at time.Time) string {
 	if a.Unaudited > 0 {
-		return fmt.Sprintf("audit: %d journals not yet whole", a.Unaudited)
+		return fmt.Sprintf("audit: %s not yet whole", plural(a.Unaudited, "journal"))
 	}
 	if a.Round > 0 {
-		return "audit ≤" + engine.Days(at.Sub(time.Unix(a.Round, 0)))
+		if d := engine.Days(at.Sub(time.Unix(a.Round, 0))); d != "<1d" {
+			return "audit ≤" + d
+		}
+		return "audit <1d"
 	}
 	return "audit"
 }
@@ -306,13 +309,16 @@ func auditNote(a engine.AuditSummary, at time.Time) string {
 // auditRow is one journal's audit coverage.
 func auditRow(r engine.AuditCoverage, at time.Time) string {
 	read := "no page re-read"
-	if r.From > 0 {
+	switch {
+	case r.From > 0 && r.From == r.To:
+		read = fmt.Sprintf("re-read page %d", r.From)
+	case r.From > 0:
 		read = fmt.Sprintf("re-read pages %d-%d", r.From, r.To)
 	}
 	if r.Round == 0 {
 		return fmt.Sprintf("journal %d: %s; pages from %d on never re-read yet", r.Journal, read, r.Next)
 	}
-	return fmt.Sprintf("journal %d: %s; next page %d of %d; every page re-read within %s", r.Journal, read, r.Next, r.Pages, engine.Days(at.Sub(time.Unix(r.Round, 0))))
+	return fmt.Sprintf("journal %d: %s; next page %d (%d pages at the last round's end); every page re-read %s", r.Journal, read, r.Next, r.Pages, engine.Within(at.Sub(time.Unix(r.Round, 0))))
 }
 
 func pct(n, of int) string {
@@ -416,7 +422,7 @@ func printRun(w io.Writer, v history.RunView) error {
 		row("note", "… and %d more (the run's log has every one)", s.WalkNotesOmitted)
 	}
 	if a := s.Audit; a != nil {
-		row("audit", "%s (as of the run's start)", a.Text(v.Started))
+		row("audit", "%s", a.Text(v.Started))
 		for _, r := range a.Rows {
 			row("", "%s", auditRow(r, v.Started))
 		}

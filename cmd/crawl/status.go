@@ -166,11 +166,11 @@ func statusHead(st *frontier.Status) []string {
 func auditStatus(a engine.AuditSummary, now time.Time) string {
 	switch {
 	case a.Unaudited > 0:
-		return fmt.Sprintf("%d of %d journals not yet audited whole (journal %d: pages from %d on never re-read)", a.Unaudited, a.Journals, a.Worst, a.WorstNext)
+		return fmt.Sprintf("%d of %s not yet audited whole (the most to go: journal %d, pages from %d on never re-read)", a.Unaudited, plural(a.Journals, "journal"), a.Worst, a.WorstNext)
 	case a.Round > 0:
-		return fmt.Sprintf("every page of %d journals re-read within %s (the oldest: journal %d)", a.Journals, engine.Days(now.Sub(time.Unix(a.Round, 0))), a.Worst)
+		return fmt.Sprintf("every page of %s re-read %s (the oldest: journal %d)", plural(a.Journals, "journal"), engine.Within(now.Sub(time.Unix(a.Round, 0))), a.Worst)
 	}
-	return fmt.Sprintf("%d journals", a.Journals)
+	return plural(a.Journals, "journal")
 }
 
 // printStatus prints the fleet's status as text; names are cut short and
@@ -322,7 +322,7 @@ func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *html
 		for _, r := range a.Rows {
 			cov := fmt.Sprintf("pages from %d on never re-read yet", r.Next)
 			if r.Round > 0 {
-				cov = "within " + engine.Days(now.Sub(time.Unix(r.Round, 0)))
+				cov = engine.Within(now.Sub(time.Unix(r.Round, 0)))
 			}
 			audit.Rows = append(audit.Rows, []string{fmt.Sprint(r.Journal), fmt.Sprint(r.Next), fmt.Sprint(r.Pages), cov})
 		}
