@@ -143,6 +143,9 @@ type Walk struct {
 	// Gained counts the papers never delivered this walk met past its top
 	// part: a night that met none on a gap got no further on it.
 	Gained int
+	// Unproven: a search of this walk gave up (its end is then said as
+	// unproven).
+	Unproven bool
 	// Met: in a sweep, a paper never delivered was met above where the
 	// mark's papers were expected (the gap, or part of it, may lie here).
 	Met bool
@@ -566,6 +569,7 @@ func (n *Walk) toMark(page int) bool {
 // unproven says that a search gave up, and steers the audit to the pages
 // below.
 func (n *Walk) unproven(page int, what string) {
+	n.Unproven = true
 	n.note("page %d: %s; the audit re-reads the listing from page %d", page, what, page+1)
 	n.steerAudit(page + 1)
 }
@@ -583,6 +587,9 @@ func (n *Walk) note(format string, a ...any) { n.Notes = append(n.Notes, fmt.Spr
 // complete ends a walk by its rule after page last: every gap it could
 // prove closed is closed.
 func (w Walk) complete(last int, why string) (Walk, bool) {
+	if why == "proven" && w.Unproven {
+		why = "unproven (a search gave up: see the walk's notes)"
+	}
 	w.State.Head = w.headAfter()
 	if why != "proven" {
 		w.State.Marks = nil // the listing's end closes every gap
