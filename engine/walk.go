@@ -55,11 +55,11 @@ import (
 //	                                                 whose End is not known, a first crawl's, the same)
 //	any    the listing's last page, or past it       done (seek: back first)
 //	any    max_pages walked, a failed page, a stop   cut: a mark where it stopped (see cut)
+//	(end)  a gap tried 3 nights, no further on it    given up (WalkMark.Stuck), the audit steered there
 //	audit  a page re-read                            audit, the next page, audit_pages a night
 //
-// give_up is stop_after_known_pages + 1. A walk that reaches the end of
-// its rule (not one cut short: the pages below are its own tomorrow) goes
-// on to the audit: audit_pages pages from
+// give_up is stop_after_known_pages + 1. A walk, ended by its rule or cut
+// short (not stopped), goes on to the audit: audit_pages pages from
 // where the last audit stopped, round the whole listing (Audit). That is
 // what finds what no walk can prove: papers moved below the bands, papers
 // removed while a walk went on (a page it had not reached moves up past
@@ -143,6 +143,10 @@ type Walk struct {
 	// Gained counts the papers never delivered this walk met past its top
 	// part: a night that met none on a gap got no further on it.
 	Gained int
+	// Closed counts the gaps this walk closed; Spent the pages it walked
+	// past its top part (a night whose pages all went to new papers at the
+	// top did not try the gaps).
+	Closed, Spent int
 	// Unproven: a search of this walk gave up (its end is then said as
 	// unproven).
 	Unproven bool
@@ -162,6 +166,7 @@ type Walk struct {
 	Recent     []string
 	RecentAt   []int
 	RecentLast int
+	RecentPage int // the last page of Recent
 	// AuditLeft is the pages the audit still re-reads tonight, from
 	// AuditFrom.
 	AuditLeft, AuditFrom int
@@ -294,6 +299,9 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	if d.Last {
 		n.LastPage = page
 	}
+	if n.Phase != PhaseTop {
+		n.Spent++
+	}
 	if n.Phase != PhaseTop && !d.Held {
 		for _, sn := range d.Seen {
 			if sn == ledger.Unknown {
@@ -324,33 +332,52 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	return n, true
 }
 
-// follow measures the listing's shift (Shift): the first paper of page d
-// met on one of the two pages before tells how far it moved down since;
-// then the page becomes one of Recent.
+// follow measures the listing's shift (Shift): papers arriving while the
+// walk goes on push the listing down, and the next page begins with the
+// last papers of the page before (or of the one before that) again. The
+// page's first papers met on those two pages, as a run in the same order
+// and at the same distance (two of them, or all the page has), tell how
+// far; a paper merely listed twice does not. Only for the page right
+// after the last one walked (after a jump the pages between are unknown).
+// Then the page becomes one of Recent (its last papers: recentPapers).
 func (n *Walk) follow(page int, d Delivered, revisit bool) {
 	pp := max(n.PerPage, 1)
-	for i, p := range d.Papers {
-		if revisit {
-			break
-		}
-		if k := paperIndex(p, n.Recent); k >= 0 && k < len(n.RecentAt) {
-			if s := (page-1)*pp + i + 1 - n.Shift - n.RecentAt[k]; s > 0 {
-				n.Shift += s
+	if !revisit && page == n.RecentPage+1 && len(d.Papers) > 0 {
+		delta, run := 0, 0
+		for i, p := range d.Papers {
+			k := paperIndex(p, n.Recent)
+			if k < 0 || k >= len(n.RecentAt) {
+				break
 			}
-			break
+			dd := (page-1)*pp + i + 1 - n.Shift - n.RecentAt[k]
+			if run > 0 && dd != delta || dd <= 0 {
+				break
+			}
+			delta, run = dd, run+1
+		}
+		if run >= min(2, len(d.Papers)) {
+			n.Shift += delta
 		}
 	}
 	keep := min(max(n.RecentLast, 0), len(n.Recent), len(n.RecentAt))
+	if page != n.RecentPage+1 {
+		keep = 0 // not the page after: the page before it was not walked
+	}
 	recent := slices.Clone(n.Recent[len(n.Recent)-keep:])
 	at := slices.Clone(n.RecentAt[len(n.RecentAt)-keep:])
-	for i, p := range d.Papers {
+	from := max(0, len(d.Papers)-recentPapers)
+	for i := from; i < len(d.Papers); i++ {
 		for _, e := range MarkOf(d.Papers[i : i+1]) {
 			recent, at = append(recent, e), append(at, (page-1)*pp+i+1-n.Shift)
 		}
-		_ = p
 	}
-	n.Recent, n.RecentAt, n.RecentLast = recent, at, len(recent)-keep
+	n.Recent, n.RecentAt, n.RecentLast, n.RecentPage = recent, at, len(recent)-keep, page
 }
+
+// recentPapers bounds the papers of a page Recent keeps (its last ones):
+// arrivals of more than that while a walk goes on are not measured (the
+// audit finds what they hide), and a fleet job stays small.
+const recentPapers = 256
 
 // scan walks the page's papers through the phases; true when the walk is
 // done: the top part and every gap closed.
@@ -425,13 +452,13 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 			case len(mark.End) > 0 && proof(i, mark.End):
 				n.note("page %d: the papers that began the gap at page %d are gone, and its end is here", page, mark.Page)
 				n.Bound = pos(i) - ordinal(ps[i], mark.End)
-				n.State.Marks = n.State.Marks[1:]
+				n.State.Marks, n.Closed = n.State.Marks[1:], n.Closed+1
 				if n.toMark(page) {
 					return true
 				}
 			case len(next) > 0 && proof(i, next):
 				n.note("page %d: neither the papers that began the gap at page %d nor those that end it were met before the next gap's start: the walk goes on into it", page, mark.Page)
-				n.State.Marks, n.Bound, n.Phase, n.jump = n.State.Marks[1:], 0, PhaseGap, 0
+				n.State.Marks, n.Bound, n.Phase, n.jump, n.Closed = n.State.Marks[1:], 0, PhaseGap, 0, n.Closed+1
 			case seen(i) == ledger.Unknown && page >= n.Target-1:
 				n.note("page %d: a paper never delivered before the papers that began the gap at page %d: the gap starts here", page, mark.Page)
 				n.Phase, n.jump = PhaseGap, 0
@@ -446,13 +473,13 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 			switch {
 			case len(mark.End) > 0 && proof(i, mark.End):
 				n.Bound = pos(i) - ordinal(ps[i], mark.End)
-				n.State.Marks = n.State.Marks[1:]
+				n.State.Marks, n.Closed = n.State.Marks[1:], n.Closed+1
 				if n.toMark(page) {
 					return true
 				}
 			case len(next) > 0 && proof(i, next):
 				n.note("page %d: the papers that end the gap at page %d were not met before the next gap's start: the walk goes on into it", page, mark.Page)
-				n.State.Marks, n.Bound = n.State.Marks[1:], 0
+				n.State.Marks, n.Bound, n.Closed = n.State.Marks[1:], 0, n.Closed+1
 			case seen(i) == ledger.SeenBefore && !in(ps[i], mark.End) && !in(ps[i], mark.Papers) && !movedSaid:
 				movedSaid = true
 				n.note("page %d: paper %s, delivered before, is inside the gap at page %d (moved, re-dated or listed twice): not taken as the gap's end", page, ps[i].ID, mark.Page)
@@ -616,6 +643,11 @@ func (w Walk) ended(e WalkEnd) (Walk, bool) {
 		w.State.Marks = w.State.Marks[1:]
 		if len(w.State.Marks) == 0 {
 			w.State.Marks = nil
+		} else {
+			// Its places counted from the given-up gap's end, which is not
+			// found: its page is the guess now.
+			nm := &w.State.Marks[0]
+			nm.Offset, nm.From, nm.Far = 0, 0, 0
 		}
 	}
 	if len(w.State.Marks) > MaxMarks {
@@ -625,9 +657,9 @@ func (w Walk) ended(e WalkEnd) (Walk, bool) {
 	}
 	e.State = w.State
 	w.end = &e
-	if w.AuditPages <= 0 || e.Incomplete {
-		// A walk cut short carries on tomorrow from where it stopped: the
-		// pages below are its own, not yet the audit's.
+	if w.AuditPages <= 0 || e.Why == WhyStopped {
+		// A run stopped is not to fetch more; otherwise the audit runs
+		// every night, a walk cut short or not: its bound holds only so.
 		return w, false
 	}
 	a := &w.State.Audit
@@ -675,10 +707,20 @@ func (w Walk) cut(d Delivered, last int) ledger.WalkState {
 	if w.PerPage > 0 && len(d.Papers) > 0 {
 		at = (last-1)*w.PerPage + len(d.Papers) - w.Shift
 	}
+	// far is how far down walks got on Marks[0] before (its Far, counted
+	// from the head now), reach how far this one got: a night that got no
+	// further is no progress (Stuck), whatever the mark became.
+	far, reach := 0, 0
+	if len(s.Marks) > 0 && s.Marks[0].Far > 0 && w.Bound > 0 {
+		far = w.Bound + s.Marks[0].Far - 1
+	}
+	if ph := w.phase(); (ph == PhaseSweep || ph == PhaseGap) && at > 0 {
+		reach = at
+	}
 	switch w.phase() {
 	case PhaseTop:
 		if len(tail) > 0 {
-			s.Marks = append([]ledger.WalkMark{{Page: last, Papers: tail, Offset: at, End: w.State.Head}}, s.Marks...)
+			s.Marks = append([]ledger.WalkMark{{Page: last, Papers: tail, Offset: at, Far: at, End: w.State.Head}}, s.Marks...)
 		}
 	case PhaseGap:
 		if len(s.Marks) > 0 && len(tail) > 0 {
@@ -718,13 +760,19 @@ func (w Walk) cut(d Delivered, last int) ledger.WalkState {
 			m.Page, m.Offset, m.From = max(w.Page, 1), w.Back, 0
 		}
 	}
-	if w.Looking != nil && len(s.Marks) > 0 && w.phase() != PhaseTop {
+	if len(s.Marks) > 0 && w.phase() != PhaseTop {
 		m := &s.Marks[0]
-		if slices.Equal(m.Papers, w.Looking.Papers) && w.Gained == 0 && m.From <= w.Looking.From {
-			// A night that got no further on this gap: no paper of it
-			// delivered, no page further down.
-			m.Stuck = w.Looking.Stuck + 1
-		} else {
+		m.Far = max(far, reach)
+		// A night that tried the gap (two pages or more past its top
+		// part: one landing page is a night short of pages) and got no
+		// further on it — no paper of it delivered, none closed, no page
+		// further down, however its mark moved (two states taking turns
+		// are no progress either) — counts towards giving it up.
+		switch {
+		case w.Looking == nil || w.Spent < 2:
+		case w.Gained == 0 && w.Closed == 0 && (reach <= far || w.Bound == 0 && reach == 0):
+			m.Stuck++
+		default:
 			m.Stuck = 0
 		}
 	}

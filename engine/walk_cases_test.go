@@ -337,3 +337,42 @@ func TestBackfillCountsAsAnAuditRound(t *testing.T) {
 		t.Errorf("after a backfill with a failed page: %+v %v", ws.Audit, err)
 	}
 }
+
+// A stable listing where the walks of an earlier version of these rules
+// took turns between two states night after night, each cut at max_pages,
+// delivering nothing; the audit never ran after a cut walk, and five
+// papers were never delivered. (A paper of page 1 listed again four pages
+// down was read as papers arriving during the walk.) Now the audit runs
+// every night, a walk cut short or not, a page listed twice is no shift,
+// and a gap no night gets further on is given up to the audit.
+func TestWalkTakingTurnsStillEnds(t *testing.T) {
+	mark := func(ids ...string) []string {
+		var o []string
+		for _, id := range ids {
+			o = append(o, id, "doi:10.9999/synth."+id)
+		}
+		return o
+	}
+	listing := []string{"112", "113", "114", "116", "115", "117", "118", "119", "120", "121", "123", "113", "108", "106", "109",
+		"110", "107", "111", "103", "080", "104", "105", "091", "092", "093", "097", "098", "048", "063", "064", "066", "067", "044", "043"}
+	missing := map[string]bool{"097": true, "098": true, "064": true, "066": true, "067": true}
+	var known []string
+	for _, id := range listing {
+		if !missing[id] {
+			known = append(known, id)
+		}
+	}
+	h := newNightHarness(t, 3, known)
+	h.backfill()
+	h.listing = listing
+	h.site.SetListing(hj, listing, 3)
+	st := ledger.WalkState{Head: mark("112", "113", "114"),
+		Marks: []ledger.WalkMark{{Page: 6, Papers: mark("110", "107", "111"), Offset: 8, Stuck: 1, End: mark("103", "080", "104")}}}
+	if err := h.ledger.SetWalkState(context.Background(), hj, st); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * (len(listing)/3 + 2) { // the audit's bound, twice over
+		h.nightWith(1, 4, 1)
+	}
+	h.check()
+}

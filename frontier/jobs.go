@@ -69,6 +69,9 @@ type WalkMsg struct {
 	Looking         *ledger.WalkMark `json:"looking,omitempty"`
 	Gained          int              `json:"gained,omitempty"`
 	Unproven        bool             `json:"unproven,omitempty"`
+	Closed          int              `json:"closed,omitempty"`
+	Spent           int              `json:"spent,omitempty"`
+	RecentPage      int              `json:"recent_page,omitempty"`
 	Met             bool             `json:"met,omitempty"`
 	Shift           int              `json:"shift,omitempty"`
 	Recent          []string         `json:"recent,omitempty"`
@@ -98,7 +101,7 @@ func (j Job) walk() engine.Walk {
 	return engine.Walk{Page: j.Page, Phase: m.Phase, StopAfterKnown: m.StopAfterKnown, StopAfterRepeat: m.StopAfterRepeat,
 		MaxPages: m.MaxPages, AuditPages: m.AuditPages, Walked: m.Walked, KnownRun: m.KnownRun, RepeatRun: m.RepeatRun,
 		Reached: m.Reached, Contig: m.Contig, State: m.State.Clone(), NewHead: m.NewHead, PerPage: m.PerPage, Bound: m.Bound,
-		Target: m.Target, SkipFrom: m.SkipFrom, Prev: m.Prev, Tail: m.Tail, Back: m.Back, Looking: m.Looking, Gained: m.Gained, Unproven: m.Unproven, Met: m.Met,
+		Target: m.Target, SkipFrom: m.SkipFrom, Prev: m.Prev, Tail: m.Tail, Back: m.Back, Looking: m.Looking, Gained: m.Gained, Unproven: m.Unproven, Closed: m.Closed, Spent: m.Spent, RecentPage: m.RecentPage, Met: m.Met,
 		LastPage: m.LastPage, Shift: m.Shift, Recent: m.Recent, RecentAt: m.RecentAt, RecentLast: m.RecentLast,
 		AuditLeft: m.AuditLeft, AuditFrom: m.AuditFrom}
 }
@@ -113,7 +116,7 @@ func walkMsg(w engine.Walk) *WalkMsg {
 	return &WalkMsg{Phase: w.Phase, StopAfterKnown: w.StopAfterKnown, StopAfterRepeat: w.StopAfterRepeat, MaxPages: w.MaxPages,
 		AuditPages: w.AuditPages, Walked: w.Walked, KnownRun: w.KnownRun, RepeatRun: w.RepeatRun, Reached: w.Reached,
 		Contig: w.Contig, State: w.State, NewHead: w.NewHead, PerPage: w.PerPage, Bound: w.Bound, Target: w.Target,
-		SkipFrom: w.SkipFrom, Prev: w.Prev, Tail: w.Tail, Back: w.Back, Looking: w.Looking, Gained: w.Gained, Unproven: w.Unproven, Met: w.Met, LastPage: w.LastPage,
+		SkipFrom: w.SkipFrom, Prev: w.Prev, Tail: w.Tail, Back: w.Back, Looking: w.Looking, Gained: w.Gained, Unproven: w.Unproven, Closed: w.Closed, Spent: w.Spent, RecentPage: w.RecentPage, Met: w.Met, LastPage: w.LastPage,
 		Shift: w.Shift, Recent: w.Recent, RecentAt: w.RecentAt, RecentLast: w.RecentLast, AuditLeft: w.AuditLeft,
 		AuditFrom: w.AuditFrom}
 }

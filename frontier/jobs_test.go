@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -111,5 +112,29 @@ func TestJobsOfTheFormatBefore(t *testing.T) {
 	}
 	if _, err := frontier.ReadJob([]byte(`{"v":3,"journal":5,"run_id":"r","page":1}`)); err == nil || !strings.Contains(err.Error(), "format 3") {
 		t.Errorf("a job of format 3: %v", err)
+	}
+}
+
+// A walk over pages of thousands of papers, each with a DOI, hands on
+// jobs within the bounds (the papers of its last pages it keeps are
+// capped), so the next worker runs them rather than refusing them.
+func TestBigPagesWalkJobsStayInBounds(t *testing.T) {
+	for _, n := range []int{1000, 1025, 2100, 5000} {
+		w := engine.NewWalk(engine.Limits{StopAfterKnownPages: 1, MaxPages: 50}, 1, ledger.WalkState{})
+		for p := 1; p <= 4; p++ {
+			ps := make([]ledger.Paper, n)
+			seen := make([]ledger.Seen, n)
+			for i := range ps {
+				ps[i] = ledger.Paper{ID: fmt.Sprintf("p%d-%d", p, i), DOI: fmt.Sprintf("10.1/p%d.%d", p, i)}
+			}
+			next, ok := w.Next(engine.Delivered{Records: n, Papers: ps, Seen: seen})
+			if !ok {
+				break
+			}
+			if err := frontier.WalkJob(5, "r1", next).Validate(); err != nil {
+				t.Fatalf("%d papers a page, after page %d: %v", n, p, err)
+			}
+			w = next
+		}
 	}
 }

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -49,10 +50,21 @@ var _ ledger.Ledger = (*Ledger)(nil)
 func (f *Frontier) Ledger() *Ledger { return &Ledger{kv: f.papers} }
 
 // paperKey is the bucket key of a paper id or DOI (keys allow only
-// [-/_=.a-zA-Z0-9]).
+// [-/_=.a-zA-Z0-9]). A long one is keyed by its SHA-256 ("id.h.…"):
+// a key is a subject, and a subject of some kilobytes breaks the
+// connection that sends it (the server's control line limit). Base64 has
+// no dot, so the two forms never meet.
 func paperKey(kind, v string) string {
-	return kind + "." + base64.RawURLEncoding.EncodeToString([]byte(v))
+	enc := base64.RawURLEncoding.EncodeToString([]byte(v))
+	if len(enc) > maxKeyText {
+		sum := sha256.Sum256([]byte(v))
+		return kind + ".h." + base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	return kind + "." + enc
 }
+
+// maxKeyText bounds the part of a paper's key that spells its id or DOI.
+const maxKeyText = 256
 
 func keysOf(p ledger.Paper) []string {
 	keys := []string{paperKey("id", p.ID)}

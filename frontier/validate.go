@@ -96,6 +96,9 @@ func (j Job) Validate() error {
 		{"audit_from", m.AuditFrom, 0, config.MaxPageNumber},
 		{"back", m.Back, 0, maxPosition},
 		{"gained", m.Gained, 0, maxPosition},
+		{"closed", m.Closed, 0, engine.MaxMarks + 1},
+		{"spent", m.Spent, 0, m.MaxPages},
+		{"recent_page", m.RecentPage, 0, config.MaxPageNumber},
 		{"shift", m.Shift, -maxPosition, maxPosition},
 		{"recent_last", m.RecentLast, 0, len(m.Recent)},
 	} {
@@ -119,6 +122,11 @@ func (j Job) Validate() error {
 	}
 	if err := validEntriesMax("job walk.recent", m.Recent, maxRecent); err != nil {
 		return err
+	}
+	for _, at := range m.RecentAt {
+		if at < -maxPosition || at > maxPosition {
+			return bad("walk.recent_at", fmt.Sprintf("places from %d to %d", -maxPosition, maxPosition))
+		}
 	}
 	if m.Looking != nil {
 		if err := validMark("job walk.looking", *m.Looking); err != nil {
@@ -154,8 +162,8 @@ func validMark(field string, m ledger.WalkMark) error {
 	if m.Page < 1 || m.Page > config.MaxPageNumber {
 		return fmt.Errorf("%s.page: expected 1 to %d", field, config.MaxPageNumber)
 	}
-	if m.Offset < 0 || m.Offset > maxPosition || m.From < 0 || m.From > maxPosition || m.Stuck < 0 || m.Stuck > 1000 {
-		return fmt.Errorf("%s: expected offset and from 0 to %d, stuck 0 to 1000", field, maxPosition)
+	if m.Offset < 0 || m.Offset > maxPosition || m.From < 0 || m.From > maxPosition || m.Far < 0 || m.Far > maxPosition || m.Stuck < 0 || m.Stuck > 1000 {
+		return fmt.Errorf("%s: expected offset, from and far 0 to %d, stuck 0 to 1000", field, maxPosition)
 	}
 	if err := validEntries(field+".papers", m.Papers); err != nil {
 		return err

@@ -402,6 +402,21 @@ func (w *Worker) walkOn(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 		if walk.Phase != engine.PhaseAudit && !pastEnd {
 			nj.PrevPage = job.Page
 		}
+		if err := nj.Validate(); err != nil {
+			// A walk this worker cannot hand on (a hostile job's numbers
+			// carried through): cut here, as a failed page cuts it.
+			w.o.Log.Error("the nightly walk's next job breaks the bounds: the walk is cut here", "journal", job.Journal, "page", job.Page, "error", err)
+			next, goOn = walk.Stop(d, job.Page, engine.WhyFailedPage), false
+			if pastEnd {
+				next = walk.Stop(engine.Delivered{}, job.PrevPage, engine.WhyFailedPage)
+			}
+		}
+	}
+	if goOn {
+		nj := job.withWalk(next)
+		if walk.Phase != engine.PhaseAudit && !pastEnd {
+			nj.PrevPage = job.Page
+		}
 		if err := w.f.continueWalk(ctx, md.Sequence.Stream, nj); err != nil {
 			w.failed(ctx, msg, job, err, true, md.NumDelivered)
 			return false
@@ -510,8 +525,7 @@ func (w *Worker) watchMaxDeliveries() (*nats.Subscription, error) {
 		if err != nil {
 			return // already dead-lettered by the worker that gave up, or by another watcher
 		}
-		var job Job
-		json.Unmarshal(raw.Data, &job)
+		job, _ := ReadJob(raw.Data) // a job of the format before too: its walk is cut below
 		id := raw.Header.Get(jetstream.MsgIDHeader)
 		if id == "" {
 			id = "seq-" + strconv.FormatUint(adv.StreamSeq, 10)

@@ -62,8 +62,11 @@ type WalkMark struct {
 	// page by page, without meeting them: the next goes on from there (0:
 	// none did).
 	From int `json:"from,omitempty"`
-	// Stuck counts the nights in a row a walk looked for this gap and
-	// got no further (engine.MaxStuck gives it up).
+	// Far, counted as Offset, is the furthest a walk got on this gap;
+	// Stuck counts the nights in a row a walk looked for it and got no
+	// further (delivered none of its papers, closed none, got no further
+	// down): engine.MaxStuck gives it up.
+	Far   int `json:"far,omitempty"`
 	Stuck int `json:"stuck,omitempty"`
 	// End are the first papers of the delivered band below the gap: two
 	// of them met next to each other, in their order, prove the gap

@@ -194,7 +194,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("nightly:\n  max_pages: 4\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("nightly:\n  max_pages: 4\n  audit_pages: 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stateDir, out := filepath.Join(dir, "state"), filepath.Join(dir, "papers.jsonl")

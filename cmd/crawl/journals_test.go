@@ -58,7 +58,7 @@ journals:
   - 11
   - id: 12
     name: Journal Twelve
-    nightly: {max_pages: 4}
+    nightly: {max_pages: 4, audit_pages: 0}
     backfill: {max_pages: 3}
     sinks: ["jsonl:%s"]
     fetch: {delay: 10ms}
@@ -146,7 +146,7 @@ journals:
 		Sinks []string
 	}
 	if code, out, _ := crawl(t, "--config", cfg, "config", "show", "--json"); code != 0 || json.Unmarshal([]byte(out), &js) != nil ||
-		len(js) != 2 || js[0].ID != 11 || js[0].Own != nil || len(js[1].Own) != 4 || js[1].Sinks[0] != "jsonl:"+twelve {
+		len(js) != 2 || js[0].ID != 11 || js[0].Own != nil || len(js[1].Own) != 5 || js[1].Sinks[0] != "jsonl:"+twelve {
 		t.Errorf("config show --json: %s", out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func Run(t *testing.T, fresh func(t *testing.T) (l ledger.Ledger, reopen func() 
 	t.Run("CancelledContext", func(t *testing.T) { cancelled(t, fresh) })
 	t.Run("LargeGroup", func(t *testing.T) { largeGroup(t, fresh) })
 	t.Run("SharedKeysInAGroup", func(t *testing.T) { sharedKeys(t, fresh) })
+	t.Run("LongIDs", func(t *testing.T) { longIDs(t, fresh) })
 }
 
 // sharedKeys commits, in one group, a paper on two pages and two ids with
@@ -304,5 +306,23 @@ func cancelled(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledge
 	}
 	if _, err := l.Commit(c, ledger.Group{Pages: []ledger.Page{{Papers: []ledger.Paper{{ID: "1"}}}}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Commit with a cancelled context: %v", err)
+	}
+}
+
+// longIDs: a page may name a paper with an id or DOI of kilobytes (a site
+// that pastes its abstract there); it is remembered and found like any
+// other, and told apart from another long one that differs at its end.
+func longIDs(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, _ := fresh(t)
+	long := strings.Repeat("7", 8000)
+	p := ledger.Paper{ID: long + "a", DOI: "10.1/" + long}
+	other := ledger.Paper{ID: long + "b"}
+	g := ledger.Group{Pages: []ledger.Page{{Key: ledger.PageKey{Journal: 9, Page: 1}, Papers: []ledger.Paper{p}, RunID: "r1"}}}
+	if _, err := l.Commit(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := l.Lookup(ctx, []ledger.Paper{p, other, {ID: "x", DOI: "10.1/" + long}}, "r2")
+	if err != nil || len(seen) != 3 || seen[0] != ledger.SeenBefore || seen[1] != ledger.Unknown || seen[2] != ledger.SeenBefore {
+		t.Errorf("long ids: %v %v; want known, unknown, known by its DOI", seen, err)
 	}
 }
