@@ -12,6 +12,7 @@ import (
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/fetch"
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/ledger"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/record"
@@ -51,6 +52,9 @@ func (f fakeFetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, 
 type retryable struct{ cause string }
 
 func (e retryable) Error() string { return "fake: " + e.cause }
+
+// Unwrap marks it retryable, as the crawler marks a 5xx or a 429.
+func (e retryable) Unwrap() error { return backoff.ErrRetryable }
 
 func (f fakeFetcher) try(r fetch.Request, url string) (*parser.Page, error) {
 	rec := httptest.NewRecorder()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sourcegraph/conc/pool"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/ledger"
 )
 
@@ -216,7 +217,18 @@ func (r *Run) walkJournal(ctx context.Context, journal int64, o NightlyOptions) 
 				return err
 			}
 		default:
-			return r.StepWalk(ctx, journal, w.Stop(lastD, last, WhyFailedPage), carried)
+			from := w
+			if w.phase() == PhaseAudit && !backoff.IsRetryable(oc.Err) {
+				from, carried = w.PassOver(), false
+			}
+			next = from.Stop(lastD, last, WhyFailedPage)
+			if err := r.StepWalk(ctx, journal, next, carried); err != nil {
+				return err
+			}
+			if w.phase() == PhaseAudit || next.phase() != PhaseAudit {
+				return nil
+			}
+			goOn = true // the walk cut at a failed page; its audit goes on
 		}
 		if !goOn {
 			return nil

@@ -38,7 +38,7 @@ import (
 //	top    the head's papers in order                (the head's band passed) seek/sweep to Marks[0], or the walk is done
 //	top    Marks[0]'s papers in order                gap (the head's papers are gone: walked past them)
 //	top    no head: stop_after_known pages of known  seek/sweep, or done (state of an earlier version)
-//	top    head: give_up pages of known, no head     seek/sweep, or done: unproven, said, and the audit steered there
+//	top    head: give_up pages of known, no head     seek/sweep, or done: unproven, said, and left to the audit
 //	seek   Marks[0]'s papers                         gap, after them
 //	seek   first a new paper, the End's papers in    sweep, back from the first page the jump skipped
 //	       order, the next mark's, or the last page
@@ -46,16 +46,16 @@ import (
 //	sweep  Marks[0]'s papers                         gap, after them
 //	sweep  a paper never delivered                   gap, from it (the mark's own papers are gone)
 //	sweep  the End's papers in order                 the gap is closed (its papers were removed): the next mark
-//	sweep  give_up pages of known past Marks[0]'s    the mark is dropped: unproven, said, the audit steered there
+//	sweep  give_up pages of known past Marks[0]'s    the mark is dropped: unproven, said, left to the audit
 //	       page, none of its papers
 //	gap    the End's papers in order                 the gap is closed: seek/sweep to the next mark, or done
 //	gap    the next mark's papers in order           gap of the next mark (the End's papers are gone)
 //	gap    a paper delivered before, not the End's   gap: no proof, said once a page
-//	gap    give_up pages of known, no End met        closed unproven, said, the audit steered there (a gap
+//	gap    give_up pages of known, no End met        closed unproven, said, left to the audit (a gap
 //	                                                 whose End is not known, a first crawl's, the same)
 //	any    the listing's last page, or past it       done (seek: back first)
 //	any    max_pages walked, a failed page, a stop   cut: a mark where it stopped (see cut)
-//	(end)  a gap tried 3 nights, no further on it    given up (WalkMark.Stuck), the audit steered there
+//	(end)  a gap tried 3 nights, no further on it    given up (WalkMark.Stuck), left to the audit
 //	audit  a page re-read                            audit, the next page, audit_pages a night
 //
 // give_up is stop_after_known_pages + 1. A walk, ended by its rule or cut
@@ -153,8 +153,9 @@ type Walk struct {
 	// Met: in a sweep, a paper never delivered was met above where the
 	// mark's papers were expected (the gap, or part of it, may lie here).
 	Met bool
-	// LastPage is the listing's last page, when a page said so.
-	LastPage int
+	// LastPage is the listing's last page, when a page said so;
+	// EndBefore a page found past the listing's end (a jump's).
+	LastPage, EndBefore int
 	// Shift is how far papers arriving while the walk went on have pushed
 	// the listing down, as pages showing papers of the two pages before
 	// them again told: positions (Bound, marks' Offset) count in the
@@ -482,7 +483,7 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 				n.State.Marks, n.Bound, n.Closed = n.State.Marks[1:], 0, n.Closed+1
 			case seen(i) == ledger.SeenBefore && !in(ps[i], mark.End) && !in(ps[i], mark.Papers) && !movedSaid:
 				movedSaid = true
-				n.note("page %d: paper %s, delivered before, is inside the gap at page %d (moved, re-dated or listed twice): not taken as the gap's end", page, ps[i].ID, mark.Page)
+				n.note("page %d: paper %s, delivered before, is inside the gap at page %d (moved, re-dated, listed twice, or read by an audit before): not taken as the gap's end", page, ps[i].ID, mark.Page)
 			}
 		}
 	}
@@ -525,7 +526,6 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 	case PhaseSweep:
 		if mark := n.State.Marks[0]; n.jump == 0 && page > n.Target+n.giveUp() && n.KnownRun >= n.giveUp() {
 			n.unproven(page, fmt.Sprintf("the papers that began the gap at page %d were not found %d pages past where they were expected: the gap is given up", mark.Page, page-n.Target))
-			n.steerAudit(n.Target - 1)
 			n.State.Marks, n.Bound = n.State.Marks[1:], 0
 			if n.toMark(page) {
 				return true
@@ -593,20 +593,12 @@ func (n *Walk) toMark(page int) bool {
 	return false
 }
 
-// unproven says that a search gave up, and steers the audit to the pages
-// below.
+// unproven says that a search gave up. What it could not prove is left
+// to the audit, whose round goes on where it stands (sending it back
+// would put off the rest of the listing, and its bound with it).
 func (n *Walk) unproven(page int, what string) {
 	n.Unproven = true
-	n.note("page %d: %s; the audit re-reads the listing from page %d", page, what, page+1)
-	n.steerAudit(page + 1)
-}
-
-// steerAudit makes the audit's next pages start at page p at the latest.
-func (n *Walk) steerAudit(p int) {
-	p = max(p, 1)
-	if a := &n.State.Audit; a.Next == 0 || a.Next > p {
-		a.Next = p
-	}
+	n.note("page %d: %s; left to the audit, which re-reads every page within pages ÷ audit_pages nights", page, what)
 }
 
 func (n *Walk) note(format string, a ...any) { n.Notes = append(n.Notes, fmt.Sprintf(format, a...)) }
@@ -638,8 +630,7 @@ func (w Walk) ended(e WalkEnd) (Walk, bool) {
 		// The rule that ends any search: a gap no walk got further on for
 		// MaxStuck nights is given up, and left to the audit.
 		m := w.State.Marks[0]
-		w.note("the gap at page %d: %d nights in a row got no further on it (its papers removed, or the listing moving under it): it is given up; the audit re-reads the listing from page %d", m.Page, m.Stuck, max(m.Page-1, 1))
-		w.steerAudit(m.Page - 1)
+		w.note("the gap at page %d: %d nights in a row got no further on it (its papers removed, or the listing moving under it): it is given up, and left to the audit, which re-reads every page within pages ÷ audit_pages nights", m.Page, m.Stuck)
 		w.State.Marks = w.State.Marks[1:]
 		if len(w.State.Marks) == 0 {
 			w.State.Marks = nil
@@ -653,7 +644,6 @@ func (w Walk) ended(e WalkEnd) (Walk, bool) {
 	if len(w.State.Marks) > MaxMarks {
 		e.Dropped = w.State.Marks[MaxMarks:]
 		w.State.Marks = w.State.Marks[:MaxMarks]
-		w.steerAudit(e.Dropped[0].Page - 1)
 	}
 	e.State = w.State
 	w.end = &e
@@ -755,6 +745,10 @@ func (w Walk) cut(d Delivered, last int) ledger.WalkState {
 			from = w.Bound + m.From - 1
 		}
 		m.Page, m.Offset, m.From = max(w.Target, 1), off, from
+		if w.EndBefore > 0 && m.Page >= w.EndBefore {
+			// Expected past the listing's end: its places are stale.
+			m.Page, m.Offset, m.From = max(w.EndBefore-1, 1), 0, 0
+		}
 		if w.Back > 0 {
 			// Went back from a page below the gap: it starts above.
 			m.Page, m.Offset, m.From = max(w.Page, 1), w.Back, 0
@@ -787,9 +781,15 @@ func (w Walk) cut(d Delivered, last int) ledger.WalkState {
 // last page it delivered, as d; 0: none) a page failed, or the run was
 // stopped (why: WhyFailedPage, WhyStopped). Nothing delivered leaves the
 // state as it was.
+//
+// After a failed page the audit still runs: the walk Stop gives is then
+// in PhaseAudit, and the caller carries on with it.
 func (w Walk) Stop(d Delivered, last int, why string) Walk {
 	if w.phase() == PhaseAudit {
-		w.end = &WalkEnd{Why: why, Audit: true, Page: last, State: w.State}
+		w.end = &WalkEnd{Why: why, Audit: true, Page: w.Page - 1, State: w.State}
+		if w.Page > w.AuditFrom {
+			w.end.AuditFrom, w.end.AuditTo = w.AuditFrom, w.Page-1
+		}
 		return w
 	}
 	if last == 0 {
@@ -797,6 +797,19 @@ func (w Walk) Stop(d Delivered, last int, why string) Walk {
 		return w
 	}
 	w, _ = w.stop(d, last, why)
+	return w
+}
+
+// PassOver is the audit passing over its page, which failed for good (a
+// 4xx): its round goes on after it, so that a page that always fails
+// does not hold the round for ever (it is said as failed each time). A
+// page that failed for now (a 5xx, the network, a host down) is not
+// passed over: the next audit reads it again.
+func (w Walk) PassOver() Walk {
+	if w.phase() == PhaseAudit {
+		w.State = w.State.Clone()
+		w.State.Audit.Next = w.Page + 1
+	}
 	return w
 }
 
@@ -815,6 +828,7 @@ func (w Walk) PastEnd() (Walk, bool) {
 		w.end = e
 		return w, false
 	case PhaseSeek:
+		w.EndBefore = w.Page
 		if w.Walked+1 < w.MaxPages {
 			w.Walked++
 			w.Notes = []string{fmt.Sprintf("page %d lies past the listing's end: the gap at page %d moved up; the walk goes back to page %d", w.Page, w.State.Marks[0].Page, w.SkipFrom)}

@@ -376,3 +376,39 @@ func TestWalkTakingTurnsStillEnds(t *testing.T) {
 	}
 	h.check()
 }
+
+// The audit runs after a walk cut at a failed page, as after any other
+// (a page that fails every night must not starve it); an audit page that
+// fails for good (403) is passed over, one that fails for now (503) is
+// read again the next night.
+func TestAuditAfterAFailedPage(t *testing.T) {
+	h := newNightHarness(t, 5, pfx("91", 100))
+	h.backfill()
+	h.nightWith(1, 5, 1) // the head; the audit's round starts again
+	h.arrive(pfx("92", 12))
+	h.site.Inject(testsite.PagePath(hj, 2), testsite.Fault{Kind: testsite.Status, Status: 403})
+	s := h.nightWith(1, 5, 1)
+	a := s.Audits()
+	if len(s.IncompleteWalks()) != 1 || len(a) != 1 || a[0].From == 0 {
+		t.Fatalf("a walk cut at a failed page: incomplete %v, audit %+v\n%s", s.IncompleteWalks(), a, h.log.String())
+	}
+	next := a[0].Next
+	h.site.Inject(testsite.PagePath(hj, next), testsite.Fault{Kind: testsite.Status, Status: 403})
+	s = h.nightWith(1, 5, 1)
+	if a := s.Audits(); len(a) != 1 || a[0].Next != next+1 {
+		t.Errorf("an audit page that failed for good is not passed over: %+v (was at %d)", a, next)
+	}
+	ws, _ := h.ledger.WalkState(context.Background(), hj)
+	at := ws.Audit.Next
+	for range 8 {
+		h.site.Inject(testsite.PagePath(hj, at), testsite.Fault{Kind: testsite.Status, Status: 503})
+	}
+	h.nightWith(1, 5, 1)
+	if ws, _ := h.ledger.WalkState(context.Background(), hj); ws.Audit.Next != at {
+		t.Errorf("an audit page that failed for now was passed over: next %d, was %d", ws.Audit.Next, at)
+	}
+	for range 30 {
+		h.nightWith(1, 5, 1)
+	}
+	h.check()
+}

@@ -78,6 +78,7 @@ type WalkMsg struct {
 	RecentAt        []int            `json:"recent_at,omitempty"`
 	RecentLast      int              `json:"recent_last,omitempty"`
 	LastPage        int              `json:"last_page,omitempty"`
+	EndBefore       int              `json:"end_before,omitempty"`
 	AuditLeft       int              `json:"audit_left,omitempty"`
 	AuditFrom       int              `json:"audit_from,omitempty"`
 }
@@ -102,7 +103,7 @@ func (j Job) walk() engine.Walk {
 		MaxPages: m.MaxPages, AuditPages: m.AuditPages, Walked: m.Walked, KnownRun: m.KnownRun, RepeatRun: m.RepeatRun,
 		Reached: m.Reached, Contig: m.Contig, State: m.State.Clone(), NewHead: m.NewHead, PerPage: m.PerPage, Bound: m.Bound,
 		Target: m.Target, SkipFrom: m.SkipFrom, Prev: m.Prev, Tail: m.Tail, Back: m.Back, Looking: m.Looking, Gained: m.Gained, Unproven: m.Unproven, Closed: m.Closed, Spent: m.Spent, RecentPage: m.RecentPage, Met: m.Met,
-		LastPage: m.LastPage, Shift: m.Shift, Recent: m.Recent, RecentAt: m.RecentAt, RecentLast: m.RecentLast,
+		LastPage: m.LastPage, EndBefore: m.EndBefore, Shift: m.Shift, Recent: m.Recent, RecentAt: m.RecentAt, RecentLast: m.RecentLast,
 		AuditLeft: m.AuditLeft, AuditFrom: m.AuditFrom}
 }
 
@@ -116,7 +117,7 @@ func walkMsg(w engine.Walk) *WalkMsg {
 	return &WalkMsg{Phase: w.Phase, StopAfterKnown: w.StopAfterKnown, StopAfterRepeat: w.StopAfterRepeat, MaxPages: w.MaxPages,
 		AuditPages: w.AuditPages, Walked: w.Walked, KnownRun: w.KnownRun, RepeatRun: w.RepeatRun, Reached: w.Reached,
 		Contig: w.Contig, State: w.State, NewHead: w.NewHead, PerPage: w.PerPage, Bound: w.Bound, Target: w.Target,
-		SkipFrom: w.SkipFrom, Prev: w.Prev, Tail: w.Tail, Back: w.Back, Looking: w.Looking, Gained: w.Gained, Unproven: w.Unproven, Closed: w.Closed, Spent: w.Spent, RecentPage: w.RecentPage, Met: w.Met, LastPage: w.LastPage,
+		SkipFrom: w.SkipFrom, Prev: w.Prev, Tail: w.Tail, Back: w.Back, Looking: w.Looking, Gained: w.Gained, Unproven: w.Unproven, Closed: w.Closed, Spent: w.Spent, RecentPage: w.RecentPage, Met: w.Met, LastPage: w.LastPage, EndBefore: w.EndBefore,
 		Shift: w.Shift, Recent: w.Recent, RecentAt: w.RecentAt, RecentLast: w.RecentLast, AuditLeft: w.AuditLeft,
 		AuditFrom: w.AuditFrom}
 }
@@ -307,10 +308,28 @@ func (f *Frontier) continueWalk(ctx context.Context, seq uint64, next Job) error
 
 // cutWalk ends the nightly walk of a dead-lettered job as a walk cut
 // short at a failed page: a mark at its last page delivered, for the next
-// walk to carry on from (engine.Walk.Stop).
-func cutWalk(ctx context.Context, run *engine.Run, job Job) error {
+// walk to carry on from (engine.Walk.Stop). A dead-lettered page of the
+// audit is passed over (engine.Walk.PassOver). The job of the walk's
+// audit, when one follows, is given for the caller to publish once the
+// dead-lettered job has left the walk's subject.
+func cutWalk(ctx context.Context, run *engine.Run, job Job) (audit *Job, err error) {
 	if !job.Nightly || run == nil || job.Walk == nil {
-		return nil
+		return nil, nil
 	}
-	return run.StepWalk(ctx, job.Journal, job.walk().Stop(engine.Delivered{}, job.PrevPage, engine.WhyFailedPage), false)
+	walk := job.walk()
+	if walk.Phase == engine.PhaseAudit {
+		walk = walk.PassOver()
+	}
+	next := walk.Stop(engine.Delivered{}, job.PrevPage, engine.WhyFailedPage)
+	if err := run.StepWalk(ctx, job.Journal, next, false); err != nil {
+		return nil, err
+	}
+	if walk.Phase != engine.PhaseAudit && next.Phase == engine.PhaseAudit {
+		nj := job.withWalk(next)
+		nj.PrevPage = 0
+		if nj.Validate() == nil {
+			return &nj, nil
+		}
+	}
+	return nil, nil
 }

@@ -92,6 +92,7 @@ func (j Job) Validate() error {
 		{"target", m.Target, 0, config.MaxPageNumber},
 		{"skip_from", m.SkipFrom, 0, config.MaxPageNumber},
 		{"last_page", m.LastPage, 0, config.MaxPageNumber},
+		{"end_before", m.EndBefore, 0, config.MaxPageNumber},
 		{"audit_left", m.AuditLeft, 0, m.AuditPages},
 		{"audit_from", m.AuditFrom, 0, config.MaxPageNumber},
 		{"back", m.Back, 0, maxPosition},

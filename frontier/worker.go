@@ -497,13 +497,26 @@ func (w *Worker) giveUp(ctx context.Context, msg jetstream.Msg, job Job, cause e
 	}
 	w.dead.Add(1)
 	w.o.Log.Warn("job dead-lettered", "journal", job.Journal, "page", job.Page, "deliveries", deliveries, "error", cause)
-	if err := cutWalk(ctx, w.o.Run, job); err != nil {
+	audit, err := cutWalk(ctx, w.o.Run, job)
+	if err != nil {
 		w.o.Log.Warn("the dead-lettered walk leaves no mark: the next nightly walks from page 1 as if it had ended", "journal", job.Journal, "error", err)
 	}
 	// A plain terminate: nats-server 2.9 ignores a terminate that carries
 	// a reason, and the job would stay in the queue.
 	if err := msg.Term(); err != nil {
 		w.o.Log.Warn("job terminate failed: it may be redelivered and dead-lettered again (once)", "error", err)
+	}
+	w.auditOn(ctx, audit)
+}
+
+// auditOn publishes the audit that follows a walk cut at a dead-lettered
+// page (nil: none).
+func (w *Worker) auditOn(ctx context.Context, audit *Job) {
+	if audit == nil {
+		return
+	}
+	if _, err := w.f.Enqueue(ctx, *audit); err != nil {
+		w.o.Log.Warn("the audit after the dead-lettered walk was not enqueued: the next nightly's audit goes on from where it stands", "journal", audit.Journal, "error", err)
 	}
 }
 
@@ -534,7 +547,9 @@ func (w *Worker) watchMaxDeliveries() (*nats.Subscription, error) {
 		if w.f.deadLetter(ctx, id, dl) == nil {
 			w.dead.Add(1)
 			w.f.jobs.DeleteMsg(ctx, adv.StreamSeq)
-			cutWalk(ctx, w.o.Run, job)
+			if audit, err := cutWalk(ctx, w.o.Run, job); err == nil {
+				w.auditOn(ctx, audit)
+			}
 		}
 	})
 }
