@@ -452,9 +452,7 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 				n.Phase, n.jump = PhaseGap, 0
 			case len(mark.End) > 0 && proof(i, mark.End):
 				n.note("page %d: the papers that began the gap at page %d are gone, and its end is here", page, mark.Page)
-				n.Bound = pos(i) - ordinal(ps[i], mark.End)
-				n.State.Marks, n.Closed = n.State.Marks[1:], n.Closed+1
-				if n.toMark(page) {
+				if n.closeGap(page, pos(i)-ordinal(ps[i], mark.End)) {
 					return true
 				}
 			case len(next) > 0 && proof(i, next):
@@ -473,9 +471,7 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 		case PhaseGap:
 			switch {
 			case len(mark.End) > 0 && proof(i, mark.End):
-				n.Bound = pos(i) - ordinal(ps[i], mark.End)
-				n.State.Marks, n.Closed = n.State.Marks[1:], n.Closed+1
-				if n.toMark(page) {
+				if n.closeGap(page, pos(i)-ordinal(ps[i], mark.End)) {
 					return true
 				}
 			case len(next) > 0 && proof(i, next):
@@ -552,6 +548,15 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 		n.Phase, n.SkipFrom, n.Page = PhaseSeek, page+1, n.jump
 	}
 	return false
+}
+
+// closeGap closes Marks[0] on page, its End proven there with its first
+// paper at position bound, and heads for the next mark: true when the walk
+// is done.
+func (n *Walk) closeGap(page, bound int) bool {
+	n.Bound = bound
+	n.State.Marks, n.Closed = n.State.Marks[1:], n.Closed+1
+	return n.toMark(page)
 }
 
 // toMark heads for Marks[0], the bound above it passed on page: true
