@@ -859,6 +859,7 @@ func TestFleetWalkAuditsAndStatusSaysSo(t *testing.T) {
 	defer srv.Close()
 	fr := connect(t, n.URL(), frontier.Options{AckWait: 5 * time.Second})
 	sinkURL := n.URL() + "/papers.audit?stream=AUDIT"
+	var notes []engine.WalkNote
 	night := func(run string) (pages, papers int64) {
 		ws, err := fr.Ledger().WalkState(ctx, 25)
 		if err != nil {
@@ -871,15 +872,21 @@ func TestFleetWalkAuditsAndStatusSaysSo(t *testing.T) {
 		if err := w.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
+		notes, _ = w.run.Summary().WalkNotes()
 		return w.Jobs().Done, w.run.Summary().PapersNew.Load()
 	}
-	// Night 1 walks the 3 pages to the last: the round is complete.
+	// Night 1 walks the 3 pages to the last: the round is complete. The
+	// fleet's ledger was empty: the worker says it is a first crawl, and
+	// how a fleet fetches history.
 	if p, d := night("n1"); p != 3 || d != 60 {
 		t.Fatalf("night 1: %d pages, %d papers", p, d)
 	}
+	if len(notes) != 1 || notes[0].Text != engine.FleetFirstCrawlNote {
+		t.Errorf("night 1's notes: %+v, want the fleet's first-crawl note", notes)
+	}
 	// Night 2: page 1 proves the walk done; the audit re-reads page 2.
-	if p, d := night("n2"); p != 2 || d != 0 {
-		t.Fatalf("night 2: %d pages, %d papers; want page 1 and the audit's page 2", p, d)
+	if p, d := night("n2"); p != 2 || d != 0 || len(notes) != 0 {
+		t.Fatalf("night 2: %d pages, %d papers, notes %v; want page 1 and the audit's page 2, nothing to say", p, d, notes)
 	}
 	ws, err := fr.Ledger().WalkState(ctx, 25)
 	if err != nil || ws.Audit.Next != 3 || ws.Audit.Round == 0 || ws.Audit.Pages != 3 {
