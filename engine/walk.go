@@ -183,8 +183,9 @@ type Walk struct {
 }
 
 // MaxMarks bounds a journal's marks: one is added by each night that
-// stops short in its top part before reaching the marks it had.
-const MaxMarks = 64
+// stops short in its top part before reaching the marks it had (the
+// ledger's bound on a walk state read back).
+const MaxMarks = ledger.MaxMarks
 
 // MaxStuck is how many nights in a row a walk may get no further on a
 // gap before the gap is given up (and left to the audit).

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/frontier"
 	"github.com/litcrawl/litcrawl/ledger"
@@ -136,5 +137,12 @@ func TestBigPagesWalkJobsStayInBounds(t *testing.T) {
 			}
 			w = next
 		}
+	}
+}
+
+// The ledger's bound on a page number is the commands'.
+func TestPageBoundsAgree(t *testing.T) {
+	if ledger.MaxPage != config.MaxPageNumber {
+		t.Errorf("ledger.MaxPage %d, config.MaxPageNumber %d", ledger.MaxPage, config.MaxPageNumber)
 	}
 }

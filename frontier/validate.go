@@ -8,7 +8,6 @@ import (
 	"github.com/litcrawl/litcrawl/config"
 	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/ledger"
-	"github.com/litcrawl/litcrawl/record"
 )
 
 // Bounds of a job: a job published by hand to the work subject is checked
@@ -17,15 +16,10 @@ import (
 const (
 	// MaxJobBytes bounds a job message (NATS's default max_payload).
 	MaxJobBytes = 1 << 20
-	// maxMarkEntry bounds one entry of a mark (a paper id or a "doi:" key).
-	maxMarkEntry = 4096
-	// maxMarkEntries bounds a mark's entries: its papers' ids and DOI
-	// keys.
-	maxMarkEntries = 16
 	// maxPerPage bounds the papers a page is counted with, and
 	// maxPosition a paper's place in a listing.
-	maxPerPage  = 100_000
-	maxPosition = config.MaxPageNumber * maxPerPage
+	maxPerPage  = ledger.MaxPerPage
+	maxPosition = ledger.MaxPosition
 	// maxRecent bounds the papers of a walk's last two pages (ids and DOI
 	// keys).
 	maxRecent = 4096
@@ -138,50 +132,15 @@ func (j Job) Validate() error {
 }
 
 // ValidState checks a walk state read from outside (a job, the fleet's
-// ledger): its marks within engine.MaxMarks, small and free of control
-// characters (they go into the ledger), its numbers in bounds.
-func ValidState(field string, s ledger.WalkState) error {
-	if len(s.Marks) > engine.MaxMarks {
-		return fmt.Errorf("%s.marks: expected at most %d", field, engine.MaxMarks)
-	}
-	if err := validEntries(field+".head", s.Head); err != nil {
-		return err
-	}
-	for i, mk := range s.Marks {
-		if err := validMark(fmt.Sprintf("%s.marks[%d]", field, i), mk); err != nil {
-			return err
-		}
-	}
-	a := s.Audit
-	if a.Next < 0 || a.Next > config.MaxPageNumber || a.Pages < 0 || a.Pages > config.MaxPageNumber || a.Since < 0 || a.Round < 0 {
-		return fmt.Errorf("%s.audit: expected pages 0 to %d and times from 1970 on", field, config.MaxPageNumber)
-	}
-	return nil
-}
+// ledger): ledger.CheckWalkState.
+func ValidState(field string, s ledger.WalkState) error { return ledger.CheckWalkState(field, s) }
 
-func validMark(field string, m ledger.WalkMark) error {
-	if m.Page < 1 || m.Page > config.MaxPageNumber {
-		return fmt.Errorf("%s.page: expected 1 to %d", field, config.MaxPageNumber)
-	}
-	if m.Offset < 0 || m.Offset > maxPosition || m.From < 0 || m.From > maxPosition || m.Far < 0 || m.Far > maxPosition || m.Stuck < 0 || m.Stuck > 1000 {
-		return fmt.Errorf("%s: expected offset, from and far 0 to %d, stuck 0 to 1000", field, maxPosition)
-	}
-	if err := validEntries(field+".papers", m.Papers); err != nil {
-		return err
-	}
-	return validEntries(field+".end", m.End)
-}
+func validMark(field string, m ledger.WalkMark) error { return ledger.CheckWalkMark(field, m) }
 
-func validEntries(field string, es []string) error { return validEntriesMax(field, es, maxMarkEntries) }
+func validEntries(field string, es []string) error {
+	return ledger.CheckEntries(field, es, ledger.MaxMarkEntries)
+}
 
 func validEntriesMax(field string, es []string, most int) error {
-	if len(es) > most {
-		return fmt.Errorf("%s: expected at most %d entries", field, most)
-	}
-	for _, e := range es {
-		if e == "" || len(e) > maxMarkEntry || record.HasControl(e) {
-			return fmt.Errorf("%s: expected paper ids of 1 to %d bytes without control characters", field, maxMarkEntry)
-		}
-	}
-	return nil
+	return ledger.CheckEntries(field, es, most)
 }

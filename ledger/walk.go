@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/litcrawl/litcrawl/record"
 )
 
 // WalkState is what a journal's nightly walks remember from night to
@@ -154,4 +156,80 @@ func DecodeWalkState(b []byte) (WalkState, error) {
 		}
 	}
 	return s, nil
+}
+
+// Bounds of a walk state read back (from the state file, the fleet's
+// bucket, a fleet job): what this version writes stays within them, and a
+// state beyond them was written by someone else, or damaged.
+const (
+	// MaxMarks bounds a journal's marks.
+	MaxMarks = 64
+	// MaxMarkEntries bounds a mark's entries (its papers' ids and DOI
+	// keys), and the head's; MaxEntryBytes one entry.
+	MaxMarkEntries = 16
+	MaxEntryBytes  = 4096
+	// MaxPage is the highest page number (config.MaxPageNumber, which a
+	// test holds equal); MaxPerPage bounds the papers a page is counted
+	// with, and MaxPosition a paper's place in a listing.
+	MaxPage     = 100_000_000
+	MaxPerPage  = 100_000
+	MaxPosition = MaxPage * MaxPerPage
+	// maxStuck bounds a mark's count of nights without progress.
+	maxStuck = 1000
+)
+
+// CheckWalkState checks a walk state read back against the bounds above:
+// its marks few, small and free of control characters (they go into the
+// ledger and onto a terminal), its numbers in range. field names it in the
+// error, which never echoes a value.
+func CheckWalkState(field string, s WalkState) error {
+	if len(s.Marks) > MaxMarks {
+		return fmt.Errorf("%s.marks: expected at most %d", field, MaxMarks)
+	}
+	if err := CheckEntries(field+".head", s.Head, MaxMarkEntries); err != nil {
+		return err
+	}
+	for i, mk := range s.Marks {
+		if err := CheckWalkMark(fmt.Sprintf("%s.marks[%d]", field, i), mk); err != nil {
+			return err
+		}
+	}
+	a := s.Audit
+	if a.Next < 0 || a.Next > MaxPage || a.Pages < 0 || a.Pages > MaxPage || a.Since < 0 || a.Round < 0 {
+		return fmt.Errorf("%s.audit: expected pages 0 to %d and times from 1970 on", field, MaxPage)
+	}
+	return nil
+}
+
+// CheckWalkMark checks one mark (CheckWalkState).
+func CheckWalkMark(field string, m WalkMark) error {
+	if m.Page < 1 || m.Page > MaxPage {
+		return fmt.Errorf("%s.page: expected 1 to %d", field, MaxPage)
+	}
+	for _, v := range []int{m.Offset, m.From, m.Far} {
+		if v < 0 || v > MaxPosition {
+			return fmt.Errorf("%s: expected offset, from and far 0 to %d, stuck 0 to %d", field, MaxPosition, maxStuck)
+		}
+	}
+	if m.Stuck < 0 || m.Stuck > maxStuck {
+		return fmt.Errorf("%s: expected offset, from and far 0 to %d, stuck 0 to %d", field, MaxPosition, maxStuck)
+	}
+	if err := CheckEntries(field+".papers", m.Papers, MaxMarkEntries); err != nil {
+		return err
+	}
+	return CheckEntries(field+".end", m.End, MaxMarkEntries)
+}
+
+// CheckEntries checks a list of paper ids and "doi:" keys: at most most
+// of them, each of 1 to MaxEntryBytes bytes with no control character.
+func CheckEntries(field string, es []string, most int) error {
+	if len(es) > most {
+		return fmt.Errorf("%s: expected at most %d entries", field, most)
+	}
+	for _, e := range es {
+		if e == "" || len(e) > MaxEntryBytes || record.HasControl(e) {
+			return fmt.Errorf("%s: expected paper ids of 1 to %d bytes without control characters", field, MaxEntryBytes)
+		}
+	}
+	return nil
 }

@@ -348,3 +348,32 @@ func TestSchema2StateKnowsSchema3Papers(t *testing.T) {
 		t.Errorf("only %d of %d records carry arXiv's DOI", moved, checked)
 	}
 }
+
+// A walk state read back is held to the bounds of one from outside: a
+// state beyond them (written by someone else, or damaged) is damage,
+// named with its journal, never walked on.
+func TestWalkStateReadBackIsChecked(t *testing.T) {
+	s, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	many := make([]ledger.WalkMark, ledger.MaxMarks+1)
+	for i := range many {
+		many[i] = ledger.WalkMark{Page: i + 1, Papers: []string{"p"}}
+	}
+	for name, ws := range map[string]ledger.WalkState{
+		"too many marks": {Marks: many},
+		"ESC in a mark":  {Marks: []ledger.WalkMark{{Page: 2, Papers: []string{"p\x1b]0;x\x07"}}}},
+		"page 0":         {Marks: []ledger.WalkMark{{Page: 0, Papers: []string{"p"}}}},
+		"audit -1":       {Audit: ledger.Audit{Next: -1}},
+	} {
+		if err := s.SetWalkState(ctx, 9, ws); err != nil {
+			t.Fatal(err)
+		}
+		var d *state.DamagedError
+		if _, err := s.WalkState(ctx, 9); !errors.As(err, &d) || !strings.Contains(err.Error(), "journal 9") {
+			t.Errorf("%s: read back as %v", name, err)
+		}
+	}
+}

@@ -270,8 +270,11 @@ func (s *Store) WalkState(ctx context.Context, journal int64) (ledger.WalkState,
 		}
 		if v := b.Get(journalKey(journal)); v != nil {
 			var err error
-			if ws, err = ledger.DecodeWalkState(v); err != nil {
-				return &DamagedError{Path: s.path, Cause: "a stored value is not what was written: " + err.Error()}
+			if ws, err = ledger.DecodeWalkState(v); err == nil {
+				err = ledger.CheckWalkState("walk state", ws)
+			}
+			if err != nil {
+				return &DamagedError{Path: s.path, Cause: fmt.Sprintf("journal %d: a stored value is not what was written: %v", journal, err)}
 			}
 		}
 		return nil
