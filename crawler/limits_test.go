@@ -318,7 +318,14 @@ func TestJournalDelaySpacesItsPages(t *testing.T) {
 	ts.SynthJournal(809, 3, 5)
 	var mu sync.Mutex
 	starts := map[string][]time.Time{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(ts)
+	defer srv.Close()
+	cfg := quick(srv.URL)
+	cfg.JournalDelays = map[int64]time.Duration{808: 150 * time.Millisecond}
+	// When the crawler sends each request (its base transport is called
+	// once the pace lets it go), not when the server reads it: a loaded
+	// machine delays the reading of one more than another's.
+	cfg.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		mu.Lock()
 		j := "other"
 		if strings.Contains(r.URL.Path, "d808") {
@@ -328,11 +335,8 @@ func TestJournalDelaySpacesItsPages(t *testing.T) {
 		}
 		starts[j] = append(starts[j], time.Now())
 		mu.Unlock()
-		ts.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	cfg := quick(srv.URL)
-	cfg.JournalDelays = map[int64]time.Duration{808: 150 * time.Millisecond}
+		return http.DefaultTransport.RoundTrip(r)
+	})
 	f, err := crawler.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -439,3 +443,8 @@ func TestJournalDelayWaitSaysWhy(t *testing.T) {
 		t.Errorf("the journal's delay is not said: %s", logs.String())
 	}
 }
+
+// roundTripFunc is a function as an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
