@@ -165,11 +165,15 @@ func (v *FleetView) Status(ctx context.Context, lastDead int) (*frontier.Status,
 // history views, newest first. A run without its final summary is running
 // while its worker is alive, and killed when it is gone.
 func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
-	raw, err := v.f.Runs(ctx)
+	raw, notRead, err := v.f.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	workers, err := v.f.Workers(ctx)
+	if notRead > 0 {
+		v.e.log().Warn(fmt.Sprintf("the fleet's runs stream: %d run summaries left out (a read takes at most %d runs and %d MiB, newest run id first, and none over %d MiB)",
+			notRead, frontier.MaxRuns, frontier.MaxRunsReadBytes>>20, frontier.MaxRunSummaryBytes>>20), "left_out", notRead)
+	}
+	workers, _, err := v.f.Workers(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -70,8 +70,11 @@ type Frontier struct {
 	// workers holds each worker's entry, runs each worker run's summary.
 	workers jetstream.KeyValue
 	runs    jetstream.Stream
-	opts    Options
-	url     string // redacted
+	// workersStream and papersStream are the buckets' streams, read by
+	// subject (readLatest).
+	workersStream, papersStream jetstream.Stream
+	opts                        Options
+	url                         string // redacted
 }
 
 // Connect opens the frontier at url (nats://[user:pass@]host:port, several
@@ -137,9 +140,9 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 	defer cancel()
 	r := max(f.opts.Replicas, 1)
 	var (
-		jobs, dead, runs      jetstream.Stream
-		cons                  jetstream.Consumer
-		papers, pace, workers jetstream.KeyValue
+		jobs, dead, runs, ws, ps jetstream.Stream
+		cons                     jetstream.Consumer
+		papers, pace, workers    jetstream.KeyValue
 	)
 	steps := []struct {
 		what string
@@ -165,6 +168,9 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 		{"consumer", func(ctx context.Context) (err error) { cons, err = f.consumer(ctx, jobs); return err }},
 		{"papers bucket", func(ctx context.Context) (err error) {
 			papers, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: PapersBucket, Storage: jetstream.FileStorage, Replicas: r})
+			if err == nil {
+				ps, err = f.js.Stream(ctx, "KV_"+PapersBucket)
+			}
 			return err
 		}},
 		{"pace bucket", func(ctx context.Context) (err error) {
@@ -173,12 +179,15 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 		}},
 		{"workers bucket", func(ctx context.Context) (err error) {
 			workers, err = f.bucket(ctx, jetstream.KeyValueConfig{Bucket: WorkersBucket, Storage: jetstream.FileStorage, TTL: workersTTL, Replicas: r})
+			if err == nil {
+				ws, err = f.js.Stream(ctx, "KV_"+WorkersBucket)
+			}
 			return err
 		}},
 		{"runs stream", func(ctx context.Context) (err error) {
 			runs, err = f.stream(ctx, jetstream.StreamConfig{Name: RunsStream, Subjects: []string{RunsSubject + ".>"},
 				Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, MaxMsgs: MaxRuns, MaxBytes: MaxRunBytes,
-				MaxMsgSize: MaxRunSummaryBytes, Discard: jetstream.DiscardOld, Replicas: r})
+				MaxMsgSize: MaxRunSummaryBytes, Discard: jetstream.DiscardOld, Replicas: r, AllowDirect: true})
 			return err
 		}},
 	}
@@ -191,7 +200,7 @@ func (f *Frontier) ensure(ctx context.Context, keep bool) error {
 		}
 	}
 	if keep {
-		f.jobs, f.dead, f.cons, f.papers, f.pace, f.workers, f.runs = jobs, dead, cons, papers, pace, workers, runs
+		f.jobs, f.dead, f.cons, f.papers, f.pace, f.workers, f.runs, f.workersStream, f.papersStream = jobs, dead, cons, papers, pace, workers, runs, ws, ps
 	}
 	return nil
 }
@@ -233,12 +242,15 @@ func ensure[T any](ctx context.Context, f *Frontier, stream string, replicas int
 	return r, err
 }
 
+// maxAckPending is the most jobs the workers hold at once, fleet-wide.
+const maxAckPending = 1000
+
 // consumer opens the workers' durable consumer, creating it with the
 // options (or the defaults), and updating an existing one only for options
 // that were given and differ.
 func (f *Frontier) consumer(ctx context.Context, jobs jetstream.Stream) (jetstream.Consumer, error) {
 	want := jetstream.ConsumerConfig{Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: DefaultAckWait, MaxDeliver: DefaultMaxDeliver, FilterSubject: JobsSubject + ".>", MaxAckPending: 1000}
+		AckWait: DefaultAckWait, MaxDeliver: DefaultMaxDeliver, FilterSubject: JobsSubject + ".>", MaxAckPending: maxAckPending}
 	if f.opts.AckWait > 0 {
 		want.AckWait = f.opts.AckWait
 	}

@@ -778,7 +778,7 @@ func TestHostileWorkerEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ws, err := fr.Workers(ctx)
+	ws, _, err := fr.Workers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sourcegraph/conc/pool"
 
@@ -39,6 +40,7 @@ import (
 // queue is what remembers pages in a fleet.
 type Ledger struct {
 	kv jetstream.KeyValue
+	f  *Frontier // reads the walk states by subject (AllWalkStates)
 }
 
 // MaxInFlight bounds the requests one look-up or commit has in flight.
@@ -47,7 +49,7 @@ const MaxInFlight = 128
 var _ ledger.Ledger = (*Ledger)(nil)
 
 // Ledger is the frontier's ledger.
-func (f *Frontier) Ledger() *Ledger { return &Ledger{kv: f.papers} }
+func (f *Frontier) Ledger() *Ledger { return &Ledger{kv: f.papers, f: f} }
 
 // paperKey is the bucket key of a paper id or DOI (keys allow only
 // [-/_=.a-zA-Z0-9]). A long one is keyed by its SHA-256 ("id.h.…"):
@@ -267,37 +269,40 @@ func (l *Ledger) Empty(ctx context.Context) (bool, error) {
 	return st.Values() == 0, nil
 }
 
+// maxWalkStatesBytes bounds what one AllWalkStates reads in all, and
+// maxWalkStateBytes one state (a message's size on a server's default
+// max_payload).
+const (
+	maxWalkStatesBytes = 64 << 20
+	maxWalkStateBytes  = 1 << 20
+)
+
 // AllWalkStates are the walk states of every journal the fleet's ledger
-// holds one for, read in one pass (crawl status): at most max of them;
-// more says there were more.
+// holds one for, read in one pass (crawl status) by subject, as the
+// workers bucket is (readLatest): at most max of them, within
+// maxWalkStatesBytes; more says there were more.
 func (l *Ledger) AllWalkStates(ctx context.Context, most int) (states map[int64]ledger.WalkState, more bool, err error) {
-	w, err := l.kv.Watch(ctx, "walk.*", jetstream.IgnoreDeletes())
+	states = map[int64]ledger.WalkState{}
+	prefix := "$KV." + PapersBucket + "."
+	res, err := l.f.readLatest(ctx, l.f.papersStream, prefix+"walk.*", readBounds{entries: most, entryBytes: maxWalkStateBytes, bytes: maxWalkStatesBytes}, false,
+		func(subj string, data []byte, h nats.Header) bool {
+			if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+				return true
+			}
+			key := strings.TrimPrefix(subj, prefix)
+			j, err := strconv.ParseInt(strings.TrimPrefix(key, "walk."), 10, 64)
+			if err != nil || j <= 0 {
+				return false
+			}
+			ws, err := ledger.DecodeWalkState(data)
+			if err != nil || ValidState(key, ws) != nil {
+				return false // said by a walk that reads it
+			}
+			states[j] = ws
+			return true
+		})
 	if err != nil {
 		return nil, false, fmt.Errorf("papers bucket: %w", err)
 	}
-	defer w.Stop()
-	states = map[int64]ledger.WalkState{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok || e == nil {
-				return states, more, nil
-			}
-			j, err := strconv.ParseInt(strings.TrimPrefix(e.Key(), "walk."), 10, 64)
-			if err != nil || j <= 0 {
-				continue
-			}
-			ws, err := ledger.DecodeWalkState(e.Value())
-			if err != nil || ValidState(e.Key(), ws) != nil {
-				continue // said by a walk that reads it
-			}
-			if len(states) == most {
-				more = true
-				continue
-			}
-			states[j] = ws
-		}
-	}
+	return states, res.Total > most, nil
 }

@@ -44,8 +44,13 @@ type JournalStatus struct {
 	Done int64 `json:"done"`
 }
 
-// Status is the frontier at a glance.
+// Status is the frontier at a glance, read as one view: the workers first
+// (each once, its last announcement), then the streams, so that what the
+// workers say they did was enqueued before.
 type Status struct {
+	// Enqueued are the jobs ever put on the queue since the jobs stream
+	// was made (a nightly walk's every page among them).
+	Enqueued uint64          `json:"enqueued"`
 	Pending  uint64          `json:"pending"`
 	InFlight uint64          `json:"in_flight"`
 	Dead     uint64          `json:"dead"`
@@ -69,15 +74,27 @@ type Status struct {
 	PagesPerSecond float64 `json:"pages_per_second"`
 	ETASeconds     float64 `json:"eta_seconds"`
 	// Workers are the workers seen in the last hour: alive, gone (no
-	// word for a few seconds: killed, or cut off) or exited.
-	Workers []WorkerInfo `json:"workers"`
+	// word for a few seconds: killed, or cut off) or exited; at most
+	// MaxWorkersRead. WorkersNotShown counts the entries of the workers
+	// bucket not shown: beyond the bounds of a read, or not a worker's.
+	Workers         []WorkerInfo `json:"workers"`
+	WorkersNotShown int          `json:"workers_not_shown,omitempty"`
+	// JournalsNotShown counts the journals beyond MaxStatusJournals.
+	JournalsNotShown int `json:"journals_not_shown,omitempty"`
 	// Audit is what the nightly walks' audits cover, from the walk states
 	// in the papers bucket (FillAudit; nil: no journal has one yet).
 	Audit *engine.AuditSummary `json:"audit,omitempty"`
-	// InFlightJobs are the jobs the workers say they hold, oldest first.
-	// A gone worker's jobs stay until the ack wait hands them to another.
+	// InFlightJobs are the jobs the workers say they hold, each once
+	// (with the worker that heard from it last), oldest first. A gone
+	// worker's jobs stay until the ack wait hands them to another.
 	InFlightJobs []HeldJob `json:"in_flight_jobs"`
+	// InFlightNotShown counts the jobs beyond the most the queue lets the
+	// workers hold (maxAckPending): entries no worker wrote.
+	InFlightNotShown int `json:"in_flight_not_shown,omitempty"`
 }
+
+// MaxStatusJournals bounds the journals a status lists.
+const MaxStatusJournals = 10_000
 
 // Status counts jobs pending, in flight and dead-lettered, per journal. It
 // keeps asking while the cluster has no leader for the streams, until ctx
@@ -94,6 +111,13 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 			per[j] = &JournalStatus{Journal: j}
 		}
 		return per[j]
+	}
+	var workers []WorkerInfo
+	if withWorkers {
+		var err error
+		if workers, st.WorkersNotShown, err = f.Workers(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var ji, di *jetstream.StreamInfo
 	var ci *jetstream.ConsumerInfo
@@ -113,6 +137,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 	if err != nil {
 		return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
 	}
+	st.Enqueued = ji.State.LastSeq
 	for subj, n := range ji.State.Subjects {
 		if j, ok := journalOf(subj, JobsSubject); ok {
 			get(j).Pending += n
@@ -138,15 +163,16 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 			return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
 		}
 	}
-	var workers []WorkerInfo
-	if withWorkers {
-		if workers, err = f.Workers(ctx); err != nil {
-			return nil, err
-		}
-	}
 	st.Workers, st.InFlightJobs, st.AckWait = workers, []HeldJob{}, f.AckWait().Seconds()
 	now := time.Now()
 	lastMinute, since := 0, now
+	type jobKey struct {
+		journal int64
+		page    int
+		walk    bool
+	}
+	held := map[jobKey]int{}
+	overflow := map[int64]bool{} // journals beyond MaxStatusJournals
 	for i := range st.Workers {
 		wi := &st.Workers[i]
 		st.Done += wi.Jobs.Done + wi.Jobs.PastEnd
@@ -160,10 +186,13 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 			}
 		}
 		for k, n := range wi.DonePerJournal {
-			if j, err := strconv.ParseInt(k, 10, 64); err == nil {
+			if j, err := strconv.ParseInt(k, 10, 64); err == nil && (per[j] != nil || len(per) < MaxStatusJournals) {
 				get(j).Done += n
+			} else if err == nil {
+				overflow[j] = true
 			}
 		}
+		wi.DonePerJournal = nil // counted in the journals' rows
 		// A gone worker's jobs are back in the queue once the ack wait
 		// has passed since their last heartbeat; an exited one holds none.
 		wi.Held = slices.DeleteFunc(wi.Held, func(h HeldJob) bool {
@@ -171,10 +200,29 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 		})
 		for _, h := range wi.Held {
 			h.Worker, h.WorkerState = wi.ID, wi.State
+			// A job is one message of the queue: one page's, or one
+			// journal's walk. Two workers that list it (one taken over
+			// from the other, or a stale word) show it once, with the
+			// worker heard from it last.
+			k := jobKey{h.Journal, h.Page, h.Nightly}
+			if h.Nightly {
+				k.page = 0
+			}
+			if i, ok := held[k]; ok {
+				if h.Heartbeat.After(st.InFlightJobs[i].Heartbeat) {
+					st.InFlightJobs[i] = h
+				}
+				continue
+			}
+			held[k] = len(st.InFlightJobs)
 			st.InFlightJobs = append(st.InFlightJobs, h)
 		}
 	}
 	sort.SliceStable(st.InFlightJobs, func(a, b int) bool { return st.InFlightJobs[a].Since.Before(st.InFlightJobs[b].Since) })
+	if len(st.InFlightJobs) > maxAckPending {
+		st.InFlightNotShown = len(st.InFlightJobs) - maxAckPending
+		st.InFlightJobs = st.InFlightJobs[:maxAckPending]
+	}
 	if window := min(time.Minute, now.Sub(since)); lastMinute > 0 && window > 0 {
 		st.PagesPerSecond = float64(lastMinute) / max(window.Seconds(), 1)
 		st.ETASeconds = float64(st.Pending) / st.PagesPerSecond
@@ -187,6 +235,11 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 		st.Journals = append(st.Journals, *v)
 	}
 	sort.Slice(st.Journals, func(a, b int) bool { return st.Journals[a].Journal < st.Journals[b].Journal })
+	if len(st.Journals) > MaxStatusJournals {
+		st.JournalsNotShown = len(st.Journals) - MaxStatusJournals
+		st.Journals = st.Journals[:MaxStatusJournals]
+	}
+	st.JournalsNotShown += len(overflow)
 	return st, nil
 }
 

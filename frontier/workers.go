@@ -3,7 +3,6 @@ package frontier
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,10 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/litcrawl/litcrawl/internal/backoff"
-	"github.com/litcrawl/litcrawl/internal/jsadmin"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Names of the fleet's view of itself: the workers bucket (one entry per
@@ -198,41 +194,58 @@ func workerKey(id string) string {
 	return "w." + string(b)
 }
 
-// Bounds of what Workers reads: entries, the bytes of one, the jobs one
-// may list. A bucket others can write to may hold anything.
+// Bounds of what Workers reads: entries, the bytes of one and of all, the
+// jobs one may list, the journals it may count. A bucket others can write
+// to may hold anything; docs/security.md lists these bounds.
 const (
-	maxWorkersRead     = 10000
+	MaxWorkersRead     = 2000
 	maxWorkerBytes     = 256 << 10
-	maxHeldRead        = 1000
+	maxWorkersBytes    = 16 << 20
+	maxHeldRead        = 64 // a worker holds at most fetch.concurrency jobs (64 at most)
+	maxJournalsRead    = 10_000
 	maxWorkerTextBytes = 200
 )
 
-// Workers are the entries of the workers bucket, oldest start first, each
-// with its state as of now and its fields brought within bounds.
-func (f *Frontier) Workers(ctx context.Context) ([]WorkerInfo, error) {
-	var out []WorkerInfo
+// Workers are the entries of the workers bucket, each read once (its last
+// announcement), oldest start first, each with its state as of now and its
+// fields brought within bounds; notShown counts the entries not shown:
+// beyond the bounds, or not a worker's entry.
+func (f *Frontier) Workers(ctx context.Context) (workers []WorkerInfo, notShown int, err error) {
 	now := time.Now()
-	err := f.lastPerSubject(ctx, "KV_"+WorkersBucket, "$KV."+WorkersBucket+".>", maxWorkersRead, func(data []byte, h nats.Header) {
-		if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" || len(data) > maxWorkerBytes {
-			return
-		}
-		var wi WorkerInfo
-		if json.Unmarshal(data, &wi) != nil || wi.ID == "" {
-			return
-		}
-		wi.sanitize(now)
-		out = append(out, wi)
-	})
+	byID := map[string]int{}
+	res, err := f.readLatest(ctx, f.workersStream, "$KV."+WorkersBucket+".>",
+		readBounds{entries: MaxWorkersRead, entryBytes: maxWorkerBytes, bytes: maxWorkersBytes}, false,
+		func(_ string, data []byte, h nats.Header) bool {
+			if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+				return true // a worker's entry deleted: nothing to show
+			}
+			var wi WorkerInfo
+			if json.Unmarshal(data, &wi) != nil || wi.ID == "" {
+				return false
+			}
+			wi.sanitize(now)
+			// Two keys for one worker (a hand-written entry): its latest word.
+			if i, ok := byID[wi.ID]; ok {
+				if wi.LastSeen.After(workers[i].LastSeen) {
+					workers[i] = wi
+				}
+				return false
+			}
+			byID[wi.ID] = len(workers)
+			workers = append(workers, wi)
+			return true
+		})
 	if err != nil {
-		return nil, fmt.Errorf("frontier %s: workers: %w", f.url, err)
+		return nil, 0, fmt.Errorf("frontier %s: workers bucket: %w", f.url, err)
 	}
-	slices.SortFunc(out, func(a, b WorkerInfo) int { return a.Started.Compare(b.Started) })
-	return out, nil
+	slices.SortFunc(workers, func(a, b WorkerInfo) int { return a.Started.Compare(b.Started) })
+	return workers, res.Skipped, nil
 }
 
 // sanitize brings an entry within what it can mean: texts cut short,
-// counts from 0 to a bound, at most maxHeldRead jobs; a last word from the
-// future (more than a minute ahead of this clock) counts as no word.
+// counts from 0 to a bound, at most maxHeldRead jobs and maxJournalsRead
+// journals; a last word from the future (more than a minute ahead of this
+// clock) counts as no word.
 func (wi *WorkerInfo) sanitize(now time.Time) {
 	cut := func(s string) string {
 		if len(s) > maxWorkerTextBytes {
@@ -247,7 +260,7 @@ func (wi *WorkerInfo) sanitize(now time.Time) {
 	for k, n := range wi.DonePerJournal {
 		wi.DonePerJournal[k] = clamp(n)
 	}
-	if len(wi.DonePerJournal) > maxHeldRead {
+	if len(wi.DonePerJournal) > maxJournalsRead {
 		wi.DonePerJournal = nil
 	}
 	if len(wi.Held) > maxHeldRead {
@@ -262,74 +275,6 @@ func (wi *WorkerInfo) sanitize(now time.Time) {
 	wi.State = wi.state(now)
 }
 
-// maxLastPerSubjectBytes bounds what one lastPerSubject reads in all.
-const maxLastPerSubjectBytes = 64 << 20
-
-// lastPerSubject visits the last message of each subject of a stream
-// matching filter (at most most of them, and maxLastPerSubjectBytes),
-// through an ordered consumer: one request per batch of messages, whatever
-// gaps older messages left. The stream is looked up again while a cluster
-// elects its leader; the read itself is bounded by ctx.
-func (f *Frontier) lastPerSubject(ctx context.Context, stream, filter string, most int, visit func(data []byte, h nats.Header)) error {
-	type item struct {
-		data []byte
-		h    nats.Header
-	}
-	var items []item
-	// Asked again, whole, while a cluster elects a leader or the client
-	// moves to another server (no responder meanwhile); each try is bounded
-	// by ctx alone, a long read being no failure.
-	r := backoff.Retry{Policy: jsadmin.RetryWait, Retryable: func(err error) bool {
-		return jsadmin.Transient(err) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat)
-	}}
-	err := r.Do(ctx, func(ctx context.Context, _ int) error {
-		items = items[:0]
-		s, err := f.js.Stream(ctx, stream)
-		if err != nil {
-			return err
-		}
-		if s.CachedInfo().State.Msgs == 0 {
-			return nil
-		}
-		c, err := f.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
-			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-		if err != nil {
-			return err
-		}
-		for n, size := 0, 0; n < most && size < maxLastPerSubjectBytes; {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			batch, err := c.Fetch(min(256, most-n), jetstream.FetchMaxWait(time.Second))
-			if err != nil {
-				return err
-			}
-			got, pending := 0, uint64(1)
-			for m := range batch.Messages() {
-				got, n, size = got+1, n+1, size+len(m.Data())
-				if md, err := m.Metadata(); err == nil {
-					pending = md.NumPending
-				}
-				items = append(items, item{m.Data(), m.Headers()})
-			}
-			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-				return err
-			}
-			if got == 0 || pending == 0 {
-				return nil
-			}
-		}
-		return nil
-	}, nil)
-	if err != nil {
-		return err
-	}
-	for _, it := range items {
-		visit(it.data, it.h)
-	}
-	return nil
-}
-
 // PublishRun keeps a worker run's summary (a JSON object) in the runs
 // stream; a later summary of the same run replaces it.
 func (f *Frontier) PublishRun(ctx context.Context, runID string, summary []byte) error {
@@ -342,17 +287,21 @@ func (f *Frontier) PublishRun(ctx context.Context, runID string, summary []byte)
 	return err
 }
 
-// Runs are the run summaries the runs stream holds (the last of each run,
-// at most MaxRuns).
-func (f *Frontier) Runs(ctx context.Context) ([][]byte, error) {
-	out := [][]byte{}
-	err := f.lastPerSubject(ctx, RunsStream, RunsSubject+".>", MaxRuns, func(data []byte, _ nats.Header) {
-		if len(data) <= MaxRunSummaryBytes {
-			out = append(out, data)
-		}
-	})
+// MaxRunsReadBytes bounds the run summaries one read takes in all.
+const MaxRunsReadBytes = 64 << 20
+
+// Runs are the run summaries the runs stream holds (the last of each run),
+// newest run id first, at most MaxRuns and MaxRunsReadBytes; notRead
+// counts those left out.
+func (f *Frontier) Runs(ctx context.Context) (runs [][]byte, notRead int, err error) {
+	runs = [][]byte{}
+	res, err := f.readLatest(ctx, f.runs, RunsSubject+".>", readBounds{entries: MaxRuns, entryBytes: MaxRunSummaryBytes, bytes: MaxRunsReadBytes}, true,
+		func(_ string, data []byte, _ nats.Header) bool {
+			runs = append(runs, data)
+			return true
+		})
 	if err != nil {
-		return nil, fmt.Errorf("frontier %s: runs: %w", f.url, err)
+		return nil, 0, fmt.Errorf("frontier %s: runs stream: %w", f.url, err)
 	}
-	return out, nil
+	return runs, res.Skipped, nil
 }

@@ -70,8 +70,10 @@ type LiveTable struct {
 	Head    []string
 	Numeric []bool
 	Rows    [][]string
-	// Empty is said instead of an empty table.
+	// Empty is said instead of an empty table; More, when set, under it
+	// (the rows left out of a bounded table).
 	Empty string
+	More  string
 }
 
 // Limits of the tables: the report of a long history stays small.

@@ -80,7 +80,7 @@ every sink, a journal's too.`,
 	}
 	journalsVar(cmd.Flags(), &journals, "show the settings of journal `J` (repeatable; default: the configured journals)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the settings as JSON")
-	return cmd
+	return readOnlyCmd(cmd)
 }
 
 func redactAll(urls []string) []string {

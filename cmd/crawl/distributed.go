@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -187,7 +188,7 @@ handed back at once; at the end the worker prints its summary (JSON with
 			limitMemory(env.Config.Fetch.Concurrency)
 			ctx, cancel := stopOnSignal(cmd.Context(), env.Config.ShutdownTimeout.D())
 			defer cancel()
-			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, JournalSinks: env.Config.JournalSinks(), IdleExit: idle, Version: version()})
+			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, JournalSinks: env.Config.JournalSinks(), IdleExit: idle, Version: shortVersion()})
 		},
 	}
 	ff.register(cmd, true)
@@ -202,4 +203,36 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// frontierTimeout bounds a read of the frontier by a command (status, runs
+// and report with --frontier): a cluster elects a new leader within
+// seconds; one that cannot (most of its servers down) is said to be so.
+const frontierTimeout = 30 * time.Second
+
+// frontierNoticeAfter is how long a read waits before saying it waits.
+const frontierNoticeAfter = 3 * time.Second
+
+// readFrontier runs read within frontierTimeout. When the frontier does
+// not answer within frontierNoticeAfter it says once that it waits, and
+// when it never does, what is missing.
+func readFrontier(cmd *cobra.Command, ctx context.Context, what string, read func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, frontierTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTimer(frontierNoticeAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl %s: waiting for the frontier (no answer yet: a cluster electing a leader, or most of its servers down); up to %v", cmd.Name(), frontierTimeout)
+		case <-done:
+		}
+	}()
+	err := read(ctx)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return fmt.Errorf("%s: the frontier did not answer within %v (%w): a stream replicated on a cluster answers only while most of its servers are up, and a single server only while it is up; start the servers that are down", what, frontierTimeout, err)
+	}
+	return err
 }

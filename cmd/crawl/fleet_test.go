@@ -262,7 +262,7 @@ func checkLivePage(t *testing.T, bin, natsURL string, runs []history.RunView) {
 	if p.Refresh != "3" {
 		t.Errorf("the page reloads itself every %q s, want 3", p.Refresh)
 	}
-	for _, want := range []string{"Fleet status", "Workers", "gone", "exited", "Jobs in flight", "Journals", runs[0].ID, "jobs: 0 pending (0 in flight)"} {
+	for _, want := range []string{"Fleet status", "Workers", "gone", "exited", "Jobs in flight", "Journals", runs[0].ID, "0 pending (0 in flight)"} {
 		if !strings.Contains(p.Text, want) {
 			t.Errorf("the live page lacks %q:\n%s", want, p.Text)
 		}

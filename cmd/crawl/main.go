@@ -66,7 +66,12 @@ func main() {
 		s := <-sigs
 		sess.signal.Store(&s)
 		close(sess.stop) // before the message: whoever reads it knows the stop is in effect
-		if !sess.quietStop.Load() {
+		if sess.readOnly.Load() {
+			// A command that only reads has nothing to finish: its
+			// context ends now, and if a read does not let go at once,
+			// the process does.
+			time.AfterFunc(readOnlyGrace, func() { os.Exit(signalExitCode(s)) })
+		} else if !sess.quietStop.Load() {
 			sayf(stderr, slog.LevelWarn, "crawl: %v: stopping (pages in flight finish within shutdown_timeout); a second signal exits at once", s)
 		}
 		s = <-sigs
@@ -74,6 +79,10 @@ func main() {
 	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// readOnlyGrace is how long a command that only reads may take to end
+// after the first signal.
+const readOnlyGrace = time.Second
 
 func signalExitCode(s os.Signal) int {
 	if s == syscall.SIGTERM {
@@ -166,6 +175,37 @@ func version() string {
 	return v + " " + info.GoVersion
 }
 
+// shortVersion is the version in one word, as a worker announces it to
+// crawl status: the release ("v1.4.0"), or "devel-" and the revision a
+// build in a git checkout records ("devel-0123abcd4567", "-modified"
+// when the tree was), or "unknown".
+func shortVersion() string {
+	v := buildVersion
+	info, ok := debug.ReadBuildInfo()
+	if v == "" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	if v != "" {
+		return v
+	}
+	if !ok {
+		return "unknown"
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 12)]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-modified"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	return "devel-" + rev + dirty
+}
+
 // exitOnPanic, deferred, turns a panic into exit 1 and one line on
 // stderr; CRAWL_TRACE=1 adds the stack.
 func exitOnPanic(stderr io.Writer, code *int) {
@@ -203,6 +243,13 @@ Atom feeds a feed reader subscribes to.
 	root.PersistentFlags().String("metrics-file", "", "at the end, write the metrics to this file in node_exporter's textfile format (atomically), for one-shot runs")
 	root.PersistentFlags().Bool("pprof", false, "also serve Go's profiler (/debug/pprof) on --metrics-addr; /debug/pprof/cmdline is never served")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if isReadOnly(cmd) {
+			sess := of(cmd)
+			sess.readOnly.Store(true)
+			ctx, cancel := stopOnSignal(cmd.Context(), 0)
+			cmd.SetContext(ctx)
+			sess.atEnd(cancel)
+		}
 		if err := noEmptyValues(cmd); err != nil {
 			return err
 		}

@@ -101,7 +101,7 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 	}
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON lines")
-	return cmd
+	return readOnlyCmd(cmd)
 }
 
 // quarantineDirExists refuses a state directory that holds neither a

@@ -92,7 +92,7 @@ wait for it: it shows the history as it was when that crawl started.`,
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the HTML file to write (replaced atomically)")
 	frontierVar(cmd, &frontierURL, "draw the fleet's worker runs kept in this frontier beside the local runs")
-	return cmd
+	return readOnlyCmd(cmd)
 }
 
 // writeReport writes the report atomically: a reader never sees half a

@@ -59,9 +59,11 @@ func withFleetRuns(cmd *cobra.Command, env *app.Env, url string, runs []history.
 	if url == "" {
 		return runs, nil
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-	defer cancel()
-	fleet, err := env.FleetRuns(ctx, app.Fleet{URL: url})
+	var fleet []history.RunView
+	err := readFrontier(cmd, cmd.Context(), "the fleet's runs", func(ctx context.Context) (err error) {
+		fleet, err = env.FleetRuns(ctx, app.Fleet{URL: url})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +156,7 @@ writes then), with that crawl as running.`,
 	cmd.Flags().IntVar(&limit, "limit", 20, "show the newest N runs (0: all)")
 	frontierVar(cmd, &frontierURL, "also list the fleet's worker runs kept in this frontier")
 	cmd.AddCommand(newRunsShowCmd())
-	return cmd
+	return readOnlyCmd(cmd)
 }
 
 func newRunsShowCmd() *cobra.Command {
@@ -200,7 +202,7 @@ fleet's worker runs are among them.`,
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
 	frontierVar(cmd, &frontierURL, "also look among the fleet's worker runs kept in this frontier")
-	return cmd
+	return readOnlyCmd(cmd)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -29,6 +29,9 @@ type session struct {
 	// quietStop: the first signal ends the command without the crawl's
 	// "stopping" notice (crawl serve).
 	quietStop atomic.Bool
+	// readOnly: the command only reads (readOnlyCmd); the first signal
+	// ends it at once, with no word about pages in flight.
+	readOnly atomic.Bool
 	// registry holds every metric of the invocation (--metrics-addr,
 	// --metrics-file); metrics are the crawl's, registered in it.
 	registry *prometheus.Registry
@@ -138,3 +141,21 @@ func terminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// readOnlyKey marks a command that only reads (its annotation).
+const readOnlyKey = "crawl/read-only"
+
+// readOnlyCmd marks cmd as a command that only reads: status, runs,
+// report, config show, quarantine list, state check and find. The first
+// SIGINT/SIGTERM cancels its context and ends it with the signal's code,
+// at once (within readOnlyGrace), and says nothing about pages in flight.
+func readOnlyCmd(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[readOnlyKey] = "yes"
+	return cmd
+}
+
+// isReadOnly says whether cmd was marked with readOnlyCmd.
+func isReadOnly(cmd *cobra.Command) bool { return cmd.Annotations[readOnlyKey] != "" }

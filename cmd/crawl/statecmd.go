@@ -73,7 +73,7 @@ Exit codes: 0 sound, 1 damaged or unreadable, 2 usage.`,
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().BoolVar(&here, "in-process", false, "check in this process (what the checking process runs)")
 	cmd.Flags().MarkHidden("in-process")
-	return cmd
+	return readOnlyCmd(cmd)
 }
 
 // checkHere checks in this process and prints the result as JSON.
@@ -234,5 +234,5 @@ Exit codes: 0 known, 3 not known, 1 the state could not be read, 2 usage.`,
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().StringVar(&id, "id", "", "the paper's record id (\"doi:…\" for one seen without its JSON)")
 	cmd.Flags().StringVar(&doi, "doi", "", "the paper's DOI (any case)")
-	return cmd
+	return readOnlyCmd(cmd)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -60,7 +61,17 @@ address, or put it behind what guards your other dashboards.`,
   crawl status --frontier nats://127.0.0.1:4222 --watch 2s
   crawl status --frontier nats://127.0.0.1:4222 --json | jq '.status.in_flight_jobs'
   crawl status --frontier nats://127.0.0.1:4222 --serve 127.0.0.1:8090`,
-		Args: noArgs("status"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			// --watch alone is --watch 2s; "--watch 5s" reads as a bare
+			// --watch and an argument, which is its value.
+			if len(args) == 1 && cmd.Flags().Changed("watch") && watch == 2*time.Second {
+				if err := cmd.Flags().Set("watch", args[0]); err != nil {
+					return flagError(err)
+				}
+				return nil
+			}
+			return noArgs("status")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, fl, err := ff.env(cmd)
 			if err != nil {
@@ -69,9 +80,11 @@ address, or put it behind what guards your other dashboards.`,
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
 			of(cmd).quietStop.Store(watch > 0 || serve.v != "") // Ctrl-C just ends the watch
-			cctx, cancelC := context.WithTimeout(ctx, 30*time.Second)
-			view, err := env.OpenFleet(cctx, fl)
-			cancelC()
+			var view *app.FleetView
+			err = readFrontier(cmd, ctx, "connect", func(ctx context.Context) (err error) {
+				view, err = env.OpenFleet(ctx, fl)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -94,9 +107,12 @@ address, or put it behind what guards your other dashboards.`,
 				return nil
 			}
 			for {
-				tctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-				st, dls, err := view.Status(tctx, 5)
-				cancelT()
+				var st *frontier.Status
+				var dls []frontier.DeadLetter
+				err := readFrontier(cmd, ctx, "status", func(ctx context.Context) (err error) {
+					st, dls, err = view.Status(ctx, 5)
+					return err
+				})
 				switch {
 				case err != nil && watch > 0 && ctx.Err() != nil:
 					return nil
@@ -122,9 +138,10 @@ address, or put it behind what guards your other dashboards.`,
 	}
 	ff.register(cmd, false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON (one object a line with --watch)")
-	typedVar(cmd.Flags(), newDuration(&watch, 0, false, "2s").within(time.Second, time.Hour), "watch", "print the status again every interval, 1s to 1h, until interrupted (with --serve: how often the page reloads)")
+	typedVar(cmd.Flags(), newDuration(&watch, 0, false, "2s").within(time.Second, time.Hour), "watch", "print the status again every interval, 1s to 1h (--watch alone: 2s), until interrupted (with --serve: how often the page reloads)")
+	cmd.Flags().Lookup("watch").NoOptDefVal = "2s"
 	cmd.Flags().Var(&serve, "serve", "serve the status as a web page (and /status.json) on `HOST:PORT` until interrupted, e.g. 127.0.0.1:8090")
-	return cmd
+	return readOnlyCmd(cmd)
 }
 
 // maxStatusRows bounds each table of the status (workers, jobs in
@@ -146,7 +163,7 @@ func statusHead(st *frontier.Status) []string {
 			rate += fmt.Sprintf(", about %v to go", (time.Duration(min(st.ETASeconds, 1e9)) * time.Second).Round(time.Second))
 		}
 	}
-	lines = append(lines, fmt.Sprintf("jobs: %d pending (%d in flight), %d dead-lettered, %d done; %s", st.Pending, st.InFlight, st.Dead, st.Done, rate))
+	lines = append(lines, fmt.Sprintf("jobs: %d enqueued, %d pending (%d in flight), %d dead-lettered, %d done; %s", st.Enqueued, st.Pending, st.InFlight, st.Dead, st.Done, rate))
 	if st.Stuck > 0 {
 		lines = append(lines, fmt.Sprintf("stuck: %s the server brought back below its ack floor after a crash; an idle worker requeues them", plural(int(st.Stuck), "job")))
 	}
@@ -154,7 +171,11 @@ func statusHead(st *frontier.Status) []string {
 	for _, wi := range st.Workers {
 		states[wi.State]++
 	}
-	lines = append(lines, fmt.Sprintf("workers: %d alive, %d gone, %d exited (seen in the last hour)", states[frontier.WorkerAlive], states[frontier.WorkerGone], states[frontier.WorkerExited]))
+	workers := fmt.Sprintf("workers: %d alive, %d gone, %d exited (seen in the last hour)", states[frontier.WorkerAlive], states[frontier.WorkerGone], states[frontier.WorkerExited])
+	if st.WorkersNotShown > 0 {
+		workers += fmt.Sprintf("; %d entries of the workers bucket not shown (not a worker's, or beyond what a read takes: docs/security.md)", st.WorkersNotShown)
+	}
+	lines = append(lines, workers)
 	if a := st.Audit; a != nil {
 		lines = append(lines, "audit: "+auditStatus(*a, time.Now()))
 	}
@@ -184,7 +205,7 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  WORKER\tSTATE\tHOST\tPID\tVERSION\tSTARTED\tLAST SEEN\tDONE\tHOLDS")
 		for _, wi := range st.Workers[:min(len(st.Workers), maxStatusRows)] {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", textsafe.Line(shorten(wi.ID, 40)), wi.State, textsafe.Line(shorten(wi.Host, 40)), wi.PID, textsafe.Line(shorten(wi.Version, 24)),
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", textsafe.Line(shorten(wi.ID, 40)), wi.State, textsafe.Line(shorten(wi.Host, 40)), wi.PID, versionColumn(wi.Version),
 				wi.Started.Local().Format(time.DateTime), ago(wi.LastSeen), wi.Jobs.Done+wi.Jobs.PastEnd, len(wi.Held))
 		}
 		tw.Flush()
@@ -209,12 +230,15 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 		}
 	}
 	fmt.Fprintf(w, "%-12s %10s %8s %8s  %s\n", "journal", "pending", "done", "dead", "nightly walk")
-	for _, j := range st.Journals {
+	for _, j := range st.Journals[:min(len(st.Journals), maxStatusRows)] {
 		walk := "-"
 		if j.Walking {
 			walk = "under way"
 		}
 		fmt.Fprintf(w, "%-12d %10d %8d %8d  %s\n", j.Journal, j.Pending, j.Done, j.Dead, walk)
+	}
+	if n := len(st.Journals) - maxStatusRows + st.JournalsNotShown; n > 0 {
+		fmt.Fprintf(w, "  … and %d more journals (--json lists up to %d)\n", n, frontier.MaxStatusJournals)
 	}
 	for _, d := range dls {
 		fmt.Fprintf(w, "dead: journal %d page %d after %d tries, %s: %s\n", d.Job.Journal, d.Job.Page, d.Deliveries, d.At.Local().Format(time.DateTime), textsafe.Line(d.Error))
@@ -296,8 +320,14 @@ func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *html
 		Head:    []string{"worker", "state", "host", "pid", "version", "started (UTC)", "last seen", "jobs done", "holds"},
 		Numeric: []bool{false, false, false, true, false, false, true, true, true}}
 	for _, wi := range st.Workers[:min(len(st.Workers), maxStatusRows)] {
-		workers.Rows = append(workers.Rows, []string{wi.ID, wi.State, wi.Host, fmt.Sprint(wi.PID), wi.Version, wi.Started.UTC().Format(time.DateTime),
+		workers.Rows = append(workers.Rows, []string{wi.ID, wi.State, wi.Host, fmt.Sprint(wi.PID), versionColumn(wi.Version), wi.Started.UTC().Format(time.DateTime),
 			ago(wi.LastSeen), fmt.Sprint(wi.Jobs.Done + wi.Jobs.PastEnd), fmt.Sprint(len(wi.Held))})
+	}
+	if n := len(st.Workers) - maxStatusRows; n > 0 {
+		workers.More = fmt.Sprintf("… and %d more workers (/status.json lists them all).", n)
+	}
+	if st.WorkersNotShown > 0 {
+		workers.More += fmt.Sprintf(" %d entries of the workers bucket not shown (not a worker's, or beyond what a read takes).", st.WorkersNotShown)
 	}
 	inflight := htmlreport.LiveTable{ID: "in-flight", Caption: "Jobs in flight", Empty: "No job is in flight.",
 		Head:    []string{"journal", "page", "worker", "worker state", "held for", "delivery", "last heartbeat"},
@@ -306,10 +336,16 @@ func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *html
 		inflight.Rows = append(inflight.Rows, []string{fmt.Sprint(h.Journal), fmt.Sprint(h.Page), h.Worker, h.WorkerState,
 			now.Sub(h.Since).Round(time.Second).String(), fmt.Sprint(h.Delivery), ago(h.Heartbeat)})
 	}
+	if n := len(st.InFlightJobs) - maxStatusRows; n > 0 {
+		inflight.More = fmt.Sprintf("… and %d more jobs in flight (/status.json lists them all).", n)
+	}
 	journals := htmlreport.LiveTable{ID: "journals", Caption: "Journals", Empty: "No journal has jobs.",
 		Head: []string{"journal", "pending", "done", "dead-lettered", "nightly walk"}, Numeric: []bool{true, true, true, true, false}}
-	for _, j := range st.Journals {
+	for _, j := range st.Journals[:min(len(st.Journals), maxStatusRows)] {
 		journals.Rows = append(journals.Rows, []string{fmt.Sprint(j.Journal), fmt.Sprint(j.Pending), fmt.Sprint(j.Done), fmt.Sprint(j.Dead), map[bool]string{true: "under way", false: "-"}[j.Walking]})
+	}
+	if n := len(st.Journals) - maxStatusRows + st.JournalsNotShown; n > 0 {
+		journals.More = fmt.Sprintf("… and %d more journals (/status.json lists up to %d).", n, frontier.MaxStatusJournals)
 	}
 	dead := htmlreport.LiveTable{ID: "dead-letters", Caption: "Last dead letters", Empty: "No job was dead-lettered.",
 		Head: []string{"journal", "page", "tries", "when (UTC)", "error"}, Numeric: []bool{true, true, true, false, false}}
@@ -329,4 +365,15 @@ func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *html
 	}
 	live.Tables = []htmlreport.LiveTable{workers, inflight, journals, audit, dead}
 	return live
+}
+
+// versionColumn is a worker's version as the status shows it: its first
+// word ("v1.4.0", "devel-0123abcd4567"), or "unknown" (a build that
+// recorded none, or the sentence of a worker of the version before).
+func versionColumn(v string) string {
+	v, _, _ = strings.Cut(strings.TrimSpace(v), " ")
+	if v == "" || strings.HasPrefix(v, "(") {
+		return "unknown"
+	}
+	return textsafe.Line(shorten(v, 24))
 }

@@ -23,15 +23,31 @@ import (
 // as written, every crawl command of it in its order, with the test's
 // ports for the documented ones: a three-node cluster, three workers, one
 // killed, the jobs stream's leader stopped, the fleet drained, its runs
-// and report read. Every paper reaches the records stream once.
+// and report read. Every paper reaches the records stream once. It runs on
+// Debian's nats-server 2.9.10, as the walkthrough does, and on the Go
+// module's server.
 func TestDistributedWalkthrough(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a cluster and worker processes")
 	}
+	for _, k := range []struct {
+		kind  string
+		start func(t *testing.T) natstest.Nodes
+	}{
+		{"debian 2.9.10", func(t *testing.T) natstest.Nodes { return natstest.StartBinaryCluster(t, 3).Any() }},
+		{"module", func(t *testing.T) natstest.Nodes { return natstest.StartCluster(t, 3).Any() }},
+	} {
+		t.Run(k.kind, func(t *testing.T) {
+			t.Parallel()
+			walkthrough(t, k.start(t))
+		})
+	}
+}
+
+func walkthrough(t *testing.T, c natstest.Nodes) {
 	bin := buildBinary(t)
 	cmds := walkthroughCommands(t)
-	c := natstest.StartCluster(t, 3)
 	var hosts []string
 	for _, n := range c.Nodes {
 		hosts = append(hosts, n.HostPort())
@@ -132,6 +148,7 @@ func TestDistributedWalkthrough(t *testing.T) {
 			if plainStatus == 2 { // step 6: the jobs stream's leader goes
 				if l := c.StreamLeader(frontier.JobsStream); l != nil {
 					l.Stop()
+					t.Logf("%s: stopped %s, the jobs stream's leader", c.Kind, l.Name())
 				}
 			}
 			code, out, errs := crawl(t, args...)

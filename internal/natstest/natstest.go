@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,6 +229,26 @@ type Binary struct {
 // since CI installs it (.ci/run).
 func StartBinary(t testing.TB) *Binary {
 	t.Helper()
+	path, version := binaryPath(t)
+	port := freePorts(t, 1)[0]
+	dir := t.TempDir()
+	cmd := exec.Command(path, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", dir, "-l", filepath.Join(dir, "server.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	b := &Binary{URL: fmt.Sprintf("nats://127.0.0.1:%d", port), Version: version, cmd: cmd}
+	waitListening(t, port, version)
+	return b
+}
+
+// binaryPath finds the nats-server binary and its version; without one the
+// test is skipped (failed under CI).
+func binaryPath(t testing.TB) (path, version string) {
+	t.Helper()
 	path, err := exec.LookPath("nats-server")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/nats-server"); serr == nil {
@@ -244,18 +265,11 @@ func StartBinary(t testing.TB) *Binary {
 	if err != nil {
 		t.Fatalf("%s --version: %v", path, err)
 	}
-	version := strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(string(out), "nats-server:")), "v")
-	port := freePorts(t, 1)[0]
-	dir := t.TempDir()
-	cmd := exec.Command(path, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", dir, "-l", filepath.Join(dir, "server.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	b := &Binary{URL: fmt.Sprintf("nats://127.0.0.1:%d", port), Version: version, cmd: cmd}
+	return path, strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(string(out), "nats-server:")), "v")
+}
+
+func waitListening(t testing.TB, port int, version string) {
+	t.Helper()
 	Eventually(t, 20*time.Second, "nats-server "+version+" does not accept connections", func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err != nil {
@@ -264,7 +278,136 @@ func StartBinary(t testing.TB) *Binary {
 		c.Close()
 		return true
 	})
-	return b
+}
+
+// BinaryCluster is three (or more) nats-server processes (Debian's 2.9.10
+// in CI) forming a JetStream cluster on loopback.
+type BinaryCluster struct {
+	Version string
+	Nodes   []*BinaryNode
+}
+
+// BinaryNode is one server of a BinaryCluster.
+type BinaryNode struct {
+	t    testing.TB
+	name string
+	port int
+	args []string
+	path string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartBinaryCluster starts n clustered nats-server processes and waits
+// until each of them answers JetStream requests with a meta leader.
+func StartBinaryCluster(t testing.TB, n int) *BinaryCluster {
+	t.Helper()
+	path, version := binaryPath(t)
+	clientPorts, routePorts := freePorts(t, n), freePorts(t, n)
+	var routes []string
+	for _, p := range routePorts {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	c := &BinaryCluster{Version: version}
+	for i := range n {
+		dir := t.TempDir()
+		nd := &BinaryNode{t: t, name: fmt.Sprintf("n%d", i+1), port: clientPorts[i], path: path,
+			args: []string{"-js", "-n", fmt.Sprintf("n%d", i+1), "-a", "127.0.0.1", "-p", fmt.Sprint(clientPorts[i]), "-sd", dir,
+				"-l", filepath.Join(dir, "server.log"), "--cluster_name", "litcrawl-test",
+				"--cluster", fmt.Sprintf("nats://127.0.0.1:%d", routePorts[i]), "--routes", strings.Join(routes, ",")}}
+		nd.Restart()
+		t.Cleanup(nd.Kill)
+		c.Nodes = append(c.Nodes, nd)
+	}
+	c.WaitReady(t)
+	return c
+}
+
+// WaitReady polls until a running node answers for a JetStream meta
+// leader that knows every running node.
+func (c *BinaryCluster) WaitReady(t testing.TB) {
+	t.Helper()
+	running := 0
+	for _, nd := range c.Nodes {
+		if nd.Running() {
+			running++
+		}
+	}
+	Eventually(t, 60*time.Second, "the nats-server cluster has no meta leader that knows every running node", func() bool {
+		nc, err := nats.Connect(c.URL(), nats.Timeout(time.Second))
+		if err != nil {
+			return false
+		}
+		defer nc.Close()
+		m, err := nc.Request("$JS.API.INFO", nil, time.Second)
+		if err != nil {
+			return false
+		}
+		var info struct {
+			Error *struct{} `json:"error"`
+		}
+		if json.Unmarshal(m.Data, &info) != nil || info.Error != nil {
+			return false
+		}
+		js, _ := jetstream.New(nc)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		// A replicated stream placed and removed: the cluster can hold one.
+		name := fmt.Sprintf("READY_%d", time.Now().UnixNano())
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"ready." + name}, Replicas: running, Storage: jetstream.MemoryStorage}); err != nil {
+			return false
+		}
+		js.DeleteStream(ctx, name)
+		return true
+	})
+}
+
+// URL lists every node: nats://h:p,nats://h:p,….
+func (c *BinaryCluster) URL() string {
+	var us []string
+	for _, nd := range c.Nodes {
+		us = append(us, nd.URL())
+	}
+	return strings.Join(us, ",")
+}
+
+// Name is the server's name.
+func (nd *BinaryNode) Name() string { return nd.name }
+
+// HostPort is the client address, 127.0.0.1:PORT.
+func (nd *BinaryNode) HostPort() string { return fmt.Sprintf("127.0.0.1:%d", nd.port) }
+
+// URL is the client URL, nats://127.0.0.1:PORT.
+func (nd *BinaryNode) URL() string { return "nats://" + nd.HostPort() }
+
+// Running reports whether the process is up.
+func (nd *BinaryNode) Running() bool { return nd.cmd != nil }
+
+// Restart starts the process again (same ports, same store).
+func (nd *BinaryNode) Restart() {
+	nd.t.Helper()
+	cmd := exec.Command(nd.path, nd.args...)
+	if err := cmd.Start(); err != nil {
+		nd.t.Fatalf("start %s: %v", nd.path, err)
+	}
+	nd.cmd, nd.done = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(nd.done) }()
+	waitListening(nd.t, nd.port, nd.name)
+}
+
+// Stop ends the process with SIGTERM (a server shut down) and waits.
+func (nd *BinaryNode) Stop() { nd.signal(syscall.SIGTERM) }
+
+// Kill ends the process with SIGKILL (a machine lost) and waits.
+func (nd *BinaryNode) Kill() { nd.signal(syscall.SIGKILL) }
+
+func (nd *BinaryNode) signal(sig syscall.Signal) {
+	if nd.cmd == nil {
+		return
+	}
+	nd.cmd.Process.Signal(sig)
+	<-nd.done
+	nd.cmd = nil
 }
 
 // Messages returns every message of a stream, in stream order.
@@ -351,4 +494,79 @@ func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Node is one server of a cluster: in process (Server) or a nats-server
+// process (BinaryNode).
+type Node interface {
+	Name() string
+	URL() string
+	HostPort() string
+	Running() bool
+	Stop()
+}
+
+// Nodes is a cluster of either kind, for tests that run on both.
+type Nodes struct {
+	// Kind names the servers: "module" or "nats-server 2.9.10".
+	Kind  string
+	Nodes []Node
+}
+
+// Any is the cluster as Nodes.
+func (c *Cluster) Any() Nodes {
+	n := Nodes{Kind: "module"}
+	for _, s := range c.Nodes {
+		n.Nodes = append(n.Nodes, s)
+	}
+	return n
+}
+
+// Any is the cluster as Nodes.
+func (c *BinaryCluster) Any() Nodes {
+	n := Nodes{Kind: "nats-server " + c.Version}
+	for _, s := range c.Nodes {
+		n.Nodes = append(n.Nodes, s)
+	}
+	return n
+}
+
+// URL lists the nodes but except (nil: every node).
+func (c Nodes) URL(except Node) string {
+	var us []string
+	for _, n := range c.Nodes {
+		if n != except {
+			us = append(us, n.URL())
+		}
+	}
+	return strings.Join(us, ",")
+}
+
+// StreamLeader is the running node that leads the stream, as the cluster
+// reports it, or nil when none does now.
+func (c Nodes) StreamLeader(stream string) Node {
+	var urls []string
+	for _, n := range c.Nodes {
+		if n.Running() {
+			urls = append(urls, n.URL())
+		}
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(time.Second))
+	if err != nil {
+		return nil
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil || s.CachedInfo().Cluster == nil {
+		return nil
+	}
+	for _, n := range c.Nodes {
+		if n.Running() && n.Name() == s.CachedInfo().Cluster.Leader {
+			return n
+		}
+	}
+	return nil
 }

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/natstest"
+)
+
+// The commands that only read end at once on the first signal; the others
+// finish their work first.
+func TestReadOnlyCommandsAreMarked(t *testing.T) {
+	root := newRootCmd()
+	want := map[string]bool{"status": true, "runs": true, "runs show": true, "report": true, "config show": true,
+		"quarantine list": true, "state check": true, "state find": true}
+	var walk func(prefix string, cmds []*cobra.Command)
+	got := map[string]bool{}
+	walk = func(prefix string, cmds []*cobra.Command) {
+		for _, c := range cmds {
+			name := strings.TrimSpace(prefix + " " + c.Name())
+			if isReadOnly(c) {
+				got[name] = true
+			}
+			walk(name, c.Commands())
+		}
+	}
+	walk("", root.Commands())
+	for name := range want {
+		if !got[name] {
+			t.Errorf("crawl %s only reads, but is not marked so", name)
+		}
+	}
+	for name := range got {
+		if !want[name] {
+			t.Errorf("crawl %s is marked as only reading", name)
+		}
+	}
+}
+
+// A status, and a runs --frontier, that wait on a frontier that cannot
+// answer (two servers of three down: no leader) say that they wait, end at
+// once on the first SIGTERM or SIGINT with its code, and say nothing of
+// pages in flight; left alone, status gives up within its time limit,
+// saying what is missing, exit 1.
+func TestReadOnlyCommandsStopOnTheFirstSignal(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs a cluster and the built binary")
+	}
+	bin := buildBinary(t)
+	c := natstest.StartCluster(t, 3)
+	if code, _, errs := crawl(t, "enqueue", "--frontier", c.URL(), "--replicas", "3", "--journal", "5", "--pages", "1-3"); code != exitcode.OK {
+		t.Fatalf("enqueue: exit %d: %s", code, errs)
+	}
+	c.Nodes[1].Stop()
+	c.Nodes[2].Stop()
+	for _, tc := range []struct {
+		args []string
+		sig  syscall.Signal
+		code int
+	}{
+		{[]string{"status", "--frontier", c.Nodes[0].URL()}, syscall.SIGTERM, exitcode.Terminated},
+		{[]string{"runs", "--frontier", c.Nodes[0].URL(), "--state-dir", t.TempDir()}, syscall.SIGINT, exitcode.Interrupted},
+		{[]string{"status", "--frontier", c.Nodes[0].URL()}, 0, exitcode.Fatal},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tc.args[0], tc.sig), func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Dir = t.TempDir()
+			pipe, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			var stderr bytes.Buffer
+			sc := bufio.NewScanner(pipe)
+			for sc.Scan() {
+				stderr.WriteString(sc.Text() + "\n")
+				if strings.Contains(sc.Text(), "waiting for the frontier") {
+					break
+				}
+			}
+			if !strings.Contains(stderr.String(), "waiting for the frontier") {
+				t.Fatalf("%v never said it waits:\n%s", tc.args, stderr.String())
+			}
+			signalled := time.Now()
+			if tc.sig != 0 {
+				cmd.Process.Signal(tc.sig)
+			}
+			rest, _ := io.ReadAll(pipe)
+			stderr.Write(rest)
+			cmd.Wait()
+			took := time.Since(signalled)
+			if code := cmd.ProcessState.ExitCode(); code != tc.code {
+				t.Errorf("%v: exit %d, want %d:\n%s", tc.args, code, tc.code, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "in flight") {
+				t.Errorf("%v speaks of pages in flight:\n%s", tc.args, stderr.String())
+			}
+			switch {
+			case tc.sig != 0 && took > readOnlyGrace+time.Second:
+				t.Errorf("%v took %v to end after the signal", tc.args, took)
+			case tc.sig == 0 && (!strings.Contains(stderr.String(), "did not answer within 30s") || !strings.Contains(stderr.String(), "most of its servers")):
+				t.Errorf("%v gave up without saying what is missing:\n%s", tc.args, stderr.String())
+			}
+		})
+	}
+}
+
+// 500 hostile entries in the workers bucket (each of 1,000 journals and
+// 1,000 jobs held): crawl status answers within bounded memory, prints
+// under 1 MB, says how many entries it did not show, and the live page
+// stays small.
+func TestStatusAgainstHostileWorkerEntries(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs the built binary")
+	}
+	bin := buildBinary(t)
+	n := natstest.Start(t)
+	fr, err := frontier.Connect(context.Background(), n.URL(), frontier.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr.Close()
+	kv, err := natstest.JetStream(t, n.URL()).KeyValue(context.Background(), frontier.WorkersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i := range 500 {
+		wi := frontier.WorkerInfo{Identity: frontier.Identity{ID: fmt.Sprintf("hostile-%d", i), Host: strings.Repeat("h", 300), Version: "(devel) (no revision recorded: a sentence)"},
+			LastSeen: now, Every: 2, DonePerJournal: map[string]int64{}}
+		for j := range 1000 {
+			wi.DonePerJournal[fmt.Sprint(i*1000+j+1)] = 1 << 40
+			wi.Held = append(wi.Held, frontier.HeldJob{Journal: int64(i*1000 + j + 1), Page: j, Since: now, Heartbeat: now, Delivery: 1})
+		}
+		data, _ := json.Marshal(wi)
+		if _, err := kv.Put(context.Background(), fmt.Sprintf("w.hostile-%d", i), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"status", "--frontier", n.URL()}, {"status", "--frontier", n.URL(), "--json"}} {
+		var out, errb bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = t.TempDir(), &out, &errb
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errb.String())
+		}
+		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // MiB
+		t.Logf("%v: %v, %d MiB at most, %d bytes printed", args[2:], time.Since(start).Round(time.Millisecond), rss, out.Len())
+		if rss > 300 || out.Len() > 1<<20 && len(args) == 3 {
+			t.Errorf("%v: %d MiB, %d bytes printed; want under 300 MiB and 1 MiB", args, rss, out.Len())
+		}
+		if len(args) == 3 && (!strings.Contains(out.String(), "entries of the workers bucket not shown") || !strings.Contains(out.String(), "more journals") ||
+			strings.Contains(out.String(), "no revision recorded")) {
+			t.Errorf("status does not say what it left out, or shows the version's sentence:\n%.3000s", out.String())
+		}
+	}
+	// The live page: small, whatever the bucket holds.
+	cmd := exec.Command(bin, "status", "--frontier", n.URL(), "--serve", "127.0.0.1:0")
+	pipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var url string
+	for sc := bufio.NewScanner(pipe); sc.Scan(); {
+		if _, rest, ok := strings.Cut(sc.Text(), "serving the fleet's status on "); ok {
+			url = strings.Fields(rest)[0]
+			break
+		}
+	}
+	go io.Copy(io.Discard, pipe)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("the live page: %d bytes", len(page))
+	if resp.StatusCode != 200 || len(page) > 1<<20 || !bytes.Contains(page, []byte("more journals")) {
+		t.Errorf("the live page: %s, %d bytes", resp.Status, len(page))
+	}
+}

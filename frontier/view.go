@@ -1,0 +1,170 @@
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/internal/jsadmin"
+)
+
+// The fleet's view of itself (the workers bucket, the runs stream) is read
+// without a consumer: the stream's leader lists the subjects (one request),
+// and the last message of each is asked for on its own (a direct get, which
+// any server holding a replica answers), at most viewInFlight at a time.
+// A consumer would be placed on one server, and a client library re-makes
+// a lost one without end and without a deadline: with one server of three
+// down, nats-server 2.9.10 left such a read hanging. Reading by subject
+// also reads each subject once, as it is at that moment: a worker that
+// announces itself during the read is read once, not once per
+// announcement.
+
+// viewInFlight bounds the gets one read has in flight.
+const viewInFlight = 64
+
+// maxListedSubjects is the most subjects one listing returns: the server's
+// own page (nats-server sends at most 100,000 subjects a page); a read
+// takes one page.
+const maxListedSubjects = 100_000
+
+// subjects lists the subjects of stream matching filter: one page of the
+// server's listing (at most maxListedSubjects), and how many subjects
+// match in all. It asks again while the cluster elects the stream's
+// leader, until ctx ends.
+func (f *Frontier) subjects(ctx context.Context, stream, filter string) (subjects []string, total int, err error) {
+	req, _ := json.Marshal(map[string]any{"subjects_filter": filter})
+	err = jsadmin.Retry(ctx, func(ctx context.Context) error {
+		m, err := f.nc.RequestWithContext(ctx, "$JS.API.STREAM.INFO."+stream, req)
+		if err != nil {
+			return err
+		}
+		var resp struct {
+			Total int `json:"total"`
+			State struct {
+				Subjects    map[string]uint64 `json:"subjects"`
+				NumSubjects int               `json:"num_subjects"`
+			} `json:"state"`
+			Error *jetstream.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &resp); err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
+		}
+		if resp.Error != nil {
+			if resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound {
+				return backoff.Permanent(fmt.Errorf("stream %s: %w", stream, jetstream.ErrStreamNotFound))
+			}
+			return resp.Error
+		}
+		subjects = subjects[:0]
+		for s := range resp.State.Subjects {
+			if len(subjects) == maxListedSubjects {
+				break
+			}
+			subjects = append(subjects, s)
+		}
+		total = max(resp.Total, len(resp.State.Subjects))
+		return nil
+	})
+	return subjects, total, err
+}
+
+// readBounds bound one read of the view.
+type readBounds struct {
+	entries    int // subjects read at most
+	entryBytes int // a larger message is skipped
+	bytes      int // all messages read, at most
+}
+
+// readResult counts what a read did not visit.
+type readResult struct {
+	// Total are the subjects that matched; Skipped those not visited:
+	// beyond the bounds, too big, or unreadable.
+	Total, Skipped int
+}
+
+// readLatest visits the last message of each subject of a stream matching
+// filter (its data and headers), in the order the subjects sort (newest
+// first sorts them backwards), within the bounds. visit says whether the
+// message was one it could read. A deleted subject (a key-value delete) is passed with its
+// headers. The read asks again, whole, while a server answers nothing
+// (an election, a reconnection), until ctx ends.
+func (f *Frontier) readLatest(ctx context.Context, stream jetstream.Stream, filter string, b readBounds, newestFirst bool,
+	visit func(subject string, data []byte, h nats.Header) bool) (readResult, error) {
+	name := stream.CachedInfo().Config.Name
+	subjects, total, err := f.subjects(ctx, name, filter)
+	if err != nil {
+		return readResult{}, err
+	}
+	slices.Sort(subjects)
+	if newestFirst {
+		slices.Reverse(subjects)
+	}
+	res := readResult{Total: total, Skipped: total - min(len(subjects), b.entries)}
+	subjects = subjects[:min(len(subjects), b.entries)]
+	// Each subject's message: not asked yet, gone since the listing,
+	// skipped (too big, or beyond the bytes read), or read.
+	const (
+		notAsked = iota
+		gone
+		skipped
+		read
+	)
+	type msg struct {
+		data  []byte
+		h     nats.Header
+		state int
+	}
+	got := make([]msg, len(subjects))
+	var budget atomic.Int64
+	budget.Store(int64(b.bytes))
+	r := backoff.Retry{Policy: jsadmin.RetryWait, Retryable: func(err error) bool {
+		return jsadmin.Transient(err) || errors.Is(err, nats.ErrNoResponders)
+	}}
+	err = r.Do(ctx, func(ctx context.Context, _ int) error {
+		p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(viewInFlight)
+		for i, subj := range subjects {
+			if got[i].state != notAsked || budget.Load() <= 0 {
+				continue
+			}
+			p.Go(func(ctx context.Context) error {
+				tctx, cancel := context.WithTimeout(ctx, jsadmin.TryTimeout)
+				defer cancel()
+				m, err := stream.GetLastMsgForSubject(tctx, subj)
+				switch {
+				case errors.Is(err, jetstream.ErrMsgNotFound):
+					got[i].state = gone
+				case err != nil:
+					return fmt.Errorf("stream %s: %s: %w", name, subj, err)
+				case len(m.Data) > b.entryBytes || budget.Add(-int64(len(m.Data))) < 0:
+					got[i].state = skipped
+				default:
+					got[i] = msg{m.Data, m.Header, read}
+				}
+				return nil
+			})
+		}
+		return p.Wait()
+	}, nil)
+	if err != nil {
+		return res, err
+	}
+	for i, subj := range subjects {
+		switch got[i].state {
+		case notAsked, skipped:
+			res.Skipped++
+		case read:
+			if !visit(subj, got[i].data, got[i].h) {
+				res.Skipped++
+			}
+		}
+	}
+	return res, nil
+}
