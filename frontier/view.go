@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,8 +28,14 @@ import (
 // announces itself during the read is read once, not once per
 // announcement.
 
-// viewInFlight bounds the gets one read has in flight.
-const viewInFlight = 64
+// viewInFlight bounds the gets one read has in flight, and viewGetTimeout
+// one get (a get lost with a server is asked again; what is read stays
+// read). A bucket of large hostile entries is read at the pace the server
+// sends them, not all asked for at once.
+const (
+	viewInFlight   = 16
+	viewGetTimeout = 5 * time.Second
+)
 
 // maxListedSubjects is the most subjects one listing returns: the server's
 // own page (nats-server sends at most 100,000 subjects a page); a read
@@ -135,7 +142,7 @@ func (f *Frontier) readLatest(ctx context.Context, stream jetstream.Stream, filt
 				continue
 			}
 			p.Go(func(ctx context.Context) error {
-				tctx, cancel := context.WithTimeout(ctx, jsadmin.TryTimeout)
+				tctx, cancel := context.WithTimeout(ctx, viewGetTimeout)
 				defer cancel()
 				m, err := stream.GetLastMsgForSubject(tctx, subj)
 				switch {

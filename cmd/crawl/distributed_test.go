@@ -46,7 +46,7 @@ func TestWorkerProcesses(t *testing.T) {
 	if code != exitcode.OK || !strings.Contains(errs, "enqueued nothing: 10 jobs already pending or in flight") {
 		t.Fatalf("second enqueue: exit %d: %s", code, errs)
 	}
-	if code, out, errs := crawl(t, "status", "--frontier", natsURL); code != exitcode.OK || !strings.Contains(out, "jobs: 10 enqueued, 10 pending (0 in flight)") {
+	if code, out, errs := crawl(t, "status", "--frontier", natsURL); code != exitcode.OK || !strings.Contains(out, "jobs: 10 pending (0 in flight), 0 dead-lettered, 0 done by the workers of the last hour, of 10 enqueued since the queue was made") {
 		t.Fatalf("status after two enqueues: exit %d: %s%s", code, out, errs)
 	}
 	worker := func() *exec.Cmd {
@@ -84,7 +84,7 @@ func TestWorkerProcesses(t *testing.T) {
 	wg.Wait()
 
 	code, out, errs := crawl(t, "status", "--frontier", natsURL)
-	if code != exitcode.OK || !strings.Contains(out, "jobs: 10 enqueued, 0 pending (0 in flight), 0 dead-lettered") {
+	if code != exitcode.OK || !strings.Contains(out, "jobs: 0 pending (0 in flight), 0 dead-lettered") || !strings.Contains(out, "of 10 enqueued since the queue was made") {
 		t.Errorf("status: exit %d: %s%s", code, out, errs)
 	}
 	ids := natstest.RecordIDs(t, natsURL, "FLEET")

@@ -163,7 +163,8 @@ func statusHead(st *frontier.Status) []string {
 			rate += fmt.Sprintf(", about %v to go", (time.Duration(min(st.ETASeconds, 1e9)) * time.Second).Round(time.Second))
 		}
 	}
-	lines = append(lines, fmt.Sprintf("jobs: %d enqueued, %d pending (%d in flight), %d dead-lettered, %d done; %s", st.Enqueued, st.Pending, st.InFlight, st.Dead, st.Done, rate))
+	lines = append(lines, fmt.Sprintf("jobs: %d pending (%d in flight), %d dead-lettered, %d done by the workers of the last hour, of %d enqueued since the queue was made; %s",
+		st.Pending, st.InFlight, st.Dead, st.Done, st.Enqueued, rate))
 	if st.Stuck > 0 {
 		lines = append(lines, fmt.Sprintf("stuck: %s the server brought back below its ack floor after a crash; an idle worker requeues them", plural(int(st.Stuck), "job")))
 	}
