@@ -201,13 +201,19 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 	for _, l := range statusHead(st) {
 		fmt.Fprintln(w, l)
 	}
-	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
+	ago := func(t time.Time) string { return agoOf(now, t) }
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format(time.DateTime)
+	}
 	if len(st.Workers) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  WORKER\tSTATE\tHOST\tPID\tVERSION\tSTARTED\tLAST SEEN\tDONE\tHOLDS")
 		for _, wi := range st.Workers[:min(len(st.Workers), maxStatusRows)] {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", textsafe.Line(shorten(wi.ID, 40)), wi.State, textsafe.Line(shorten(wi.Host, 40)), wi.PID, versionColumn(wi.Version),
-				wi.Started.Local().Format(time.DateTime), ago(wi.LastSeen), wi.Jobs.Done+wi.Jobs.PastEnd, len(wi.Held))
+				when(wi.Started), ago(wi.LastSeen), wi.Jobs.Done+wi.Jobs.PastEnd, len(wi.Held))
 		}
 		tw.Flush()
 		if n := len(st.Workers) - maxStatusRows; n > 0 {
@@ -316,7 +322,7 @@ func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *ap
 // liveOf is the fleet's status as the live page shows it.
 func liveOf(st *frontier.Status, dls []frontier.DeadLetter, now time.Time) *htmlreport.Live {
 	live := &htmlreport.Live{Title: "Fleet status", Lines: statusHead(st)}
-	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
+	ago := func(t time.Time) string { return agoOf(now, t) }
 	workers := htmlreport.LiveTable{ID: "workers", Caption: "Workers", Empty: "No worker has announced itself in the last hour.",
 		Head:    []string{"worker", "state", "host", "pid", "version", "started (UTC)", "last seen", "jobs done", "holds"},
 		Numeric: []bool{false, false, false, true, false, false, true, true, true}}
@@ -377,4 +383,13 @@ func versionColumn(v string) string {
 		return "unknown"
 	}
 	return textsafe.Line(shorten(v, 24))
+}
+
+// agoOf is how long before now t was ("3s ago"), or "never" for no time
+// (an entry that gave none, or one from the future).
+func agoOf(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
 }
