@@ -120,6 +120,12 @@ func TestDistributedUsage(t *testing.T) {
 		{[]string{"enqueue", "--frontier", "nats://127.0.0.1:1", "--journal", "1,x", "--pages", "1-2"}, "--journal 1,x: expected a positive journal id"},
 		{[]string{"status"}, "--frontier"},
 		{[]string{"status", "--frontier", "http://u:hunter2@127.0.0.1:1"}, "--frontier http://u:REDACTED@127.0.0.1:1: expected nats://HOST:PORT"},
+		// --watch takes its value after a space or an "=", or none (2s).
+		{[]string{"status", "--frontier", "http://127.0.0.1:1", "--watch"}, "--frontier http://127.0.0.1:1: expected nats://"},
+		{[]string{"status", "--frontier", "http://127.0.0.1:1", "--watch", "5s"}, "--frontier http://127.0.0.1:1: expected nats://"},
+		{[]string{"status", "--frontier", "nats://127.0.0.1:1", "--watch", "0.1s"}, "--watch 0.1s: expected a duration from 1s to 1h0m0s"},
+		{[]string{"status", "--frontier", "nats://127.0.0.1:1", "--watch", "junk"}, "--watch junk: expected a duration such as 2s"},
+		{[]string{"status", "--frontier", "nats://127.0.0.1:1", "--watch=3s", "junk"}, "status takes no arguments"},
 	} {
 		code, _, errs := crawl(t, tt.args...)
 		if code != exitcode.Usage || !strings.Contains(errs, tt.want) {

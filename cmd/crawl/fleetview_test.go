@@ -198,3 +198,19 @@ func TestStatusAgainstHostileWorkerEntries(t *testing.T) {
 		t.Errorf("the live page: %s, %d bytes", resp.Status, len(page))
 	}
 }
+
+// The version column shows a version, or "unknown": never a sentence.
+func TestVersionColumn(t *testing.T) {
+	for in, want := range map[string]string{
+		"v1.4.0": "v1.4.0", "devel-0123abcd4567": "devel-0123abcd4567", "": "unknown",
+		"(devel) (no revision recorded: go build in a git checkout records it, unless GOFLAGS holds -buildvcs=false) go1.26.0": "unknown",
+		"v1.4.0 (0123abcd4567 2026-12-01T00:00:00Z) go1.26.0": "v1.4.0",
+	} {
+		if got := versionColumn(in); got != want {
+			t.Errorf("versionColumn(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := versionColumn("\x1b[31mred\x1b[0m"); strings.ContainsRune(got, 0x1b) {
+		t.Errorf("an escape reaches the terminal: %q", got)
+	}
+}
