@@ -190,9 +190,18 @@ func (w *Worker) loop(ctx context.Context) {
 func (w *Worker) announceLoop() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	// A failed announcement is said once, until one gets through again
+	// (an election fails every announcement for seconds).
+	failing := false
 	say := func(exited bool) {
-		if err := w.f.announce(context.Background(), w.presence.snapshot(w.Jobs(), exited)); err != nil && !exited {
-			w.o.Log.Warn("the workers bucket did not take this worker's entry: crawl status may show it as gone", "error", err)
+		err := w.f.announce(context.Background(), w.presence.snapshot(w.Jobs(), exited))
+		switch {
+		case err != nil && !exited && !failing:
+			failing = true
+			w.o.Log.Warn("the workers bucket did not take this worker's entry: crawl status may show it as gone until it does", "error", err)
+		case err == nil && failing:
+			failing = false
+			w.o.Log.Info("the workers bucket takes this worker's entry again")
 		}
 	}
 	say(false)

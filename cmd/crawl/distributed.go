@@ -216,7 +216,8 @@ const frontierNoticeAfter = 3 * time.Second
 // readFrontier runs read within frontierTimeout. When the frontier does
 // not answer within frontierNoticeAfter it says once that it waits, and
 // when it never does, what is missing.
-func readFrontier(cmd *cobra.Command, ctx context.Context, what string, read func(ctx context.Context) error) error {
+func readFrontier(cmd *cobra.Command, ctx context.Context, read func(ctx context.Context) error) error {
+	name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 	ctx, cancel := context.WithTimeout(ctx, frontierTimeout)
 	defer cancel()
 	done := make(chan struct{})
@@ -226,13 +227,13 @@ func readFrontier(cmd *cobra.Command, ctx context.Context, what string, read fun
 		defer t.Stop()
 		select {
 		case <-t.C:
-			sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl %s: waiting for the frontier (no answer yet: a cluster electing a leader, or most of its servers down); up to %v", cmd.Name(), frontierTimeout)
+			sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl %s: waiting for the frontier (no answer yet: a cluster electing a leader, or most of its servers down); up to %v", name, frontierTimeout)
 		case <-done:
 		}
 	}()
 	err := read(ctx)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		return fmt.Errorf("%s: the frontier did not answer within %v (%w): a stream replicated on a cluster answers only while most of its servers are up, and a single server only while it is up; start the servers that are down", what, frontierTimeout, err)
+		return fmt.Errorf("%s: the frontier did not answer within %v (%w): a stream replicated on a cluster answers only while most of its servers are up, and a single server only while it is up; start the servers that are down", name, frontierTimeout, err)
 	}
 	return err
 }

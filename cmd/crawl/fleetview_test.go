@@ -214,3 +214,28 @@ func TestVersionColumn(t *testing.T) {
 		t.Errorf("an escape reaches the terminal: %q", got)
 	}
 }
+
+// A worker announces its version in one word: a release, or the revision
+// of a git checkout (Go stamps a pseudo-version on such a build).
+func TestOneWordVersion(t *testing.T) {
+	for _, c := range []struct {
+		build, module, rev string
+		dirty              bool
+		want               string
+	}{
+		{"v2.0.0", "(devel)", "0123abcd4567", false, "v2.0.0"},
+		{"", "v1.4.0", "0123abcd4567", false, "v1.4.0"},
+		{"", "v0.0.0-20261206050711-7a78bbacf95b", "7a78bbacf95b", false, "devel-7a78bbacf95b"},
+		{"", "v0.0.0-20261206050711-7a78bbacf95b+dirty", "7a78bbacf95b", true, "devel-7a78bbacf95b-modified"},
+		{"", "v1.4.1-0.20261206050711-7a78bbacf95b", "", false, "devel-7a78bbacf95b"},
+		{"", "(devel)", "0123abcd4567", false, "devel-0123abcd4567"},
+		{"", "(devel)", "", false, "unknown"},
+	} {
+		if got := oneWordVersion(c.build, c.module, c.rev, c.dirty); got != c.want {
+			t.Errorf("oneWordVersion(%q, %q, %q, %v) = %q, want %q", c.build, c.module, c.rev, c.dirty, got, c.want)
+		}
+		if got := versionColumn(c.want); got != c.want {
+			t.Errorf("the column shows %q as %q", c.want, got)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -180,30 +181,47 @@ func version() string {
 // build in a git checkout records ("devel-0123abcd4567", "-modified"
 // when the tree was), or "unknown".
 func shortVersion() string {
-	v := buildVersion
 	info, ok := debug.ReadBuildInfo()
-	if v == "" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		v = info.Main.Version
-	}
-	if v != "" {
-		return v
-	}
 	if !ok {
-		return "unknown"
+		return cmp.Or(buildVersion, "unknown")
 	}
-	var rev, dirty string
+	var rev string
+	dirty := false
 	for _, s := range info.Settings {
 		switch {
 		case s.Key == "vcs.revision":
 			rev = s.Value[:min(len(s.Value), 12)]
 		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "-modified"
+			dirty = true
 		}
+	}
+	return oneWordVersion(buildVersion, info.Main.Version, rev, dirty)
+}
+
+// pseudoVersion is a version Go stamps on a build of a revision with no
+// tag (v0.0.0-20261206050711-7a78bbacf95b, "+dirty" when modified).
+var pseudoVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:[0-9A-Za-z.]*\.)?\d{14}-([0-9a-f]{12})(\+dirty)?$`)
+
+// oneWordVersion is shortVersion's rule: the version set at build time,
+// else the module's release, else "devel-" and the revision.
+func oneWordVersion(build, module, rev string, dirty bool) string {
+	if build != "" {
+		return build
+	}
+	if m := pseudoVersion.FindStringSubmatch(module); m != nil {
+		rev, dirty = m[1], dirty || m[2] != ""
+		module = ""
+	}
+	if module != "" && module != "(devel)" {
+		return module
 	}
 	if rev == "" {
 		return "unknown"
 	}
-	return "devel-" + rev + dirty
+	if dirty {
+		return "devel-" + rev + "-modified"
+	}
+	return "devel-" + rev
 }
 
 // exitOnPanic, deferred, turns a panic into exit 1 and one line on

@@ -60,7 +60,7 @@ func withFleetRuns(cmd *cobra.Command, env *app.Env, url string, runs []history.
 		return runs, nil
 	}
 	var fleet []history.RunView
-	err := readFrontier(cmd, cmd.Context(), "the fleet's runs", func(ctx context.Context) (err error) {
+	err := readFrontier(cmd, cmd.Context(), func(ctx context.Context) (err error) {
 		fleet, err = env.FleetRuns(ctx, app.Fleet{URL: url})
 		return err
 	})

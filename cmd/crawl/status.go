@@ -81,7 +81,7 @@ address, or put it behind what guards your other dashboards.`,
 			defer cancel()
 			of(cmd).quietStop.Store(watch > 0 || serve.v != "") // Ctrl-C just ends the watch
 			var view *app.FleetView
-			err = readFrontier(cmd, ctx, "connect", func(ctx context.Context) (err error) {
+			err = readFrontier(cmd, ctx, func(ctx context.Context) (err error) {
 				view, err = env.OpenFleet(ctx, fl)
 				return err
 			})
@@ -109,7 +109,7 @@ address, or put it behind what guards your other dashboards.`,
 			for {
 				var st *frontier.Status
 				var dls []frontier.DeadLetter
-				err := readFrontier(cmd, ctx, "status", func(ctx context.Context) (err error) {
+				err := readFrontier(cmd, ctx, func(ctx context.Context) (err error) {
 					st, dls, err = view.Status(ctx, 5)
 					return err
 				})
@@ -382,7 +382,7 @@ func versionColumn(v string) string {
 	if v == "" || strings.HasPrefix(v, "(") {
 		return "unknown"
 	}
-	return textsafe.Line(shorten(v, 24))
+	return textsafe.Line(shorten(v, 32))
 }
 
 // agoOf is how long before now t was ("3s ago"), or "never" for no time
