@@ -204,7 +204,7 @@ func TestVersionColumn(t *testing.T) {
 	for in, want := range map[string]string{
 		"v1.4.0": "v1.4.0", "devel-0123abcd4567": "devel-0123abcd4567", "": "unknown",
 		"(devel) (no revision recorded: go build in a git checkout records it, unless GOFLAGS holds -buildvcs=false) go1.26.0": "unknown",
-		"v1.4.0 (0123abcd4567 2026-12-01T00:00:00Z) go1.26.0": "v1.4.0",
+		"v1.4.0 (0123abcd4567 2026-12-01T00:00:00Z) go1.26.0":                                                                  "v1.4.0",
 	} {
 		if got := versionColumn(in); got != want {
 			t.Errorf("versionColumn(%q) = %q, want %q", in, got, want)
