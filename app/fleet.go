@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -131,8 +134,11 @@ func (e *Env) Enqueue(ctx context.Context, o Enqueue) (runID string, n frontier.
 // FleetView reads the state and the history of a fleet over one
 // connection (crawl status --watch and --serve read it again and again).
 type FleetView struct {
-	e *Env
-	f *frontier.Frontier
+	e  *Env
+	fl Fleet
+
+	mu sync.Mutex
+	f  *frontier.Frontier
 }
 
 // OpenFleet connects to the fleet's frontier.
@@ -141,23 +147,53 @@ func (e *Env) OpenFleet(ctx context.Context, fl Fleet) (*FleetView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FleetView{e: e, f: f}, nil
+	return &FleetView{e: e, fl: fl, f: f}, nil
 }
 
 // Close closes the connection.
-func (v *FleetView) Close() { v.f.Close() }
+func (v *FleetView) Close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.f.Close()
+}
+
+// frontier is the view's connection, made again when the server closed
+// it (it reconnects by itself otherwise), so that a watch or a live page
+// outlives it.
+func (v *FleetView) frontier(ctx context.Context) (*frontier.Frontier, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.f.Closed() {
+		return v.f, nil
+	}
+	f, err := v.e.connect(ctx, v.fl)
+	if err != nil {
+		return nil, err
+	}
+	v.f = f
+	return f, nil
+}
 
 // Status is the frontier's state: jobs pending, in flight and
 // dead-lettered, the workers, and the last lastDead dead letters.
 func (v *FleetView) Status(ctx context.Context, lastDead int) (*frontier.Status, []frontier.DeadLetter, error) {
-	st, err := v.f.Status(ctx)
+	f, err := v.frontier(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := v.f.FillAudit(ctx, st); err != nil {
+	st, err := f.Status(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	dls, err := v.f.DeadLetters(ctx, lastDead)
+	// The audit's line is a part of the status: one that cannot be read
+	// (a bucket that holds what no worker wrote) is said, not fatal.
+	if err := f.FillAudit(ctx, st); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		st.AuditError = err.Error()
+	}
+	dls, err := f.DeadLetters(ctx, lastDead)
 	return st, dls, err
 }
 
@@ -165,7 +201,11 @@ func (v *FleetView) Status(ctx context.Context, lastDead int) (*frontier.Status,
 // history views, newest first. A run without its final summary is running
 // while its worker is alive, and killed when it is gone.
 func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
-	raw, notRead, err := v.f.Runs(ctx)
+	f, err := v.frontier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw, notRead, err := f.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +213,7 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 		v.e.log().Warn(fmt.Sprintf("the fleet's runs stream: %d run summaries left out (a read takes at most %d runs and %d MiB, newest run id first, and none over %d MiB)",
 			notRead, frontier.MaxRuns, frontier.MaxRunsReadBytes>>20, frontier.MaxRunSummaryBytes>>20), "left_out", notRead)
 	}
-	workers, _, err := v.f.Workers(ctx)
+	workers, _, err := f.Workers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +223,22 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 	}
 	runs := make([]history.RunView, 0, len(raw))
 	for _, data := range raw {
-		var rep history.RunReport
-		if json.Unmarshal(data, &rep) != nil || rep.RunID == "" {
+		// A summary of more parts than a worker writes (failures beyond
+		// those kept, a journal map of a site) is nobody's: decoded, its
+		// megabyte would take gigabytes.
+		if bytes.Count(data, []byte("{")) > maxRunObjects {
 			continue
+		}
+		var rep history.RunReport
+		if json.Unmarshal(data, &rep) != nil || !frontier.ValidRunID(rep.RunID) {
+			continue
+		}
+		if len(rep.Failures) > history.MaxFailuresKept {
+			rep.FailuresOmitted += len(rep.Failures) - history.MaxFailuresKept
+			rep.Failures = rep.Failures[:history.MaxFailuresKept]
+		}
+		if len(rep.Error) > 2000 {
+			rep.Error = strings.ToValidUTF8(rep.Error[:2000], "") + "…"
 		}
 		// A start this fleet cannot have had (before the project, or a day
 		// ahead of this clock) would be the "latest" run for ever.
@@ -205,6 +258,10 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 	slices.SortStableFunc(runs, NewestFirst)
 	return runs, nil
 }
+
+// maxRunObjects bounds the JSON objects of a run summary read from the
+// fleet: a worker's holds a few per journal and per failed page kept.
+const maxRunObjects = 50_000
 
 // NewestFirst orders runs by start, newest first; runs started in the same
 // second (summaries keep seconds) by how long they ran, the longest first,

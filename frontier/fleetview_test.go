@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,3 +243,81 @@ type killable interface {
 type killed struct{ killable }
 
 func (k killed) Stop() { k.Kill() }
+
+// What anyone who can write to the fleet's buckets and streams may put
+// there does not stop the fleet's view: a key too long to ask for (its get
+// would pass the server's control line and cost the connection), more
+// worker entries than a read takes (walked, not listed), a walk state
+// under a long key, and more job subjects than a status lists per journal.
+// Each is left out and counted; the connection stays up.
+func TestFleetViewAgainstHostileKeys(t *testing.T) {
+	t.Parallel()
+	n := natstest.Start(t)
+	fr := connect(t, n.URL(), frontier.Options{})
+	js := natstest.JetStream(t, n.URL())
+	workers, err := js.KeyValue(ctx, frontier.WorkersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	papers, err := js.KeyValue(ctx, frontier.PapersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := func(id string) []byte {
+		data, _ := json.Marshal(frontier.WorkerInfo{Identity: frontier.Identity{ID: id, Started: time.Now()}, LastSeen: time.Now(), Every: 2})
+		return data
+	}
+	long := "w." + strings.Repeat("L", 4000)
+	if _, err := workers.Put(ctx, long, entry("long")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workers.Put(ctx, "w.real", entry("real")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := papers.Put(ctx, "walk.7"+strings.Repeat("7", 4000), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, frontier.RunsSubject+"."+strings.Repeat("r", 4000), []byte(`{"run_id":"r"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ws, notShown, err := fr.Workers(ctx)
+	if err != nil || len(ws) != 1 || ws[0].ID != "real" || notShown != 1 {
+		t.Fatalf("workers beside a long key: %d read (%+v), %d not shown, %v; want the real one, 1 not shown", len(ws), ws, notShown, err)
+	}
+	if runs, notRead, err := fr.Runs(ctx); err != nil || len(runs) != 0 || notRead != 1 {
+		t.Fatalf("runs beside a long subject: %d, %d not read, %v", len(runs), notRead, err)
+	}
+	st, err := fr.Status(ctx)
+	if err == nil {
+		err = fr.FillAudit(ctx, st)
+	}
+	if err != nil || fr.Closed() {
+		t.Fatalf("status beside long keys: %v (connection closed: %v)", err, fr.Closed())
+	}
+
+	// More entries than a read takes: walked in order, the rest counted.
+	for i := range frontier.MaxWorkersRead + 50 {
+		if _, err := workers.Put(ctx, fmt.Sprintf("w.many-%05d", i), entry(fmt.Sprintf("many-%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, notShown, err = fr.Workers(ctx)
+	if err != nil || len(ws) > frontier.MaxWorkersRead || len(ws)+notShown != frontier.MaxWorkersRead+52 {
+		t.Fatalf("%d workers read, %d not shown, %v; want at most %d, and every entry counted", len(ws), notShown, err, frontier.MaxWorkersRead)
+	}
+
+	// More job subjects than a status lists: the totals, not per journal.
+	for i := range 20_001 {
+		if _, err := js.PublishAsync(fmt.Sprintf("%s.9.%d", frontier.JobsSubject, i+1), []byte(`{"v":2,"journal":9,"page":1,"run_id":"r"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		t.Fatal("the jobs were not published")
+	}
+	if st, err = fr.Status(ctx); err != nil || st.Pending != 20_001 || !st.JournalsNotCounted {
+		t.Fatalf("status over 20,001 job subjects: pending %d, not counted per journal %v, %v", st.Pending, st.JournalsNotCounted, err)
+	}
+}

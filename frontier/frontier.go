@@ -291,6 +291,10 @@ func (f *Frontier) ServerVersion() string { return f.nc.ConnectedServerVersion()
 // Close closes the connection.
 func (f *Frontier) Close() { f.nc.Close() }
 
+// Closed says whether the connection is closed for good (closed here, or
+// by the server), as opposed to away and reconnecting.
+func (f *Frontier) Closed() bool { return f.nc.IsClosed() }
+
 // stuck says where jobs the consumer will never deliver may lie: after a
 // crash a single server can bring back messages it had already removed,
 // below the consumer's ack floor (every job at or below it was acked, and

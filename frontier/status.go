@@ -79,11 +79,16 @@ type Status struct {
 	// bucket not shown: beyond the bounds of a read, or not a worker's.
 	Workers         []WorkerInfo `json:"workers"`
 	WorkersNotShown int          `json:"workers_not_shown,omitempty"`
-	// JournalsNotShown counts the journals beyond MaxStatusJournals.
-	JournalsNotShown int `json:"journals_not_shown,omitempty"`
+	// JournalsNotShown counts the journals beyond MaxStatusJournals;
+	// JournalsNotCounted says the jobs and dead letters were not counted
+	// per journal (more than maxListedJobSubjects subjects to list).
+	JournalsNotShown   int  `json:"journals_not_shown,omitempty"`
+	JournalsNotCounted bool `json:"journals_not_counted,omitempty"`
 	// Audit is what the nightly walks' audits cover, from the walk states
 	// in the papers bucket (FillAudit; nil: no journal has one yet).
 	Audit *engine.AuditSummary `json:"audit,omitempty"`
+	// AuditError says why the walk states could not be read.
+	AuditError string `json:"audit_error,omitempty"`
 	// InFlightJobs are the jobs the workers say they hold, each once
 	// (with the worker that heard from it last), oldest first. A gone
 	// worker's jobs stay until the ack wait hands them to another.
@@ -95,6 +100,10 @@ type Status struct {
 
 // MaxStatusJournals bounds the journals a status lists.
 const MaxStatusJournals = 10_000
+
+// maxListedJobSubjects bounds the subjects of the jobs (or dead-letter)
+// stream a status lists to count them per journal.
+const maxListedJobSubjects = 20_000
 
 // Status counts jobs pending, in flight and dead-lettered, per journal. It
 // keeps asking while the cluster has no leader for the streams, until ctx
@@ -121,12 +130,26 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 	}
 	var ji, di *jetstream.StreamInfo
 	var ci *jetstream.ConsumerInfo
+	// Per journal, the subjects are listed, unless a stream holds more
+	// than maxListedJobSubjects: a listing of hundreds of thousands of
+	// jobs takes the server seconds a page; then the totals alone.
+	info := func(ctx context.Context, s jetstream.Stream, filter string) (*jetstream.StreamInfo, error) {
+		i, err := s.Info(ctx)
+		if err != nil || i.State.NumSubjects > maxListedJobSubjects {
+			if err == nil {
+				st.JournalsNotCounted = true
+			}
+			return i, err
+		}
+		return s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	}
 	err := jsadmin.Retry(ctx, func(ctx context.Context) error {
 		var err error
-		if ji, err = f.jobs.Info(ctx, jetstream.WithSubjectFilter(JobsSubject+".>")); err != nil {
+		st.JournalsNotCounted = false
+		if ji, err = info(ctx, f.jobs, JobsSubject+".>"); err != nil {
 			return fmt.Errorf("jobs stream: %w", err)
 		}
-		if di, err = f.dead.Info(ctx, jetstream.WithSubjectFilter(DeadSubject+".>")); err != nil {
+		if di, err = info(ctx, f.dead, DeadSubject+".>"); err != nil {
 			return fmt.Errorf("dead-letter stream: %w", err)
 		}
 		if ci, err = f.cons.Info(ctx); err != nil {
@@ -243,6 +266,9 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 	return st, nil
 }
 
+// maxDeadErrorBytes bounds a dead letter's error as status shows it.
+const maxDeadErrorBytes = 500
+
 // DeadLetters lists the last n dead letters (all when n <= 0), oldest
 // first.
 func (f *Frontier) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
@@ -269,6 +295,9 @@ func (f *Frontier) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error)
 		}
 		var dl DeadLetter
 		if json.Unmarshal(m.Data, &dl) == nil {
+			if len(dl.Error) > maxDeadErrorBytes {
+				dl.Error = strings.ToValidUTF8(dl.Error[:maxDeadErrorBytes], "") + "…"
+			}
 			out = append(out, dl)
 		}
 	}

@@ -30,6 +30,9 @@ const (
 // every record's source.run_id.
 var runIDShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
+// ValidRunID says whether id has a run id's shape (runIDShape).
+func ValidRunID(id string) bool { return runIDShape.MatchString(id) }
+
 // Validate checks a job's every field against the bounds the commands
 // enforce: a positive journal, a page from 1 to config.MaxPageNumber, a run
 // id of the shape runs have (it goes into every record), and for a walk,

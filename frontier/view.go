@@ -88,6 +88,26 @@ type readBounds struct {
 	entries    int // subjects read at most
 	entryBytes int // a larger message is skipped
 	bytes      int // all messages read, at most
+	// count: the stream's subjects are all the filter's (the workers
+	// bucket, the runs stream): they are counted first, and more than
+	// entries are walked in order, never listed whole (a listing of
+	// tens of thousands of long keys is a reply the server refuses to
+	// send).
+	count bool
+}
+
+// maxSubjectBytes bounds a subject read: a longer key is nobody's (a get
+// for it would pass the server's 4 KiB control line and cost the
+// connection), and is skipped.
+const maxSubjectBytes = 512
+
+// cut is a subject as an error message may show it: quoted, escapes and
+// all, and short.
+func cut(subject string) string {
+	if len(subject) > 80 {
+		subject = subject[:80] + "…"
+	}
+	return fmt.Sprintf("%q", subject)
 }
 
 // readResult counts what a read did not visit.
@@ -106,15 +126,28 @@ type readResult struct {
 func (f *Frontier) readLatest(ctx context.Context, stream jetstream.Stream, filter string, b readBounds, newestFirst bool,
 	visit func(subject string, data []byte, h nats.Header) bool) (readResult, error) {
 	name := stream.CachedInfo().Config.Name
+	if b.count {
+		var info *jetstream.StreamInfo
+		if err := jsadmin.Retry(ctx, func(ctx context.Context) (err error) { info, err = stream.Info(ctx); return err }); err != nil {
+			return readResult{}, fmt.Errorf("stream %s: %w", name, err)
+		}
+		if int(info.State.NumSubjects) > b.entries {
+			return f.walkLatest(ctx, stream, info, filter, b, visit)
+		}
+	}
 	subjects, total, err := f.subjects(ctx, name, filter)
 	if err != nil {
 		return readResult{}, err
 	}
+	long := len(subjects)
+	subjects = slices.DeleteFunc(subjects, func(s string) bool { return len(s) > maxSubjectBytes })
+	long -= len(subjects)
+	total -= long
 	slices.Sort(subjects)
 	if newestFirst {
 		slices.Reverse(subjects)
 	}
-	res := readResult{Total: total, Skipped: total - min(len(subjects), b.entries)}
+	res := readResult{Total: total + long, Skipped: long + total - min(len(subjects), b.entries)}
 	subjects = subjects[:min(len(subjects), b.entries)]
 	// Each subject's message: not asked yet, gone since the listing,
 	// skipped (too big, or beyond the bytes read), or read.
@@ -149,7 +182,7 @@ func (f *Frontier) readLatest(ctx context.Context, stream jetstream.Stream, filt
 				case errors.Is(err, jetstream.ErrMsgNotFound):
 					got[i].state = gone
 				case err != nil:
-					return fmt.Errorf("stream %s: %s: %w", name, subj, err)
+					return fmt.Errorf("stream %s: %s: %w", name, cut(subj), err)
 				case len(m.Data) > b.entryBytes || budget.Add(-int64(len(m.Data))) < 0:
 					got[i].state = skipped
 				default:
@@ -173,5 +206,42 @@ func (f *Frontier) readLatest(ctx context.Context, stream jetstream.Stream, filt
 			}
 		}
 	}
+	return res, nil
+}
+
+// walkLatest visits the messages of a stream matching filter in stream
+// order, one get after the other (each the next matching message, which
+// any replica answers), within the bounds: for a stream holding more
+// subjects than a read takes, so that none is listed whole. Each subject
+// of such a stream holds one message (its last).
+func (f *Frontier) walkLatest(ctx context.Context, stream jetstream.Stream, info *jetstream.StreamInfo, filter string, b readBounds,
+	visit func(subject string, data []byte, h nats.Header) bool) (readResult, error) {
+	name := info.Config.Name
+	res := readResult{Total: int(info.State.NumSubjects)}
+	seq, n, budget := info.State.FirstSeq, 0, b.bytes
+	for n < b.entries && budget > 0 && seq <= info.State.LastSeq {
+		var m *jetstream.RawStreamMsg
+		err := jsadmin.Retry(ctx, func(ctx context.Context) (err error) {
+			m, err = stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+			return err
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return res, fmt.Errorf("stream %s: message %d on: %w", name, seq, err)
+		}
+		seq, n = m.Sequence+1, n+1
+		switch {
+		case len(m.Subject) > maxSubjectBytes || len(m.Data) > b.entryBytes:
+			res.Skipped++
+		default:
+			budget -= len(m.Data)
+			if !visit(m.Subject, m.Data, m.Header) {
+				res.Skipped++
+			}
+		}
+	}
+	res.Skipped += max(res.Total-n, 0)
 	return res, nil
 }

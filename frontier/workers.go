@@ -214,7 +214,7 @@ func (f *Frontier) Workers(ctx context.Context) (workers []WorkerInfo, notShown 
 	now := time.Now()
 	byID := map[string]int{}
 	res, err := f.readLatest(ctx, f.workersStream, "$KV."+WorkersBucket+".>",
-		readBounds{entries: MaxWorkersRead, entryBytes: maxWorkerBytes, bytes: maxWorkersBytes}, false,
+		readBounds{entries: MaxWorkersRead, entryBytes: maxWorkerBytes, bytes: maxWorkersBytes, count: true}, false,
 		func(_ string, data []byte, h nats.Header) bool {
 			if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
 				return true // a worker's entry deleted: nothing to show
@@ -266,6 +266,16 @@ func (wi *WorkerInfo) sanitize(now time.Time) {
 	if len(wi.Held) > maxHeldRead {
 		wi.Held = wi.Held[:maxHeldRead]
 	}
+	// A job held since, or heartbeaten, in the future: as of now.
+	for i := range wi.Held {
+		h := &wi.Held[i]
+		if h.Since.After(now.Add(time.Minute)) {
+			h.Since = now
+		}
+		if h.Heartbeat.After(now.Add(time.Minute)) {
+			h.Heartbeat = now
+		}
+	}
 	if !(wi.Every > 0 && wi.Every <= 3600) {
 		wi.Every = DefaultAnnounceEvery.Seconds()
 	}
@@ -287,15 +297,16 @@ func (f *Frontier) PublishRun(ctx context.Context, runID string, summary []byte)
 	return err
 }
 
-// MaxRunsReadBytes bounds the run summaries one read takes in all.
-const MaxRunsReadBytes = 64 << 20
+// MaxRunsReadBytes bounds the run summaries one read takes in all (a
+// summary decoded takes several times its bytes).
+const MaxRunsReadBytes = 16 << 20
 
 // Runs are the run summaries the runs stream holds (the last of each run),
 // newest run id first, at most MaxRuns and MaxRunsReadBytes; notRead
 // counts those left out.
 func (f *Frontier) Runs(ctx context.Context) (runs [][]byte, notRead int, err error) {
 	runs = [][]byte{}
-	res, err := f.readLatest(ctx, f.runs, RunsSubject+".>", readBounds{entries: MaxRuns, entryBytes: MaxRunSummaryBytes, bytes: MaxRunsReadBytes}, true,
+	res, err := f.readLatest(ctx, f.runs, RunsSubject+".>", readBounds{entries: MaxRuns, entryBytes: MaxRunSummaryBytes, bytes: MaxRunsReadBytes, count: true}, true,
 		func(_ string, data []byte, _ nats.Header) bool {
 			runs = append(runs, data)
 			return true

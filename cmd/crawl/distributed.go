@@ -227,13 +227,13 @@ func readFrontier(cmd *cobra.Command, ctx context.Context, read func(ctx context
 		defer t.Stop()
 		select {
 		case <-t.C:
-			sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl %s: waiting for the frontier (no answer yet: a cluster electing a leader, or most of its servers down); up to %v", name, frontierTimeout)
+			sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl %s: waiting for the frontier (no answer yet: a cluster electing a leader, most of its servers down, or a long read); up to %v", name, frontierTimeout)
 		case <-done:
 		}
 	}()
 	err := read(ctx)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		return fmt.Errorf("%s: the frontier did not answer within %v (%w): a stream replicated on a cluster answers only while most of its servers are up, and a single server only while it is up; start the servers that are down", name, frontierTimeout, err)
+		return fmt.Errorf("%s: the frontier did not answer within %v (%w): a stream replicated on a cluster answers only while most of its servers are up, and a single server only while it is up; start the servers that are down, or see the server's log", name, frontierTimeout, err)
 	}
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/frontier"
+	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 )
@@ -237,5 +238,44 @@ func TestOneWordVersion(t *testing.T) {
 		if got := versionColumn(c.want); got != c.want {
 			t.Errorf("the column shows %q as %q", c.want, got)
 		}
+	}
+}
+
+// Run summaries no worker writes are left out of the fleet's history: one
+// of a million empty failures (decoded, gigabytes), one with a run id of
+// kilobytes; a worker's summary with more failed pages than a summary
+// keeps shows those it keeps, and says how many it left out.
+func TestFleetRunsAgainstHostileSummaries(t *testing.T) {
+	t.Parallel()
+	n := natstest.Start(t)
+	fr, err := frontier.Connect(context.Background(), n.URL(), frontier.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	started := time.Now().UTC().Format(time.RFC3339)
+	bomb := `{"run_id":"bomb","kind":"worker","started":"` + started + `","failures":[` + strings.Repeat("{},", 300_000) + `{}]}`
+	var many strings.Builder
+	many.WriteString(`{"run_id":"20261206T050000Z-0123abcd","kind":"worker","started":"` + started + `","failures":[`)
+	for i := range 2000 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `{"journal":1,"page":%d,"error":"HTTP 500"}`, i+1)
+	}
+	many.WriteString("]}")
+	for id, summary := range map[string]string{"bomb": bomb, "long": `{"run_id":"` + strings.Repeat("x", 24<<10) + `","started":"` + started + `"}`, "20261206T050000Z-0123abcd": many.String()} {
+		if err := fr.PublishRun(context.Background(), id, []byte(summary)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := crawl(t, "runs", "--frontier", n.URL(), "--state-dir", t.TempDir(), "--json")
+	var runs []history.RunView
+	if code != exitcode.OK || json.Unmarshal([]byte(out), &runs) != nil {
+		t.Fatalf("runs: exit %d: %s%s", code, out, errs)
+	}
+	if len(runs) != 1 || runs[0].ID != "20261206T050000Z-0123abcd" || runs[0].Summary == nil ||
+		len(runs[0].Summary.Failures) != history.MaxFailuresKept || runs[0].Summary.FailuresOmitted != 1000 {
+		t.Fatalf("the fleet's runs: %d (want the worker's alone, with %d failures kept and 1000 left out): %.500s", len(runs), history.MaxFailuresKept, out)
 	}
 }

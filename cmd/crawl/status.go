@@ -180,6 +180,12 @@ func statusHead(st *frontier.Status) []string {
 	if a := st.Audit; a != nil {
 		lines = append(lines, "audit: "+auditStatus(*a, time.Now()))
 	}
+	if st.AuditError != "" {
+		lines = append(lines, "audit: the walk states could not be read: "+textsafe.Line(shorten(st.AuditError, 300)))
+	}
+	if st.JournalsNotCounted {
+		lines = append(lines, "journals: jobs and dead letters not counted per journal (a stream holds more subjects than a status lists)")
+	}
 	return lines
 }
 
@@ -282,11 +288,33 @@ func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *ap
 		runs, runsAt = r, time.Now()
 		return runs, nil
 	}
+	// One read of the fleet at a time, whatever the viewers, and its
+	// answer shared for a second: each read is bounded, but many at once
+	// would not be.
+	var statusMu sync.Mutex
+	var last struct {
+		st  *frontier.Status
+		dls []frontier.DeadLetter
+		at  time.Time
+	}
+	status := func(ctx context.Context) (*frontier.Status, []frontier.DeadLetter, error) {
+		statusMu.Lock()
+		defer statusMu.Unlock()
+		if last.st != nil && time.Since(last.at) < time.Second {
+			return last.st, last.dls, nil
+		}
+		st, dls, err := view.Status(ctx, 5)
+		if err != nil {
+			return nil, nil, err
+		}
+		last.st, last.dls, last.at = st, dls, time.Now()
+		return st, dls, nil
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
 		rctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		st, dls, err := view.Status(rctx, 5)
+		st, dls, err := status(rctx)
 		if err != nil {
 			unavailable(w, err)
 			return
@@ -297,7 +325,7 @@ func serveStatus(ctx context.Context, cmd *cobra.Command, env *app.Env, view *ap
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		rctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		st, dls, err := view.Status(rctx, 5)
+		st, dls, err := status(rctx)
 		var runs []history.RunView
 		if err == nil {
 			runs, err = fleetRuns(rctx)
