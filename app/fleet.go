@@ -209,10 +209,6 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 	if err != nil {
 		return nil, err
 	}
-	if notRead > 0 {
-		v.e.log().Warn(fmt.Sprintf("the fleet's runs stream: %d run summaries left out (a read takes at most %d runs and %d MiB, newest run id first, and none over %d MiB)",
-			notRead, frontier.MaxRuns, frontier.MaxRunsReadBytes>>20, frontier.MaxRunSummaryBytes>>20), "left_out", notRead)
-	}
 	workers, _, err := f.Workers(ctx)
 	if err != nil {
 		return nil, err
@@ -227,10 +223,12 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 		// those kept, a journal map of a site) is nobody's: decoded, its
 		// megabyte would take gigabytes.
 		if bytes.Count(data, []byte("{")) > maxRunObjects {
+			notRead++
 			continue
 		}
 		var rep history.RunReport
 		if json.Unmarshal(data, &rep) != nil || !frontier.ValidRunID(rep.RunID) {
+			notRead++
 			continue
 		}
 		if len(rep.Failures) > history.MaxFailuresKept {
@@ -256,6 +254,10 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 		runs = append(runs, rv)
 	}
 	slices.SortStableFunc(runs, NewestFirst)
+	if notRead > 0 {
+		v.e.log().Warn(fmt.Sprintf("the fleet's runs stream: %d run summaries left out (not a worker's, or beyond a read: at most %d runs and %d MiB, newest first, none over %d MiB)",
+			notRead, frontier.MaxRuns, frontier.MaxRunsReadBytes>>20, frontier.MaxRunSummaryBytes>>20), "left_out", notRead)
+	}
 	return runs, nil
 }
 

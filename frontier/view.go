@@ -209,38 +209,53 @@ func (f *Frontier) readLatest(ctx context.Context, stream jetstream.Stream, filt
 	return res, nil
 }
 
-// walkLatest visits the messages of a stream matching filter in stream
-// order, one get after the other (each the next matching message, which
-// any replica answers), within the bounds: for a stream holding more
-// subjects than a read takes, so that none is listed whole. Each subject
-// of such a stream holds one message (its last).
+// walkLatest visits the messages of a stream matching filter, newest
+// first, within the bounds: for a stream holding more subjects than a read
+// takes, so that none is listed whole. Direct gets go forward only, so the
+// stream is walked in spans from its end, each span twice as long as the
+// one after it, each in order (one get after the other, for the next
+// matching message, which any replica answers). The newest first: a
+// worker announcing itself is always among the newest messages, however
+// much older junk the bucket holds. Each subject of such a stream holds
+// one message (its last).
 func (f *Frontier) walkLatest(ctx context.Context, stream jetstream.Stream, info *jetstream.StreamInfo, filter string, b readBounds,
 	visit func(subject string, data []byte, h nats.Header) bool) (readResult, error) {
 	name := info.Config.Name
 	res := readResult{Total: int(info.State.NumSubjects)}
-	seq, n, budget := info.State.FirstSeq, 0, b.bytes
-	for n < b.entries && budget > 0 && seq <= info.State.LastSeq {
-		var m *jetstream.RawStreamMsg
-		err := jsadmin.Retry(ctx, func(ctx context.Context) (err error) {
-			m, err = stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
-			return err
-		})
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
+	n, budget := 0, b.bytes
+	first, end, span := info.State.FirstSeq, info.State.LastSeq+1, uint64(max(b.entries, 1))
+	for n < b.entries && budget > 0 && end > first {
+		start := first
+		if end-first > span {
+			start = end - span
 		}
-		if err != nil {
-			return res, fmt.Errorf("stream %s: message %d on: %w", name, seq, err)
-		}
-		seq, n = m.Sequence+1, n+1
-		switch {
-		case len(m.Subject) > maxSubjectBytes || len(m.Data) > b.entryBytes:
-			res.Skipped++
-		default:
-			budget -= len(m.Data)
-			if !visit(m.Subject, m.Data, m.Header) {
+		for seq := start; seq < end && n < b.entries && budget > 0; {
+			var m *jetstream.RawStreamMsg
+			err := jsadmin.Retry(ctx, func(ctx context.Context) (err error) {
+				m, err = stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+				return err
+			})
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return res, fmt.Errorf("stream %s: message %d on: %w", name, seq, err)
+			}
+			if m.Sequence >= end {
+				break // the next span's
+			}
+			seq, n = m.Sequence+1, n+1
+			switch {
+			case len(m.Subject) > maxSubjectBytes || len(m.Data) > b.entryBytes:
 				res.Skipped++
+			default:
+				budget -= len(m.Data)
+				if !visit(m.Subject, m.Data, m.Header) {
+					res.Skipped++
+				}
 			}
 		}
+		end, span = start, span*2
 	}
 	res.Skipped += max(res.Total-n, 0)
 	return res, nil

@@ -242,7 +242,9 @@ func printStatus(w io.Writer, st *frontier.Status, dls []frontier.DeadLetter, no
 			fmt.Fprintf(w, "  … and %d more jobs in flight (--json lists them all)\n", n)
 		}
 	}
-	fmt.Fprintf(w, "%-12s %10s %8s %8s  %s\n", "journal", "pending", "done", "dead", "nightly walk")
+	if len(st.Journals) > 0 {
+		fmt.Fprintf(w, "%-12s %10s %8s %8s  %s\n", "journal", "pending", "done", "dead", "nightly walk")
+	}
 	for _, j := range st.Journals[:min(len(st.Journals), maxStatusRows)] {
 		walk := "-"
 		if j.Walking {
