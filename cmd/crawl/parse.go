@@ -20,6 +20,7 @@ import (
 	"github.com/litcrawl/litcrawl/app"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/parser"
 )
 
@@ -195,8 +196,11 @@ func runExplain(ctx context.Context, stdout io.Writer, env *app.Env, o app.Parse
 		return fmt.Errorf("%s: %w", paths[0], err)
 	}
 	p := ex.Page
-	fmt.Fprintf(stdout, "%s: %d papers, %d blocks, %d dropped%s%s%s (LINE: the page's visible lines, counted from 1)\n", paths[0], len(p.Records), p.BlocksFound, p.BlocksDropped,
-		map[bool]string{true: "; listing heading seen"}[p.HeadingSeen], map[bool]string{true: "; footer seen"}[p.FooterSeen], formatList("; page warnings: ", p.Warnings))
+	// The page's text reaches a terminal: every line of it is made safe
+	// (no control character, C1 ones included, and no mark that reorders
+	// what follows), as every message is.
+	fmt.Fprintf(stdout, "%s: %d papers, %d blocks, %d dropped%s%s%s (LINE: the page's visible lines, counted from 1)\n", textsafe.Line(paths[0]), len(p.Records), p.BlocksFound, p.BlocksDropped,
+		map[bool]string{true: "; listing heading seen"}[p.HeadingSeen], map[bool]string{true: "; footer seen"}[p.FooterSeen], textsafe.Line(formatList("; page warnings: ", p.Warnings)))
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINE\tPAPER\tKIND\tTAKEN FOR\tTEXT")
 	for _, l := range ex.Lines {
@@ -204,7 +208,7 @@ func runExplain(ctx context.Context, stdout io.Writer, env *app.Env, o app.Parse
 		if l.Paper > 0 {
 			paper = strconv.Itoa(l.Paper)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", l.Line, paper, l.Kind, l.Taken, shorten(l.Text, 70))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", l.Line, paper, textsafe.Line(l.Kind), textsafe.Line(l.Taken), textsafe.Line(shorten(l.Text, 70)))
 	}
 	tw.Flush()
 	for _, fd := range ex.Findings {
@@ -212,7 +216,7 @@ func runExplain(ctx context.Context, stdout io.Writer, env *app.Env, o app.Parse
 		if fd.Position == 0 {
 			where = "page"
 		}
-		fmt.Fprintf(stdout, "finding: %s: %s %q %s\n", where, fd.Field, fd.Value, fd.Why)
+		fmt.Fprintf(stdout, "finding: %s: %s %s %s\n", where, textsafe.Line(fd.Field), textsafe.Line(strconv.Quote(fd.Value)), textsafe.Line(fd.Why))
 	}
 	if len(ex.Findings) == 0 {
 		fmt.Fprintln(stdout, "no findings: every field looks like what it is")
