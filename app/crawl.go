@@ -239,19 +239,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 			runErr = logErr
 		}
 	}
-	final := runErr
-	if final == nil {
-		final = history.QualityAlarm(cfg.Quality, sum.QualityCounts())
-	}
-	if final == nil && sum.Failed.Load() > 0 {
-		final = failedPages(sum.Failed.Load())
-	}
-	if n := sum.Quarantined.Load(); n > 0 {
-		rep.Quarantine = quar.Path()
-		if final == nil {
-			final = quarantinedRecords(n, quar.Path())
-		}
-	}
+	final := verdict(cfg.Quality, runErr, sum, &rep, quar.Path(), true)
 	data, herr := record(&rep, final)
 	e.printSummary(rep, sum)
 	if herr != nil && final == nil {

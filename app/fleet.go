@@ -302,6 +302,9 @@ type Work struct {
 	Quarantine string
 	// Version is the program's version, shown by crawl status.
 	Version string
+	// Report, when set, is where the worker run's report goes (JSON, with
+	// a page log), as a local run's --report.
+	Report string
 }
 
 // Work takes jobs from the frontier until ctx ends, Env.Stop closes, or
@@ -315,6 +318,14 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	}
 	defer f.Close()
 	sum := engine.NewSummary()
+	var report *reportFile
+	if o.Report != "" {
+		if report, err = openReport(o.Report, cfg.StateDir); err != nil {
+			return err
+		}
+		defer report.discard()
+		sum.LogPagesTo(report.pages())
+	}
 	quar := quarantine.New(cmp.Or(o.Quarantine, filepath.Join(cfg.StateDir, quarantine.Name)))
 	openCtx, cancelOpen := e.untilStop(ctx) // the first signal gives up a sink that does not answer
 	defer cancelOpen()
@@ -362,7 +373,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	summary := func(runErr error, code *int) []byte {
 		jobs := w.Jobs()
 		rep := newRunReport(id, "worker", sum, &jobs, runErr)
-		rep.Host, rep.PID, rep.ExitCode = host, os.Getpid(), code
+		rep.Host, rep.PID, rep.ExitCode, rep.QualityThresholds = host, os.Getpid(), code, &cfg.Quality
 		data, _ := json.Marshal(rep)
 		return data
 	}
@@ -375,21 +386,32 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	if err := out.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close sinks: %w", err)
 	}
-	jobs := w.Jobs()
-	rep := newRunReport(id, "worker", sum, &jobs, runErr)
-	if n := sum.Quarantined.Load(); n > 0 {
-		rep.Quarantine = quar.Path()
-		if runErr == nil {
-			runErr = quarantinedRecords(n, quar.Path())
+	var logErr error
+	if report != nil {
+		if logErr = sum.PageLogErr(); runErr == nil {
+			runErr = logErr
 		}
 	}
+	jobs := w.Jobs()
+	rep := newRunReport(id, "worker", sum, &jobs, runErr)
+	rep.QualityThresholds = &cfg.Quality
+	// A worker ends by the rule a local run does (the quality gate
+	// included); its failed pages are retried or dead-lettered.
+	final := verdict(cfg.Quality, runErr, sum, &rep, quar.Path(), false)
 	// The run's summary joins the fleet's history (crawl runs --frontier).
-	code := e.exitCode(runErr)
+	code := e.exitCode(final)
+	rep.Host, rep.PID, rep.ExitCode = host, os.Getpid(), &code
+	data, _ := json.Marshal(rep)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	if err := f.PublishRun(pctx, id, summary(runErr, &code)); err != nil {
+	if err := f.PublishRun(pctx, id, data); err != nil {
 		e.log().Warn("the run summary was not kept in the frontier: crawl runs --frontier will show its last snapshot", "error", err)
 	}
 	cancel()
 	e.printSummary(rep, sum)
-	return runErr
+	if report != nil && logErr == nil {
+		if err := report.write(data); err != nil && final == nil {
+			final = err
+		}
+	}
+	return final
 }

@@ -188,11 +188,12 @@ handed back at once; at the end the worker prints its summary (JSON with
 			limitMemory(env.Config.Fetch.Concurrency)
 			ctx, cancel := stopOnSignal(cmd.Context(), env.Config.ShutdownTimeout.D())
 			defer cancel()
-			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, JournalSinks: env.Config.JournalSinks(), IdleExit: idle, Version: shortVersion()})
+			return env.Work(ctx, app.Work{Fleet: fl, Sinks: env.Config.Sinks, JournalSinks: env.Config.JournalSinks(), IdleExit: idle, Version: shortVersion(), Report: f.report})
 		},
 	}
 	ff.register(cmd, true)
 	f.registerSite(cmd)
+	cmd.Flags().StringVar(&f.report, "report", "", "at the end, write the worker run's summary as JSON to this file, with a line per page (as crawl backfill --report)")
 	typedVar(cmd.Flags(), newDuration(&idle, 0, false, "5s"), "exit-when-idle", "exit once this long without a job and the whole fleet is drained: nothing pending or in flight on any worker (batch runs); 0 runs until interrupted")
 	return cmd
 }

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +23,7 @@ import (
 	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
+	"github.com/litcrawl/litcrawl/testsite"
 )
 
 // The commands that only read end at once on the first signal; the others
@@ -165,8 +169,12 @@ func TestStatusAgainstHostileWorkerEntries(t *testing.T) {
 		}
 		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // MiB
 		t.Logf("%v: %v, %d MiB at most, %d bytes printed", args[2:], time.Since(start).Round(time.Millisecond), rss, out.Len())
-		if rss > 300 || out.Len() > 1<<20 && len(args) == 3 {
-			t.Errorf("%v: %d MiB, %d bytes printed; want under 300 MiB and 1 MiB", args, rss, out.Len())
+		// A bound, not a measure (docs/security.md has the measure: about
+		// 100 MiB on a quiet machine; under the whole suite's load the
+		// collector lags). Before the read was bounded, 500 such entries
+		// took 555 MB and 5,000 took 2 GB.
+		if rss > 512 || out.Len() > 1<<20 && len(args) == 3 {
+			t.Errorf("%v: %d MiB, %d bytes printed; want under 512 MiB and 1 MiB", args, rss, out.Len())
 		}
 		if len(args) == 3 && (!strings.Contains(out.String(), "entries of the workers bucket not shown") || !strings.Contains(out.String(), "more journals") ||
 			strings.Contains(out.String(), "no revision recorded")) {
@@ -277,5 +285,53 @@ func TestFleetRunsAgainstHostileSummaries(t *testing.T) {
 	if len(runs) != 1 || runs[0].ID != "20261206T050000Z-0123abcd" || runs[0].Summary == nil ||
 		len(runs[0].Summary.Failures) != history.MaxFailuresKept || runs[0].Summary.FailuresOmitted != 1000 {
 		t.Fatalf("the fleet's runs: %d (want the worker's alone, with %d failures kept and 1000 left out): %.500s", len(runs), history.MaxFailuresKept, out)
+	}
+}
+
+// A fleet worker ends by the rule a local run does: over a page whose
+// blocks lost their meta lines (no DOI), it says why and exits 4 (with
+// --exit-when-idle), its run in crawl runs --frontier shows exit 4 with the
+// alarm, and --report writes its summary with the page log.
+func TestWorkerQualityGate(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
+	for i := range 20 {
+		fmt.Fprintf(&b, "<div>Drifted Paper Number %d on Crawling 漂移论文</div><div>引用次数: %d</div>", i, i)
+	}
+	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
+	site := testsite.New()
+	site.SetPage(57, 1, []byte(b.String()), "")
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	n := natstest.Start(t)
+	if code, _, errs := crawl(t, "enqueue", "--frontier", n.URL(), "--journal", "57", "--pages", "1"); code != exitcode.OK {
+		t.Fatalf("enqueue: exit %d: %s", code, errs)
+	}
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "worker.json")
+	code, _, errs := crawl(t, "worker", "--frontier", n.URL(), "--base-url", srv.URL, "--delay", "0", "--exit-when-idle", "1s",
+		"--sink", n.URL()+"/papers.q?stream=Q", "--report", rep)
+	if code != exitcode.Quality || !strings.Contains(errs, "have a DOI (quality.min_doi_share 0.50)") {
+		t.Fatalf("worker: exit %d, want %d: %s", code, exitcode.Quality, errs)
+	}
+	var r struct {
+		ExitCode *int `json:"exit_code"`
+		Quality  struct {
+			Records int `json:"records"`
+		}
+		PageLog []struct{ Page, Records int } `json:"page_log"`
+	}
+	data, _ := os.ReadFile(rep)
+	if err := json.Unmarshal(data, &r); err != nil || r.ExitCode == nil || *r.ExitCode != exitcode.Quality || r.Quality.Records != 20 || len(r.PageLog) != 1 {
+		t.Errorf("the worker's report: %s (%v)", data, err)
+	}
+	code, out, errs := crawl(t, "runs", "--frontier", n.URL(), "--state-dir", filepath.Join(dir, "state"), "--json")
+	var runs []history.RunView
+	if code != exitcode.OK || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 1 {
+		t.Fatalf("runs: exit %d: %s%s", code, out, errs)
+	}
+	if r := runs[0]; r.ExitCode == nil || *r.ExitCode != exitcode.Quality || r.Quality != "alarm" {
+		t.Errorf("the worker's run: exit %v, quality %q; want exit 4 and an alarm", r.ExitCode, r.Quality)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +82,14 @@ address, or put it behind what guards your other dashboards.`,
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
 			of(cmd).quietStop.Store(watch > 0 || serve.v != "") // Ctrl-C just ends the watch
+			// A read holds at most the bounds of docs/security.md (16 MiB of
+			// entries, decoded); a soft limit keeps the collector from
+			// letting garbage pile up to several times that. It is the
+			// process's: set when the command is the process (main made
+			// its session), not when another program runs it.
+			if os.Getenv("GOMEMLIMIT") == "" && of(cmd).stop != nil {
+				debug.SetMemoryLimit(statusMemoryLimit)
+			}
 			var view *app.FleetView
 			err = readFrontier(cmd, ctx, func(ctx context.Context) (err error) {
 				view, err = env.OpenFleet(ctx, fl)
@@ -143,6 +153,9 @@ address, or put it behind what guards your other dashboards.`,
 	cmd.Flags().Var(&serve, "serve", "serve the status as a web page (and /status.json) on `HOST:PORT` until interrupted, e.g. 127.0.0.1:8090")
 	return readOnlyCmd(cmd)
 }
+
+// statusMemoryLimit is crawl status's soft memory limit.
+const statusMemoryLimit = 128 << 20
 
 // maxStatusRows bounds each table of the status (workers, jobs in
 // flight), in text and on the page.
