@@ -236,13 +236,7 @@ func TestNightlyMaxPagesSaysSo(t *testing.T) {
 // naming the field that dropped.
 func TestQualityAlarm(t *testing.T) {
 	t.Parallel()
-	var b strings.Builder
-	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
-	for i := range 20 {
-		fmt.Fprintf(&b, "<div>Drifted Paper Number %d on Crawling 漂移论文</div><div>引用次数: %d</div>", i, i)
-	}
-	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
-	code, errs, rep := backfillOnePage(t, 55, b.String())
+	code, errs, rep := backfillOnePage(t, 55, driftedPage())
 	if code != exitcode.Quality || !strings.Contains(errs, "have a DOI (quality.min_doi_share 0.50)") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -301,6 +295,18 @@ func TestPlausibilityAlarm(t *testing.T) {
 // backfillOnePage backfills page 1 of journal, served with body, into a
 // fresh state and JSONL file, and returns the exit code, stderr and the
 // path of the run report.
+// driftedPage is a listing page whose 20 blocks lost their meta lines and
+// JSON: titles alone, no DOI.
+func driftedPage() string {
+	var b strings.Builder
+	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
+	for i := range 20 {
+		fmt.Fprintf(&b, "<div>Drifted Paper Number %d on Crawling 漂移论文</div><div>引用次数: %d</div>", i, i)
+	}
+	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
+	return b.String()
+}
+
 func backfillOnePage(t *testing.T, journal int64, body string) (code int, stderr, report string) {
 	t.Helper()
 	site := testsite.New()

@@ -294,14 +294,8 @@ func TestFleetRunsAgainstHostileSummaries(t *testing.T) {
 // alarm, and --report writes its summary with the page log.
 func TestWorkerQualityGate(t *testing.T) {
 	t.Parallel()
-	var b strings.Builder
-	b.WriteString("<html><body><h1>Drifted Journal最新文献</h1>")
-	for i := range 20 {
-		fmt.Fprintf(&b, "<div>Drifted Paper Number %d on Crawling 漂移论文</div><div>引用次数: %d</div>", i, i)
-	}
-	b.WriteString("<p>京ICP备2023020795号-1</p></body></html>")
 	site := testsite.New()
-	site.SetPage(57, 1, []byte(b.String()), "")
+	site.SetPage(57, 1, []byte(driftedPage()), "")
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 	n := natstest.Start(t)
