@@ -17,8 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/litcrawl/litcrawl/frontier"
-	"github.com/litcrawl/litcrawl/ledger"
+	"github.com/litcrawl/litcrawl/internal/frontier"
+	"github.com/litcrawl/litcrawl/internal/ledger"
 )
 
 // fleetPage is page n of the fleet bench: 20 papers, each with an id and a

@@ -35,8 +35,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/testsite"
 	"github.com/litcrawl/litcrawl/site"
-	"github.com/litcrawl/litcrawl/testsite"
 )
 
 const journal = 1001

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/litcrawl/litcrawl/internal/testsite"
 	"github.com/litcrawl/litcrawl/site"
-	"github.com/litcrawl/litcrawl/testsite"
 )
 
 // multiSite serves pages 1..pages of journals first..first+journals-1,

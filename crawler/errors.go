@@ -99,11 +99,6 @@ func retryableStatus(code int) bool {
 // errors.Is(err, backoff.ErrRetryable).
 func (e *FetchError) Is(target error) bool { return target == backoff.ErrRetryable && e.Retryable() }
 
-// IsRetryable reports whether err is a retryable fetch error
-// (backoff.IsRetryable: anything in the chain that says it is permanent
-// wins, inside a FetchError or around it, as a Retry-After beyond the cap).
-func IsRetryable(err error) bool { return backoff.IsRetryable(err) }
-
 // maxRetryAfter is the longest Retry-After read: a larger one reads as
 // this (about 292 years would overflow a time.Duration).
 const maxRetryAfter = 100 * 365 * 24 * time.Hour
@@ -185,3 +180,5 @@ func rootCause(err error) string {
 		err = next
 	}
 }
+
+var _ fetch.Failure = (*FetchError)(nil)

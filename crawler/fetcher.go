@@ -192,7 +192,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 		var err error
 		res.Tries = attempt
 		res.Page, err = f.fetchPage(ctx, u, r)
-		if err != nil && IsRetryable(err) && r.OnTryFailed != nil {
+		if err != nil && backoff.IsRetryable(err) && r.OnTryFailed != nil {
 			r.OnTryFailed(Cause(err))
 		}
 		return err
@@ -267,7 +267,7 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 			f.breaker.Success(host) // the site answered: the listing just ends here
 			return nil, fetch.ErrEndOfListing
 		}
-		if ctx.Err() == nil && IsRetryable(err) {
+		if ctx.Err() == nil && backoff.IsRetryable(err) {
 			if f.failed(host, err) == "down" {
 				f.log.Warn("host is down: its pages fail at once for the rest of the run (the next run tries them again)",
 					"host", host, "breaker_opens", f.breaker.Opens(host), "error", err)

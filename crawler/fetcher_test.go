@@ -9,8 +9,8 @@ import (
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/fetch"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 	"github.com/litcrawl/litcrawl/site"
-	"github.com/litcrawl/litcrawl/testsite"
 )
 
 // A fetcher needs no store and no sink: it fetches a page with its

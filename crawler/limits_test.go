@@ -18,8 +18,9 @@ import (
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/fetch"
+	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 	"github.com/litcrawl/litcrawl/site"
-	"github.com/litcrawl/litcrawl/testsite"
 )
 
 // quick is a fetcher configuration with tiny waits.
@@ -109,7 +110,7 @@ func TestRetryAfterBeyondTheCapFailsThePageAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: 1})
-	if !errors.Is(err, crawler.ErrRetryAfterTooLong) || crawler.IsRetryable(err) || res.Tries != 1 {
+	if !errors.Is(err, crawler.ErrRetryAfterTooLong) || backoff.IsRetryable(err) || res.Tries != 1 {
 		t.Fatalf("Retry-After 86400 with a 1m cap: %d tries, err %v; want one try and a permanent error", res.Tries, err)
 	}
 	if !strings.Contains(err.Error(), "fetch.max_retry_after") {
@@ -140,7 +141,7 @@ func TestHostDownFailsTheRemainingPagesFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: 1}); !crawler.IsRetryable(err) && !errors.Is(err, crawler.ErrHostDown) {
+	if _, err := f.Fetch(ctx, fetch.Request{Journal: 808, Page: 1}); !backoff.IsRetryable(err) && !errors.Is(err, crawler.ErrHostDown) {
 		t.Fatalf("page 1: %v", err)
 	}
 	before := hits.Load()
@@ -209,7 +210,7 @@ func TestRobotsUnavailableFailsTheHostsPagesAtOnce(t *testing.T) {
 	}
 	for page := 1; page <= 50; page++ {
 		res, err := f.Fetch(context.Background(), fetch.Request{Journal: 808, Page: page})
-		if err == nil || crawler.IsRetryable(err) || res.Tries != 1 || !strings.Contains(err.Error(), "robots.txt unavailable") {
+		if err == nil || backoff.IsRetryable(err) || res.Tries != 1 || !strings.Contains(err.Error(), "robots.txt unavailable") {
 			t.Fatalf("page %d: %d tries, %v; want one try and a permanent error", page, res.Tries, err)
 		}
 	}

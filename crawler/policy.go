@@ -72,7 +72,7 @@ func (p RetryPolicy) RetryWaiting(ctx context.Context, try func(ctx context.Cont
 	err := r.Do(ctx, func(ctx context.Context, attempt int) error {
 		err := try(ctx, attempt)
 		var fe *FetchError
-		if IsRetryable(err) && errors.As(err, &fe) && fe.Status != 0 && fe.RetryAfter > p.MaxRetryAfter {
+		if backoff.IsRetryable(err) && errors.As(err, &fe) && fe.Status != 0 && fe.RetryAfter > p.MaxRetryAfter {
 			return &tooLongError{err: err, asked: fe.RetryAfter, at: p.MaxRetryAfter}
 		}
 		return err

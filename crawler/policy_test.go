@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/litcrawl/litcrawl/internal/backoff"
 )
 
 func fetchErr(status int, retryAfter time.Duration) error {
@@ -36,8 +38,8 @@ func TestRetryable(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", fetchErr(502, 0)), true},
 	}
 	for _, tt := range tests {
-		if got := IsRetryable(tt.err); got != tt.want {
-			t.Errorf("IsRetryable(%v) = %v, want %v", tt.err, got, tt.want)
+		if got := backoff.IsRetryable(tt.err); got != tt.want {
+			t.Errorf("backoff.IsRetryable(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }
@@ -124,7 +126,7 @@ func TestRetryStopsOnPermanentAndAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tries = 0
 		err := p.Retry(context.Background(), func(context.Context, int) error { tries++; return fetchErr(503, 0) })
-		if tries != 3 || !IsRetryable(err) {
+		if tries != 3 || !backoff.IsRetryable(err) {
 			t.Errorf("503 forever: %d tries, err %v", tries, err)
 		}
 	})

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/backoff"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 func siteClient(t *testing.T, cfg TransportConfig) (*testsite.Site, *httptest.Server, *http.Client) {
@@ -45,8 +46,8 @@ func TestTransportAllowsOnlyConfiguredHosts(t *testing.T) {
 	// A redirect to another host is refused, not followed.
 	site.Inject("/literature_d501422.htm", testsite.Fault{Kind: testsite.RedirectAway, Location: "http://elsewhere.example/x"})
 	_, _, err := read(c, srv.URL+"/literature_d501422.htm")
-	if !errors.Is(err, ErrOffsite) || IsRetryable(err) {
-		t.Fatalf("redirect away: %v (retryable %v)", err, IsRetryable(err))
+	if !errors.Is(err, ErrOffsite) || backoff.IsRetryable(err) {
+		t.Fatalf("redirect away: %v (retryable %v)", err, backoff.IsRetryable(err))
 	}
 	_, _, err = read(&http.Client{Transport: NewTransport(srv.Client().Transport, TransportConfig{AllowedHosts: []string{"m.booksci.cn"}})}, srv.URL+"/x")
 	if !errors.Is(err, ErrOffsite) {
@@ -105,7 +106,7 @@ func TestTransportChecksPorts(t *testing.T) {
 	defer other.Close()
 	site, srv, c := siteClient(t, TransportConfig{AllowedHosts: []string{"127.0.0.1"}})
 	site.Inject("/literature_d501422.htm", testsite.Fault{Kind: testsite.RedirectAway, Location: other.URL + "/x"})
-	if _, _, err := read(c, srv.URL+"/literature_d501422.htm"); !errors.Is(err, ErrOffsite) || IsRetryable(err) {
+	if _, _, err := read(c, srv.URL+"/literature_d501422.htm"); !errors.Is(err, ErrOffsite) || backoff.IsRetryable(err) {
 		t.Fatalf("redirect to another port: %v, want a permanent off-site error", err)
 	}
 	c = &http.Client{Transport: NewTransport(nil, TransportConfig{AllowedHosts: []string{other.Listener.Addr().String()}})}

@@ -50,3 +50,14 @@ var (
 	// rather than a host that went down. Permanent; a local run stops on it.
 	ErrUnreachable = errors.New("the host has not answered once in this run (no connection, or no such host): check the base URL")
 )
+
+// Failure is an error of Fetch that judged whether another try may
+// succeed (the HTTP fetcher's *crawler.FetchError is one): a fleet
+// worker hands a page back for another try when the failure says so, or
+// when the error is not a fetch's failure at all (the worker's own).
+// Retryability itself is said one way, backoff's: a Failure that may
+// succeed again also answers errors.Is(err, backoff.ErrRetryable).
+type Failure interface {
+	error
+	Retryable() bool
+}

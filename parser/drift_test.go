@@ -16,9 +16,9 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/internal/config"
+	"github.com/litcrawl/litcrawl/internal/quality"
 	"github.com/litcrawl/litcrawl/parser"
-	"github.com/litcrawl/litcrawl/quality"
 	"github.com/litcrawl/litcrawl/record"
 )
 

@@ -155,3 +155,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (Sink, error) {
 	}
 	return d.Open(ctx, u, opts)
 }
+
+// Registered answers what the configuration asks of sink URLs
+// (config.SinkURLs) by the drivers registered: CheckURL and Same.
+type Registered struct{}
+
+// CheckURL is the package's CheckURL.
+func (Registered) CheckURL(rawURL string) error { return CheckURL(rawURL) }
+
+// Same is the package's Same.
+func (Registered) Same(rawURL string) string { return Same(rawURL) }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -70,14 +69,7 @@ var (
 	// not in it (a table made anew, restored from an older backup). Only
 	// a run that delivers its pages again may go on from there.
 	ErrBehind = errors.New("the sink is behind the crawl state")
-	// ErrRetryable marks errors worth retrying (a broker that is away, a
-	// timeout); errors.Is(err, ErrRetryable) tells.
-	ErrRetryable = backoff.ErrRetryable
 )
-
-// Retryable wraps err so that errors.Is(err, ErrRetryable) holds; nil
-// stays nil.
-func Retryable(err error) error { return backoff.Retryable(err) }
 
 // Options configure the sinks that Open makes.
 type Options struct {

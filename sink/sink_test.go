@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 	_ "github.com/litcrawl/litcrawl/sink/jsonl"
@@ -37,7 +38,7 @@ func (f *flaky) Write(ctx context.Context, recs []record.Record) error {
 }
 func (f *flaky) Close() error { return nil }
 
-var errBrokerAway = errors.Join(errors.New("broker away"), sink.ErrRetryable)
+var errBrokerAway = errors.Join(errors.New("broker away"), backoff.ErrRetryable)
 
 func TestRetryBacksOffThenSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestRetryForAWhile(t *testing.T) {
 		start := time.Now()
 		err := s.Write(context.Background(), sinktest.Records("r", 1))
 		took := time.Since(start)
-		if err == nil || !strings.Contains(err.Error(), "gave up after") || !errors.Is(err, sink.ErrRetryable) ||
+		if err == nil || !strings.Contains(err.Error(), "gave up after") || !errors.Is(err, backoff.ErrRetryable) ||
 			took < 2*time.Minute || took > 2*time.Minute+15*time.Second || f.calls.Load() < 8 {
 			t.Fatalf("err = %v after %v and %d calls", err, took, f.calls.Load())
 		}
@@ -108,7 +109,7 @@ func TestRetryGivesUp(t *testing.T) {
 		f := &flaky{n: 100, err: errBrokerAway}
 		s := sink.Retry(f, sink.RetryPolicy{Attempts: 4, Base: time.Second, Max: 3 * time.Second})
 		err := s.Write(context.Background(), sinktest.Records("r", 1))
-		if err == nil || !strings.Contains(err.Error(), "gave up after 4 tries") || !errors.Is(err, sink.ErrRetryable) {
+		if err == nil || !strings.Contains(err.Error(), "gave up after 4 tries") || !errors.Is(err, backoff.ErrRetryable) {
 			t.Fatalf("err = %v", err)
 		}
 		if f.calls.Load() != 4 {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // coreRecords reads a JSONL file into id → the record without the fields

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/state"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // attackConfig is a configuration with the default limits, tightened to

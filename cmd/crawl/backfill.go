@@ -2,18 +2,16 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/config"
-	"github.com/litcrawl/litcrawl/engine"
+	"github.com/litcrawl/litcrawl/internal/app"
+	"github.com/litcrawl/litcrawl/internal/config"
+	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/internal/redact"
 )
 
 // crawlFlags are the flags the crawling commands share.
@@ -52,13 +50,9 @@ func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 // apply overrides the configuration with the flags given.
 func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if f.baseURL != "" {
-		u, err := url.Parse(f.baseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			shown := "(unreadable URL)"
-			if err == nil {
-				shown = redact.URL(f.baseURL)
-			}
-			return exitcode.UsageError(fmt.Errorf("--base-url %q: expected an http(s) URL such as http://127.0.0.1:8089", shown))
+		u, err := config.CheckBaseURL(f.baseURL) // the file's rule (site.base_url)
+		if err != nil {
+			return exitcode.UsageError(fmt.Errorf("--base-url %w", err))
 		}
 		cfg.Site.BaseURL, cfg.Site.AllowedHosts = strings.TrimRight(f.baseURL, "/"), []string{u.Hostname()}
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 func fixtureSite(t *testing.T) (*testsite.Site, *httptest.Server) {

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/litcrawl/litcrawl/frontier"
-	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/browsertest"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/frontier"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/natstest"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // A fleet loses a worker, on the Go module's nats-server, on Debian's

@@ -19,11 +19,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/frontier"
-	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/frontier"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/natstest"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // The commands that only read end at once on the first signal; the others

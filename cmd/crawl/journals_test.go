@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // journalsOf reads a JSONL file: papers by journal id.

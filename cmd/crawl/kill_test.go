@@ -15,11 +15,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/litcrawl/litcrawl/archive"
+	"github.com/litcrawl/litcrawl/internal/archive"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/feedtest"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 var (

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/fetch"
+	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // crawl parse reads at most parse.max_input_bytes of an input (the flag or

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // With --log-format json every line on stderr is one JSON object, on

@@ -20,9 +20,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/config"
+	"github.com/litcrawl/litcrawl/internal/app"
+	"github.com/litcrawl/litcrawl/internal/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/sink"
 )
 
 // gcPercent is the crawl's default GOGC. Its live heap is small (about
@@ -36,7 +37,7 @@ const gcPercent = 200
 // limitMemory sets the crawl's soft memory limit (Go's GOMEMLIMIT) from its
 // concurrency, unless GOMEMLIMIT is set: 14 MiB plus 2 MiB a request in
 // flight, plus 6 MiB for the state's recent papers (4 MiB at most, see
-// state/recent.go, and their copy while they are merged): 28 MiB at
+// internal/state/recent.go, and their copy while they are merged): 28 MiB at
 // concurrency 4. The live heap is the pages in flight
 // and the commit queue, about 5 MB at concurrency 4; without a limit, the
 // heap's peaks ride on whatever was live at the last collection, so the
@@ -336,7 +337,7 @@ func stateDirFor(cmd *cobra.Command) string {
 // apply), a path given explicitly must exist.
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	f := cmd.Flags().Lookup("config")
-	return config.Load(f.Value.String(), !f.Changed)
+	return config.Load(f.Value.String(), !f.Changed, sink.Registered{})
 }
 
 // newEnv loads the configuration and makes the logger the command's

@@ -21,9 +21,9 @@ import (
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
+	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 	"github.com/litcrawl/litcrawl/sink"
-	"github.com/litcrawl/litcrawl/state"
-	"github.com/litcrawl/litcrawl/testsite"
 )
 
 // binary is the built crawl binary, for the tests that run it (skipped

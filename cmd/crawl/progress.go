@@ -8,8 +8,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/litcrawl/litcrawl/engine"
 	"github.com/litcrawl/litcrawl/fetch"
+	"github.com/litcrawl/litcrawl/internal/engine"
 )
 
 // progressLogEvery is how often progress is logged when stderr is not a

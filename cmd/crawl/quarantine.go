@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/app"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
-	"github.com/litcrawl/litcrawl/state"
 )
 
 func newQuarantineCmd() *cobra.Command {

@@ -14,10 +14,10 @@ import (
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
+	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 	"github.com/litcrawl/litcrawl/sink/sinktest"
-	"github.com/litcrawl/litcrawl/state"
 )
 
 // A paper a sink refuses for its content never blocks it: the NATS server

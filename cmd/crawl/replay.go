@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/app"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 )
 

@@ -11,13 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/app"
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/redact"
-	htmlreport "github.com/litcrawl/litcrawl/report"
-	"github.com/litcrawl/litcrawl/state"
+	htmlreport "github.com/litcrawl/litcrawl/internal/report"
+	"github.com/litcrawl/litcrawl/internal/state"
 )
 
 func newReportCmd() *cobra.Command {

@@ -17,12 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/engine"
-	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/app"
+	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/history"
+	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
-	"github.com/litcrawl/litcrawl/state"
 )
 
 // stateDirOf is --state-dir, defaulting to the config's state_dir, and

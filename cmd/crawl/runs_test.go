@@ -11,10 +11,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/litcrawl/litcrawl/history"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/state"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/history"
+	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // crawl runs lists the history newest first with each run's exit code,

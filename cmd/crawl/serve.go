@@ -19,14 +19,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/archive"
-	"github.com/litcrawl/litcrawl/config"
-	"github.com/litcrawl/litcrawl/engine"
-	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/app"
+	"github.com/litcrawl/litcrawl/internal/archive"
+	"github.com/litcrawl/litcrawl/internal/config"
+	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	htmlreport "github.com/litcrawl/litcrawl/report"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/history"
+	htmlreport "github.com/litcrawl/litcrawl/internal/report"
+	"github.com/litcrawl/litcrawl/internal/testsite"
+	"github.com/litcrawl/litcrawl/sink"
 )
 
 // synthSpec is a --synth value: JOURNAL:PAGES[:PAPERS].
@@ -351,7 +352,7 @@ func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // four requests at once and no delay (it is on this machine), retries
 // quick enough for a demo.
 func demoConfig(base string) *config.Config {
-	cfg := config.Default()
+	cfg := config.Default().CheckSinksBy(sink.Registered{})
 	cfg.Site.BaseURL, cfg.Site.AllowedHosts = base, []string{"127.0.0.1"}
 	f := &cfg.Fetch
 	f.Concurrency, f.Delay, f.Jitter, f.Timeout = 4, 0, 0, config.Duration(5*time.Second)

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/app"
 )
 
 // session is one invocation of the command: what its parts share (the

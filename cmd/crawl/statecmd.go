@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
+	"github.com/litcrawl/litcrawl/internal/app"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/ledger"
-	"github.com/litcrawl/litcrawl/state"
+	"github.com/litcrawl/litcrawl/internal/ledger"
+	"github.com/litcrawl/litcrawl/internal/state"
 )
 
 func newStateCmd() *cobra.Command {

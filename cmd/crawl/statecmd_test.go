@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
-	"github.com/litcrawl/litcrawl/state"
-	"github.com/litcrawl/litcrawl/testsite"
+	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/internal/testsite"
 )
 
 // A damaged state file: the crawl stops with exit 1 and says how to

@@ -18,13 +18,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/litcrawl/litcrawl/app"
-	"github.com/litcrawl/litcrawl/engine"
-	"github.com/litcrawl/litcrawl/frontier"
-	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/app"
+	"github.com/litcrawl/litcrawl/internal/engine"
+	"github.com/litcrawl/litcrawl/internal/frontier"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	htmlreport "github.com/litcrawl/litcrawl/internal/report"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
-	htmlreport "github.com/litcrawl/litcrawl/report"
 )
 
 func newStatusCmd() *cobra.Command {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/litcrawl/litcrawl/config"
-	"github.com/litcrawl/litcrawl/frontier"
-	"github.com/litcrawl/litcrawl/history"
+	"github.com/litcrawl/litcrawl/internal/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/frontier"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 )
 

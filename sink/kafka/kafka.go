@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/sinkurl"
@@ -164,7 +165,7 @@ func (s *kafkaSink) ensureTopic(ctx context.Context) error {
 	adm := kadm.NewClient(s.cl)
 	topics, err := adm.ListTopics(ctx, c.topic)
 	if err != nil {
-		return sink.Retryable(fmt.Errorf("kafka %s: list topics: %w", c.description, err))
+		return backoff.Retryable(fmt.Errorf("kafka %s: list topics: %w", c.description, err))
 	}
 	if topics.Has(c.topic) {
 		if t := topics[c.topic]; t.Err != nil {
@@ -232,7 +233,7 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return sink.Retryable(fmt.Errorf("kafka %s: no acknowledgement within delivery_timeout (%v)", s.cfg.description, s.cfg.deliveryTimeout))
+		return backoff.Retryable(fmt.Errorf("kafka %s: no acknowledgement within delivery_timeout (%v)", s.cfg.description, s.cfg.deliveryTimeout))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -244,7 +245,7 @@ func (s *kafkaSink) Write(ctx context.Context, recs []record.Record) error {
 		}
 		if kerr.IsRetriable(err) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) ||
 			errors.Is(err, kgo.ErrMaxBuffered) {
-			return sink.Retryable(err)
+			return backoff.Retryable(err)
 		}
 		return err
 	}

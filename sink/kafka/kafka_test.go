@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 	_ "github.com/litcrawl/litcrawl/sink/kafka"
@@ -192,7 +193,7 @@ func TestKafkaBrokerAwayIsRetryable(t *testing.T) {
 	}
 	c.Close()
 	err = s.Write(context.Background(), sinktest.Records("down", 2))
-	if err == nil || !errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("Write with the broker gone = %v, want a retryable error", err)
 	}
 }

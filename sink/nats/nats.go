@@ -16,6 +16,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/jsadmin"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/record"
@@ -180,7 +181,7 @@ func open(ctx context.Context, raw string, opts sink.Options) (sink.Sink, error)
 	}
 	s.nc, err = natsgo.Connect(strings.Join(cfg.servers, ","), nopts...)
 	if err != nil {
-		return nil, sink.Retryable(fmt.Errorf("nats %s: connect: %s", cfg.description, redact.Error(err, raw)))
+		return nil, backoff.Retryable(fmt.Errorf("nats %s: connect: %s", cfg.description, redact.Error(err, raw)))
 	}
 	s.js, err = jetstream.New(s.nc,
 		jetstream.WithPublishAsyncMaxPending(cfg.maxPending),
@@ -294,7 +295,7 @@ func retryableUnlessAPI(err error) error {
 	if errors.As(err, &api) && !jsadmin.Transient(err) {
 		return err
 	}
-	return sink.Retryable(err)
+	return backoff.Retryable(err)
 }
 
 func (s *natsSink) Describe() string { return s.cfg.description }
@@ -351,7 +352,7 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 				// Another writer's message of this id is being stored (two
 				// workers delivering a paper at once): sent again, this one
 				// is acknowledged as its duplicate.
-				return sink.Retryable(err)
+				return backoff.Retryable(err)
 			}
 			return retryableUnlessAPI(err)
 		case <-ctx.Done():

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -247,7 +248,7 @@ func TestStreamMaxMsgSizeIsARefusal(t *testing.T) {
 	good := sinktest.Records("m", 3)
 	bad := sinktest.Oversized("m-big", 5000)
 	err = s.Write(context.Background(), []record.Record{good[0], bad})
-	if !errors.Is(err, sink.ErrRefused) || errors.Is(err, sink.ErrRetryable) {
+	if !errors.Is(err, sink.ErrRefused) || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("Write = %v, want a refusal", err)
 	}
 	var kept []sink.Refusal

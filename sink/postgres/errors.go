@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -49,7 +50,7 @@ func (s *pgSink) fail(ctx context.Context, op string, err error) error {
 	if connectionLost(err) {
 		s.pool.Reset()
 	}
-	return sink.Retryable(e)
+	return backoff.Retryable(e)
 }
 
 // explain is err in words for an operator; for a server error, its

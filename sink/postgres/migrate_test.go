@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -80,7 +81,7 @@ func TestForwardMigration(t *testing.T) {
 	}
 
 	_, err = openInternal(t, url, nil)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version %d, made by a newer litcrawl", next)) || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version %d, made by a newer litcrawl", next)) || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("an older build opening a newer table: %v", err)
 	}
 }

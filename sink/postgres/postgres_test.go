@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -360,7 +361,7 @@ func TestRestoreAheadAndBehind(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "behind the crawl state") || !strings.Contains(err.Error(), "--redeliver") {
 		t.Fatalf("restore with a table behind the state = %v", err)
 	}
-	if errors.Is(err, sink.ErrRetryable) || !errors.Is(err, sink.ErrBehind) {
+	if errors.Is(err, backoff.ErrRetryable) || !errors.Is(err, sink.ErrBehind) {
 		t.Error("a table behind the state is retryable, or not sink.ErrBehind")
 	}
 	if err := s3.(sink.Restorer).Restore(bg, []byte("{bad")); err == nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/sinktest"
@@ -33,7 +34,7 @@ func TestWrongTableRefused(t *testing.T) {
 	db := srv.NewDB(t)
 	exec(t, srv, db, "CREATE TABLE mine (id integer)")
 	err := openErr(t, srv.URL(db, "table=mine"), sink.Options{})
-	if err == nil || !strings.Contains(err.Error(), "table public.mine exists but was not made by this sink") || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !strings.Contains(err.Error(), "table public.mine exists but was not made by this sink") || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("a foreign table: %v", err)
 	}
 
@@ -41,7 +42,7 @@ func TestWrongTableRefused(t *testing.T) {
 	openSink(t, url, "w").Close()
 	exec(t, srv, db, "ALTER TABLE papers ALTER COLUMN authors TYPE text USING array_to_string(authors, ','); ALTER TABLE papers DROP COLUMN doi")
 	err = openErr(t, url, sink.Options{})
-	if err == nil || !strings.Contains(err.Error(), "column doi is missing; column authors is text, expected text[]") || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !strings.Contains(err.Error(), "column doi is missing; column authors is text, expected text[]") || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("a changed table: %v", err)
 	}
 	exec(t, srv, db, "CREATE SCHEMA lit")
@@ -70,7 +71,7 @@ func TestPrivileges(t *testing.T) {
 	asRole := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?table=papers", role, srv.Port, db)
 
 	err := openErr(t, asRole, sink.Options{})
-	if err == nil || !strings.Contains(err.Error(), `the user "`+role+`" lacks the CREATE privilege on schema public`) || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !strings.Contains(err.Error(), `the user "`+role+`" lacks the CREATE privilege on schema public`) || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("creating without CREATE on the schema: %v", err)
 	}
 	openSink(t, srv.URL(db, "table=papers"), "w").Close() // the owner makes the table
@@ -102,7 +103,7 @@ func TestPrivileges(t *testing.T) {
 	exec(t, srv, db, "REVOKE INSERT ON papers FROM "+role)
 	err = s.Write(bg, sinktest.Records("late", 2))
 	if err == nil || !strings.Contains(err.Error(), "permission denied for table papers") || !strings.Contains(err.Error(), "public.papers") ||
-		errors.Is(err, sink.ErrRetryable) {
+		errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("writing after REVOKE: %v", err)
 	}
 }
@@ -133,13 +134,13 @@ func TestPasswords(t *testing.T) {
 	s.Close()
 
 	err = openErr(t, "postgres://"+pgtest.PasswordUser+":WrongPass-77@"+strings.TrimPrefix(base, pgtest.PasswordUser+"@"), opts)
-	if err == nil || !strings.Contains(err.Error(), "password authentication failed") || errors.Is(err, sink.ErrRetryable) || strings.Contains(err.Error(), "WrongPass-77") {
+	if err == nil || !strings.Contains(err.Error(), "password authentication failed") || errors.Is(err, backoff.ErrRetryable) || strings.Contains(err.Error(), "WrongPass-77") {
 		t.Fatalf("a wrong password: %v", err)
 	}
 	shown = append(shown, err.Error())
 
 	err = openErr(t, "postgres://"+base, opts)
-	if err == nil || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("no password at all: %v", err)
 	}
 	shown = append(shown, err.Error())
@@ -196,7 +197,7 @@ func TestTLS(t *testing.T) {
 	s.Close()
 
 	err := openErr(t, url("localhost", "sslmode=require"), sink.Options{})
-	if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "sslrootcert=FILE") || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "sslrootcert=FILE") || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("require without the CA: %v", err)
 	}
 	s = openSink(t, url("localhost", "sslmode=prefer&application_name=tls_pref"), "w")
@@ -243,7 +244,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.Write(bg, sinktest.Records("while-down", 5))
-	if err == nil || !errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("write with the server down = %v, want a retryable error", err)
 	}
 	if err := srv.Start(); err != nil {
@@ -269,7 +270,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = openErr(t, srv.URL(db, "table=papers", "sslmode=require"), sink.Options{})
-	if err == nil || !strings.Contains(err.Error(), "the server does not offer TLS") || errors.Is(err, sink.ErrRetryable) {
+	if err == nil || !strings.Contains(err.Error(), "the server does not offer TLS") || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("TLS asked of a server without it: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/backoff"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 )
@@ -418,7 +419,7 @@ func refusedQuarantined(t *testing.T, d Destination, f Features) {
 	defer s.Close()
 	bad := f.Refuse("refused-0")
 	err := s.Write(ctx, []record.Record{bad})
-	if !errors.Is(err, sink.ErrRefused) || errors.Is(err, sink.ErrRetryable) {
+	if !errors.Is(err, sink.ErrRefused) || errors.Is(err, backoff.ErrRetryable) {
 		t.Fatalf("the hostile record: Write = %v, want an error that is sink.ErrRefused and not retryable", err)
 	}
 	good := Records("q", 5)

@@ -1,0 +1,242 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/litcrawl/litcrawl/internal/ledger"
+	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
+)
+
+// tokenDigest names a sink token in a quarantine entry (Refusal.Pending).
+func tokenDigest(tok []byte) string {
+	sum := sha256.Sum256(tok)
+	return hex.EncodeToString(sum[:8])
+}
+
+// resolvePending settles the entries a crash left in the middle of a
+// quarantine retry: the state's sink token changed since the retry marked
+// them, so their delivery was committed (they leave the quarantine), or
+// it did not (they stay, to be retried). Every run that commits tokens
+// calls it before it commits anything, so the token can only have changed
+// by that retry's commit. It returns the entries the quarantine holds.
+func resolvePending(ctx context.Context, st *state.Store, path string) ([]sink.Refusal, error) {
+	var out []sink.Refusal
+	err := quarantine.Locked(path, func() error {
+		c, err := quarantine.Read(path)
+		if err != nil {
+			return err
+		}
+		c.Entries, err = settle(ctx, st, c.Entries)
+		if err != nil {
+			return err
+		}
+		out = c.Entries
+		return quarantine.Replace(path, c)
+	})
+	return out, err
+}
+
+// settle is resolvePending on entries read.
+func settle(ctx context.Context, st *state.Store, rs []sink.Refusal) ([]sink.Refusal, error) {
+	pending := false
+	for _, r := range rs {
+		pending = pending || r.Pending != ""
+	}
+	if !pending {
+		return rs, nil
+	}
+	tok, err := st.SinkToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := tokenDigest(tok)
+	keep := rs[:0]
+	for _, r := range rs {
+		switch {
+		case r.Pending == "":
+		case r.Pending != now:
+			continue // delivered and committed
+		default:
+			r.Pending = ""
+		}
+		keep = append(keep, r)
+	}
+	return keep, nil
+}
+
+// retryStage, when set (tests), is called at each step of a retry that a
+// crash may follow; an error ends the retry there, as a kill would.
+var retryStage func(stage string) error
+
+func atStage(stage string) error {
+	if retryStage == nil {
+		return nil
+	}
+	return retryStage(stage)
+}
+
+// QuarantineRetry delivers the quarantine of a state directory again.
+type QuarantineRetry struct {
+	StateDir string
+	// Sinks are the sink URLs: each record goes to the sink it was refused
+	// by, when one of them is that sink (by its name); none: the config's.
+	Sinks []string
+}
+
+// QuarantineResult is what a retry did.
+type QuarantineResult struct {
+	Path      string
+	Delivered int // delivered and gone from the quarantine
+	Refused   int // refused again, kept
+	Unmatched int // their sink is not among the sinks given, kept
+	Bad       int // lines of the file that are no entry
+}
+
+// RetryQuarantine delivers each quarantined record to the sink that refused
+// it, as a crawl would (its sinks opened, restored to the state's token,
+// and the new token committed to the state), holding the state so that no
+// crawl runs meanwhile. Records delivered leave the quarantine; records
+// refused again stay, their tries counted. A crash at any point leaves
+// each record either delivered once or still quarantined (Refusal.Pending).
+func (e *Env) RetryQuarantine(ctx context.Context, o QuarantineRetry) (QuarantineResult, error) {
+	path := filepath.Join(o.StateDir, quarantine.Name)
+	res := QuarantineResult{Path: path}
+	c, err := quarantine.Read(path)
+	res.Bad = len(c.Bad)
+	if err != nil || len(c.Entries) == 0 {
+		return res, err
+	}
+	st, err := state.Open(o.StateDir)
+	if err != nil {
+		return res, err
+	}
+	defer st.Close()
+	// The quarantine is held from its read to its last rewrite: a worker
+	// quarantining meanwhile waits.
+	err = quarantine.Locked(path, func() error { return e.retryLocked(ctx, o, st, path, &res) })
+	return res, err
+}
+
+func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Store, path string, res *QuarantineResult) error {
+	c, err := quarantine.Read(path)
+	if err != nil {
+		return err
+	}
+	res.Bad = len(c.Bad)
+	if c.Entries, err = settle(ctx, st, c.Entries); err != nil {
+		return err
+	}
+	rs := c.Entries
+	urls := o.Sinks
+	if len(urls) == 0 {
+		urls = e.Config.AllSinks() // a refusal names the one that refused it
+	}
+	out, err := OpenSinks(ctx, urls, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics})
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := restore(ctx, st, out, false, e.log()); err != nil {
+		return err
+	}
+	byName := map[string]sink.Sink{}
+	for _, s := range out.(*sink.Multi).Sinks() {
+		byName[sink.Describe(s)] = s
+	}
+	before, err := st.SinkToken(ctx)
+	if err != nil {
+		return err
+	}
+	digest := tokenDigest(before)
+	var order []string
+	groups := map[string][]int{}
+	for i := range rs {
+		if byName[rs[i].Sink] == nil {
+			res.Unmatched++
+			continue
+		}
+		if groups[rs[i].Sink] == nil {
+			order = append(order, rs[i].Sink)
+		}
+		groups[rs[i].Sink] = append(groups[rs[i].Sink], i)
+		rs[i].Pending = digest
+	}
+	if len(order) == 0 {
+		return quarantine.Replace(path, c)
+	}
+	// Marked before anything is delivered: a crash from here on is
+	// settled by the next run (settle).
+	if err := quarantine.Replace(path, c); err != nil {
+		return err
+	}
+	if err := atStage("marked"); err != nil {
+		return err
+	}
+	again := map[string]sink.Refusal{} // by sink and id
+	for _, name := range order {
+		recs := make([]record.Record, len(groups[name]))
+		for k, i := range groups[name] {
+			recs[k] = rs[i].Record
+		}
+		q := &collected{}
+		if err := sink.Quarantined(byName[name], q, nil).Write(ctx, recs); err != nil {
+			return fmt.Errorf("deliver the quarantine to %s: %w", name, err)
+		}
+		for _, r := range q.rs {
+			again[name+"\x00"+r.Record.ID] = r
+		}
+	}
+	// The records refused again are kept (no longer pending) before the
+	// commit that makes the pending ones count as delivered.
+	for i := range rs {
+		if a, ok := again[rs[i].Sink+"\x00"+rs[i].Record.ID]; ok && rs[i].Pending != "" {
+			rs[i].Pending, rs[i].Tries, rs[i].Reason, rs[i].At = "", rs[i].Tries+1, a.Reason, time.Now().UTC()
+			res.Refused++
+		}
+	}
+	if err := quarantine.Replace(path, c); err != nil {
+		return err
+	}
+	if cm, ok := out.(sink.Committer); ok {
+		tok, err := cm.Token()
+		if err != nil {
+			return fmt.Errorf("sink token: %w", err)
+		}
+		// The sinks not given keep their positions in the state's token.
+		if tok, err = sink.MergeTokens(before, tok); err != nil {
+			return fmt.Errorf("sink token: %w", err)
+		}
+		if _, err := st.Commit(ctx, ledger.Group{SinkToken: tok}); err != nil {
+			return fmt.Errorf("commit the sinks' token: %w", err)
+		}
+	}
+	if err := atStage("committed"); err != nil {
+		return err
+	}
+	keep := rs[:0]
+	for _, r := range rs {
+		if r.Pending != "" {
+			res.Delivered++
+			continue
+		}
+		keep = append(keep, r)
+	}
+	c.Entries = keep
+	return quarantine.Replace(path, c)
+}
+
+// collected keeps refusals in memory.
+type collected struct{ rs []sink.Refusal }
+
+func (c *collected) Put(_ context.Context, rs []sink.Refusal) error {
+	c.rs = append(c.rs, rs...)
+	return nil
+}

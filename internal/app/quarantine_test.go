@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/internal/config"
+	"github.com/litcrawl/litcrawl/internal/ledger"
+	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/sink"
+	_ "github.com/litcrawl/litcrawl/sink/jsonl"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
+	"github.com/litcrawl/litcrawl/sink/sinktest"
+)
+
+// A retry killed between marking its records and rewriting the quarantine
+// is settled by the next run: records whose delivery was committed (the
+// state's token moved on from the one they were marked with) leave the
+// quarantine; the others stay, to be retried, and are not delivered twice.
+func TestPendingRetryIsSettled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Commit(ctx, ledger.Group{SinkToken: []byte(`{"sinks":{"a":1}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := st.SinkToken(ctx)
+	recs := sinktest.Records("p", 3)
+	path := filepath.Join(dir, quarantine.Name)
+	quarantine.Replace(path, quarantine.Contents{Entries: []sink.Refusal{
+		{Sink: "s", Reason: "r", Tries: 1, Record: recs[0]},                                               // not being retried
+		{Sink: "s", Reason: "r", Tries: 1, Record: recs[1], Pending: tokenDigest(tok)},                    // retry not committed
+		{Sink: "s", Reason: "r", Tries: 1, Record: recs[2], Pending: tokenDigest([]byte("an older one"))}, // committed since
+	}})
+	if _, err := resolvePending(ctx, st, path); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := quarantine.Read(path)
+	rs := c.Entries
+	if len(rs) != 2 || rs[0].Record.ID != "p-0" || rs[1].Record.ID != "p-1" || rs[1].Pending != "" {
+		t.Fatalf("after settling: %+v", rs)
+	}
+}
+
+// A retry killed after its commit, before it rewrote the quarantine: the
+// next run drops the records it delivered (no second copy) and keeps the
+// ones the sink refused again. Killed before its delivery, it delivers
+// nothing twice either.
+func TestRetryKilledMidwayLosesAndDuplicatesNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, stage := range []string{"marked", "committed"} {
+		t.Run(stage, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "p.jsonl")
+			sinkURL := "jsonl:" + out
+			recs := sinktest.Records("k", 2)
+			big := sinktest.Oversized("k-big", sink.MaxLine)
+			quarantine.Replace(filepath.Join(dir, quarantine.Name), quarantine.Contents{Entries: []sink.Refusal{
+				{Sink: sinkURL, Reason: "r", Tries: 1, Record: recs[0]},
+				{Sink: sinkURL, Reason: "r", Tries: 1, Record: big},
+				{Sink: sinkURL, Reason: "r", Tries: 1, Record: recs[1]},
+			}})
+			env := &Env{Config: config.Default()}
+			retryStage = func(s string) error {
+				if s == stage {
+					return errors.New("killed")
+				}
+				return nil
+			}
+			_, err := env.RetryQuarantine(ctx, QuarantineRetry{StateDir: dir, Sinks: []string{sinkURL}})
+			retryStage = nil
+			if err == nil {
+				t.Fatal("the retry was not stopped")
+			}
+			// The next run: a retry again (it settles the first).
+			res, err := env.RetryQuarantine(ctx, QuarantineRetry{StateDir: dir, Sinks: []string{sinkURL}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := quarantine.Read(filepath.Join(dir, quarantine.Name))
+			if len(c.Entries) != 1 || c.Entries[0].Record.ID != "k-big" || res.Refused != 1 {
+				t.Errorf("quarantine after: %d entries (%+v)", len(c.Entries), res)
+			}
+			got := map[string]int{}
+			for _, r := range sinktest.ReadJSONL(t, out) {
+				got[r.ID]++
+			}
+			if got["k-0"] != 1 || got["k-1"] != 1 || len(got) != 2 {
+				t.Errorf("delivered %v, want k-0 and k-1 once each", got)
+			}
+		})
+	}
+}

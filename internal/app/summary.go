@@ -1,0 +1,123 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/litcrawl/litcrawl/internal/config"
+
+	"github.com/litcrawl/litcrawl/internal/engine"
+	"github.com/litcrawl/litcrawl/internal/frontier"
+	"github.com/litcrawl/litcrawl/internal/history"
+)
+
+func newRunReport(runID, kind string, s *engine.Summary, jobs *frontier.JobCounts, err error) history.RunReport {
+	r := history.RunReport{RunID: runID, Kind: kind, Started: s.Started.UTC().Format(time.RFC3339),
+		DurationSeconds: time.Since(s.Started).Seconds(), BusySeconds: s.BusySeconds(),
+		Pages:   map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
+		Papers:  map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
+		Retries: s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
+		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
+	r.WalkNotes, r.WalkNotesOmitted = s.WalkNotes()
+	r.Audit = s.Audit()
+	for j, c := range s.Journals() {
+		r.PerJournal[strconv.FormatInt(j, 10)] = c
+	}
+	h := s.FetchSeconds()
+	r.FetchSeconds = &h
+	if r.Failures == nil {
+		r.Failures = []engine.PageFailure{}
+	}
+	if n := len(r.Failures); n > history.MaxFailuresKept {
+		r.Failures, r.FailuresOmitted = r.Failures[:history.MaxFailuresKept], n-history.MaxFailuresKept
+	}
+	if jobs != nil {
+		jc := history.JobCounts(*jobs)
+		r.Jobs = &jc
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+// maxNotesPrinted bounds the walk notes a summary prints.
+const maxNotesPrinted = 10
+
+// printSummary prints what a run did: as text on stderr (a line, then a
+// line per failed page), or, with a JSON log, as one log line.
+func (e *Env) printSummary(r history.RunReport, s *engine.Summary) {
+	if e.JSON {
+		e.log().Info("run summary", "summary", r)
+		return
+	}
+	line := s.String()
+	if j := r.Jobs; j != nil {
+		line += fmt.Sprintf("; jobs: %d done, %d past the end, %d retried later, %d dead-lettered", j.Done, j.PastEnd, j.Retried, j.DeadLettered)
+	}
+	fmt.Fprintf(e.Stderr, "crawl %s %s: %s\n", r.Kind, r.RunID, line)
+	if len(r.PerJournal) > 1 {
+		for _, j := range slices.Sorted(maps.Keys(s.Journals())) {
+			c := r.PerJournal[strconv.FormatInt(j, 10)]
+			fmt.Fprintf(e.Stderr, "  journal %d: pages: %d ok, %d failed, %d skipped, %d past the end; papers: %d new, %d known\n",
+				j, c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersKnown)
+		}
+	}
+	for _, w := range r.IncompleteWalks {
+		fmt.Fprintf(e.Stderr, "  incomplete: %s\n", history.IncompleteText(w))
+	}
+	if n := r.Pages["skipped"]; n > 0 {
+		fmt.Fprintf(e.Stderr, "  skipped: %s done by earlier runs were not fetched again; --no-resume re-reads them (papers never delivered are delivered, none twice)\n", pluralPages(n))
+	}
+	for i, n := range r.WalkNotes {
+		if i == maxNotesPrinted {
+			fmt.Fprintf(e.Stderr, "  … and %d more notes (crawl runs show %s lists them)\n", len(r.WalkNotes)-i+r.WalkNotesOmitted, r.RunID)
+			break
+		}
+		fmt.Fprintf(e.Stderr, "  note: %s\n", history.NoteText(n))
+	}
+	if r.Audit != nil {
+		fmt.Fprintf(e.Stderr, "  audit: %s\n", r.Audit.Text(time.Now()))
+	}
+	if r.Quarantined > 0 {
+		fmt.Fprintf(e.Stderr, "  quarantined: %d records refused by a sink, kept in %s (crawl quarantine list)\n", r.Quarantined, r.Quarantine)
+	}
+	for _, pf := range r.Failures {
+		fmt.Fprintf(e.Stderr, "  failed: journal %d page %d: %s\n", pf.Journal, pf.Page, pf.Error)
+	}
+	if r.FailuresOmitted > 0 {
+		fmt.Fprintf(e.Stderr, "  … and %d more failed pages (--report lists every page)\n", r.FailuresOmitted)
+	}
+}
+
+func pluralPages(n int64) string {
+	if n == 1 {
+		return "1 page"
+	}
+	return fmt.Sprintf("%d pages", n)
+}
+
+// verdict is how a run ends, the same rule for a local run and a fleet
+// worker's: the run's own error; else the quality gate's alarm (exit 4);
+// else, for a local run (failedCounts), its failed pages (a worker's are
+// retried or dead-lettered); else the records a sink refused, kept in the
+// quarantine at quarPath (named in rep).
+func verdict(q config.Quality, runErr error, sum *engine.Summary, rep *history.RunReport, quarPath string, failedCounts bool) error {
+	final := runErr
+	if final == nil {
+		final = history.QualityAlarm(q, sum.QualityCounts())
+	}
+	if final == nil && failedCounts && sum.Failed.Load() > 0 {
+		final = failedPages(sum.Failed.Load())
+	}
+	if n := sum.Quarantined.Load(); n > 0 {
+		rep.Quarantine = quarPath
+		if final == nil {
+			final = quarantinedRecords(n, quarPath)
+		}
+	}
+	return final
+}

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/litcrawl/litcrawl/internal/ledger"
+	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+)
+
+// Item is one fetched page waiting to be delivered.
+type Item struct {
+	Key   ledger.PageKey
+	Page  *parser.Page
+	RunID string // the run its records carry, and that the ledger records
+	// Redeliver sends the page's records even if delivered before.
+	Redeliver bool
+	// Hold, when set, is asked with the page's papers and what the ledger
+	// knows of them whether to hold the page back: then nothing of it is
+	// delivered or committed (a walk whose jump landed below the gap it
+	// looked for goes back before it delivers the papers there, so that
+	// they are met in order: Walk.Hold).
+	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
+	// Walk, when set, is asked with what delivering the page did for its
+	// journal's walk state to commit with it (ledger.Group.Walks): a
+	// nightly walk killed after this commit carries on from it
+	// (Walk.CrashState).
+	Walk func(d Delivered) ledger.WalkState
+}
+
+// Delivered is what delivering one page did.
+type Delivered struct {
+	Records     int  // records on the page
+	KnownBefore int  // distinct papers on it delivered by an earlier run
+	Fresh       int  // distinct papers on it not met earlier in this run (new, or known only to earlier runs)
+	Sent        int  // records sent to the sinks
+	New         int  // papers the ledger recorded for the first time
+	Last        bool // the page's pager says it is the last page
+	Held        bool // held back (Item.Hold): nothing delivered or committed
+	Group       int  // pages committed together with it (itself included)
+	// Papers are the page's distinct papers, in page order, and Seen what
+	// the ledger knew of each before the page: a nightly walk finds its
+	// bounds with them (Walk).
+	Papers []ledger.Paper
+	Seen   []ledger.Seen
+}
+
+// Deliver is the one delivery step, for local runs and the fleet alike:
+// it looks each page's papers up in the ledger (one Lookup per page),
+// decides what each page delivers, writes those records to the sink in one
+// Write, and only then commits the pages, their papers and the sink's token
+// in one ledger Commit. A failure before the commit commits nothing: the
+// pages are delivered again later, and the sink's token (or its dedupe by
+// id) keeps the records from being there twice.
+func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) ([]Delivered, error) {
+	ds := make([]Delivered, len(items))
+	group := ledger.Group{Pages: make([]ledger.Page, 0, len(items))}
+	var send []record.Record
+	var sent sentInGroup
+	for i, it := range items {
+		recs, papers := distinct(it.Page.Records)
+		seen, err := l.Lookup(ctx, papers, it.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("look up the papers of %s: %w", pageName(it.Key), err)
+		}
+		if it.Hold != nil && it.Hold(papers, seen) {
+			ds[i] = Delivered{Records: len(it.Page.Records), Held: true, Papers: papers, Seen: seen,
+				Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page}
+			continue
+		}
+		fresh, knownBefore, freshToRun := decide(recs, seen, it.Redeliver, &sent)
+		send = append(send, fresh...)
+		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Fresh: freshToRun, Sent: len(fresh),
+			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Seen: seen}
+		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()})
+		if it.Walk != nil {
+			if group.Walks == nil {
+				group.Walks = map[int64]ledger.WalkState{}
+			}
+			group.Walks[it.Key.Journal] = it.Walk(ds[i])
+		}
+	}
+	if len(group.Pages) == 0 {
+		return ds, nil // every page held back
+	}
+	if len(send) > 0 {
+		if err := out.Write(ctx, send); err != nil {
+			return nil, fmt.Errorf("deliver %d pages (from %s): %w", len(items), pageName(items[0].Key), err)
+		}
+	}
+	if c, ok := out.(sink.Committer); ok {
+		tok, err := c.Token()
+		if err != nil {
+			return nil, fmt.Errorf("sink token: %w", err)
+		}
+		group.SinkToken = tok
+	}
+	newPapers, err := l.Commit(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("commit %d pages (from %s): %w", len(items), pageName(items[0].Key), err)
+	}
+	k := 0
+	for i := range ds {
+		if ds[i].Held {
+			continue
+		}
+		ds[i].New, ds[i].Group = newPapers[k], len(group.Pages)
+		k++
+	}
+	return ds, nil
+}
+
+// distinct is a page's records with a repeated paper (the same id twice)
+// kept once, and the papers the ledger is asked about.
+func distinct(recs []record.Record) ([]record.Record, []ledger.Paper) {
+	out := make([]record.Record, 0, len(recs))
+	papers := make([]ledger.Paper, 0, len(recs))
+	seen := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		out = append(out, r)
+		papers = append(papers, ledger.Paper{ID: r.ID, DOI: r.DOI})
+	}
+	return out, papers
+}
+
+// sentInGroup is what earlier pages of a group send, by id and by DOI.
+type sentInGroup map[string]bool
+
+func (s *sentInGroup) has(r record.Record) bool {
+	return (*s)[r.ID] || r.DOI != "" && (*s)["doi:"+ledger.DOIKey(r.DOI)]
+}
+
+func (s *sentInGroup) add(r record.Record) {
+	if *s == nil {
+		*s = sentInGroup{}
+	}
+	(*s)[r.ID] = true
+	if r.DOI != "" {
+		(*s)["doi:"+ledger.DOIKey(r.DOI)] = true
+	}
+}
+
+// decide is the one rule of what a page delivers. recs are its distinct
+// records and seen what the ledger knows of each. A record is sent when
+// the ledger has never seen its paper (by id or DOI) and no earlier page of
+// the same group sends it; with redeliver, always. knownBefore counts the
+// papers an earlier run delivered: the nightly stop rule asks for it
+// (papers delivered earlier in this run do not count as known). fresh
+// counts the papers this run meets for the first time (new, or known only
+// to earlier runs): the repeat rule asks for it.
+func decide(recs []record.Record, seen []ledger.Seen, redeliver bool, sent *sentInGroup) (send []record.Record, knownBefore, fresh int) {
+	for i, r := range recs {
+		if seen[i] == ledger.SeenBefore {
+			knownBefore++
+		}
+		if seen[i] != ledger.SeenThisRun && !sent.has(r) {
+			fresh++
+		}
+		if redeliver || seen[i] == ledger.Unknown && !sent.has(r) {
+			send = append(send, r)
+		}
+		sent.add(r)
+	}
+	return send, knownBefore, fresh
+}
+
+func pageName(k ledger.PageKey) string { return fmt.Sprintf("journal %d page %d", k.Journal, k.Page) }
