@@ -69,14 +69,14 @@ wait for it: it shows the history as it was when that crawl started.`,
 				d.Sources = append(d.Sources, "the frontier's runs ("+redact.URL(frontierURL)+")")
 			}
 			for _, f := range files {
-				rf, err := history.ReadReportFile(f)
+				rf, err := history.ReadSummaryFile(f)
 				if err != nil {
 					return fmt.Errorf("report: %w", err)
 				}
 				d.Sources = append(d.Sources, f)
 				d.PageLogs[rf.RunID] = rf.PageLog
 				if !slices.ContainsFunc(d.Runs, func(v history.RunView) bool { return v.ID == rf.RunID }) {
-					d.Runs = append(d.Runs, history.FromReport(rf.RunReport, env.Config.Quality))
+					d.Runs = append(d.Runs, history.FromReport(rf.RunSummary, env.Config.Quality))
 				}
 			}
 			// Newest first, as the history is.

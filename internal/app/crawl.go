@@ -147,7 +147,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	sum := engine.NewSummary()
 	// record ends the run in the history: its summary, with the exit code
 	// of final.
-	record := func(rep *history.RunReport, final error) ([]byte, error) {
+	record := func(rep *history.RunSummary, final error) ([]byte, error) {
 		code := e.exitCode(final)
 		rep.Journals, rep.ExitCode = c.Journals, &code
 		data, _ := json.Marshal(rep)
@@ -156,9 +156,9 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	}
 	// The report is written however the run ends, so that a monitor that
 	// reads it never sees the previous run's success.
-	var report *reportFile
+	var report *summaryFile
 	early := func(err error) (*engine.Summary, error) {
-		rep := newRunReport(runID, c.Kind, sum, nil, err)
+		rep := newRunSummary(runID, c.Kind, sum, nil, err)
 		data, _ := record(&rep, err)
 		if report != nil {
 			report.write(data)
@@ -166,7 +166,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, err
 	}
 	if c.Report != "" {
-		if report, err = openReport(c.Report, c.StateDir); err != nil {
+		if report, err = openSummaryFile(c.Report, c.StateDir); err != nil {
 			return early(err)
 		}
 		defer report.discard()
@@ -230,7 +230,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		runErr = fmt.Errorf("--archive: %w", err)
 	}
 
-	rep := newRunReport(runID, c.Kind, sum, nil, runErr)
+	rep := newRunSummary(runID, c.Kind, sum, nil, runErr)
 	rep.QualityThresholds = &cfg.Quality
 	var logErr error
 	if report != nil {

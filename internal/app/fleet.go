@@ -226,7 +226,7 @@ func (v *FleetView) Runs(ctx context.Context) ([]history.RunView, error) {
 			notRead++
 			continue
 		}
-		var rep history.RunReport
+		var rep history.RunSummary
 		if json.Unmarshal(data, &rep) != nil || !frontier.ValidRunID(rep.RunID) {
 			notRead++
 			continue
@@ -318,9 +318,9 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	}
 	defer f.Close()
 	sum := engine.NewSummary()
-	var report *reportFile
+	var report *summaryFile
 	if o.Report != "" {
-		if report, err = openReport(o.Report, cfg.StateDir); err != nil {
+		if report, err = openSummaryFile(o.Report, cfg.StateDir); err != nil {
 			return err
 		}
 		defer report.discard()
@@ -372,7 +372,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 	var w *frontier.Worker
 	summary := func(runErr error, code *int) []byte {
 		jobs := w.Jobs()
-		rep := newRunReport(id, "worker", sum, &jobs, runErr)
+		rep := newRunSummary(id, "worker", sum, &jobs, runErr)
 		rep.Host, rep.PID, rep.ExitCode, rep.QualityThresholds = host, os.Getpid(), code, &cfg.Quality
 		data, _ := json.Marshal(rep)
 		return data
@@ -393,7 +393,7 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		}
 	}
 	jobs := w.Jobs()
-	rep := newRunReport(id, "worker", sum, &jobs, runErr)
+	rep := newRunSummary(id, "worker", sum, &jobs, runErr)
 	rep.QualityThresholds = &cfg.Quality
 	// A worker ends by the rule a local run does (the quality gate
 	// included); its failed pages are retried or dead-lettered.

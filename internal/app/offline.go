@@ -12,25 +12,25 @@ import (
 	"github.com/litcrawl/litcrawl/sink"
 )
 
-// Pages delivers pages a run does not fetch (crawl parse, crawl replay)
+// memoryDelivery delivers pages a run does not fetch (crawl parse, crawl replay)
 // through the engine's one delivery step, with a ledger in memory: each
 // paper once (by id and by DOI), where it first appears, exactly as a crawl
 // delivers the same pages. Not safe for concurrent use: pages are
 // delivered in the order given.
-type Pages struct {
+type memoryDelivery struct {
 	ledger *ledger.Memory
 	out    sink.Sink
 	runID  string
 }
 
-// NewPages delivers to out, the records carrying runID.
-func NewPages(out sink.Sink, runID string) *Pages {
-	return &Pages{ledger: ledger.NewMemory(), out: out, runID: runID}
+// newMemoryDelivery delivers to out, the records carrying runID.
+func newMemoryDelivery(out sink.Sink, runID string) *memoryDelivery {
+	return &memoryDelivery{ledger: ledger.NewMemory(), out: out, runID: runID}
 }
 
 // Deliver delivers one page's records not delivered before; it returns how
 // many it sent.
-func (p *Pages) Deliver(ctx context.Context, page *parser.Page) (int, error) {
+func (p *memoryDelivery) Deliver(ctx context.Context, page *parser.Page) (int, error) {
 	ds, err := engine.Deliver(ctx, p.ledger, p.out, []engine.Item{{
 		Key: ledger.PageKey{Journal: page.JournalID, Page: page.PageNo}, Page: page, RunID: p.runID}})
 	if err != nil {
@@ -63,7 +63,7 @@ func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 	if err != nil {
 		return res, err
 	}
-	pages := NewPages(out, res.RunID)
+	pages := newMemoryDelivery(out, res.RunID)
 	scheme := e.Config.Site.Scheme()
 	err = archive.Responses(r.Archive, func(a archive.Response) error {
 		if err := ctx.Err(); err != nil {

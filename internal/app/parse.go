@@ -48,7 +48,7 @@ func (e *Env) Parse(ctx context.Context, p Parse, each func(path string, page *p
 	if err != nil {
 		return err
 	}
-	pages := NewPages(out, "")
+	pages := newMemoryDelivery(out, "")
 	var writeErr error
 	s := stream.New().WithMaxGoroutines(max(p.Concurrency, 1))
 	submit := func(path string) {

@@ -14,15 +14,15 @@ import (
 	"github.com/litcrawl/litcrawl/internal/history"
 )
 
-func newRunReport(runID, kind string, s *engine.Summary, jobs *frontier.JobCounts, err error) history.RunReport {
-	r := history.RunReport{RunID: runID, Kind: kind, Started: s.Started.UTC().Format(time.RFC3339),
+func newRunSummary(runID, kind string, s *engine.Summary, jobs *frontier.JobCounts, err error) history.RunSummary {
+	r := history.RunSummary{RunID: runID, Kind: kind, Started: s.Started.UTC().Format(time.RFC3339),
 		DurationSeconds: time.Since(s.Started).Seconds(), BusySeconds: s.BusySeconds(),
 		Pages:   map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
 		Papers:  map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
 		Retries: s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
 		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
 	r.WalkNotes, r.WalkNotesOmitted = s.WalkNotes()
-	r.Audit = s.Audit()
+	r.Audit = s.RetryLater()
 	for j, c := range s.Journals() {
 		r.PerJournal[strconv.FormatInt(j, 10)] = c
 	}
@@ -49,7 +49,7 @@ const maxNotesPrinted = 10
 
 // printSummary prints what a run did: as text on stderr (a line, then a
 // line per failed page), or, with a JSON log, as one log line.
-func (e *Env) printSummary(r history.RunReport, s *engine.Summary) {
+func (e *Env) printSummary(r history.RunSummary, s *engine.Summary) {
 	if e.JSON {
 		e.log().Info("run summary", "summary", r)
 		return
@@ -105,7 +105,7 @@ func pluralPages(n int64) string {
 // else, for a local run (failedCounts), its failed pages (a worker's are
 // retried or dead-lettered); else the records a sink refused, kept in the
 // quarantine at quarPath (named in rep).
-func verdict(q config.Quality, runErr error, sum *engine.Summary, rep *history.RunReport, quarPath string, failedCounts bool) error {
+func verdict(q config.Quality, runErr error, sum *engine.Summary, rep *history.RunSummary, quarPath string, failedCounts bool) error {
 	final := runErr
 	if final == nil {
 		final = history.QualityAlarm(q, sum.QualityCounts())

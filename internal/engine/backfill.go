@@ -211,7 +211,7 @@ type repeats struct{ limit, run int }
 
 // page counts a page delivered as d; true: the rule stops the walk.
 func (r *repeats) page(d Delivered) bool {
-	if d.Records > 0 && d.Fresh == 0 {
+	if d.Records > 0 && d.NewToRun == 0 {
 		r.run++
 	} else {
 		r.run = 0

@@ -23,7 +23,7 @@ type Item struct {
 	// delivered or committed (a walk whose jump landed below the gap it
 	// looked for goes back before it delivers the papers there, so that
 	// they are met in order: Walk.Hold).
-	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
+	Hold func(papers []ledger.Paper, seen []ledger.Delivery) bool
 	// Walk, when set, is asked with what delivering the page did for its
 	// journal's walk state to commit with it (ledger.Group.Walks): a
 	// nightly walk killed after this commit carries on from it
@@ -33,19 +33,19 @@ type Item struct {
 
 // Delivered is what delivering one page did.
 type Delivered struct {
-	Records     int  // records on the page
-	KnownBefore int  // distinct papers on it delivered by an earlier run
-	Fresh       int  // distinct papers on it not met earlier in this run (new, or known only to earlier runs)
-	Sent        int  // records sent to the sinks
-	New         int  // papers the ledger recorded for the first time
-	Last        bool // the page's pager says it is the last page
-	Held        bool // held back (Item.Hold): nothing delivered or committed
-	Group       int  // pages committed together with it (itself included)
-	// Papers are the page's distinct papers, in page order, and Seen what
+	Records         int  // records on the page
+	FromEarlierRuns int  // distinct papers on it delivered by an earlier run
+	NewToRun        int  // distinct papers on it not met earlier in this run (new, or known only to earlier runs)
+	Sent            int  // records sent to the sinks
+	NewToLedger     int  // papers the ledger recorded for the first time
+	Last            bool // the page's pager says it is the last page
+	Held            bool // held back (Item.Hold): nothing delivered or committed
+	Group           int  // pages committed together with it (itself included)
+	// Papers are the page's distinct papers, in page order, and Delivery what
 	// the ledger knew of each before the page: a nightly walk finds its
 	// bounds with them (Walk).
-	Papers []ledger.Paper
-	Seen   []ledger.Seen
+	Papers   []ledger.Paper
+	Delivery []ledger.Delivery
 }
 
 // Deliver is the one delivery step, for local runs and the fleet alike:
@@ -67,14 +67,14 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 			return nil, fmt.Errorf("look up the papers of %s: %w", pageName(it.Key), err)
 		}
 		if it.Hold != nil && it.Hold(papers, seen) {
-			ds[i] = Delivered{Records: len(it.Page.Records), Held: true, Papers: papers, Seen: seen,
+			ds[i] = Delivered{Records: len(it.Page.Records), Held: true, Papers: papers, Delivery: seen,
 				Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page}
 			continue
 		}
 		fresh, knownBefore, freshToRun := decide(recs, seen, it.Redeliver, &sent)
 		send = append(send, fresh...)
-		ds[i] = Delivered{Records: len(it.Page.Records), KnownBefore: knownBefore, Fresh: freshToRun, Sent: len(fresh),
-			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Seen: seen}
+		ds[i] = Delivered{Records: len(it.Page.Records), FromEarlierRuns: knownBefore, NewToRun: freshToRun, Sent: len(fresh),
+			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Delivery: seen}
 		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()})
 		if it.Walk != nil {
 			if group.Walks == nil {
@@ -107,7 +107,7 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		if ds[i].Held {
 			continue
 		}
-		ds[i].New, ds[i].Group = newPapers[k], len(group.Pages)
+		ds[i].NewToLedger, ds[i].Group = newPapers[k], len(group.Pages)
 		k++
 	}
 	return ds, nil
@@ -155,15 +155,15 @@ func (s *sentInGroup) add(r record.Record) {
 // (papers delivered earlier in this run do not count as known). fresh
 // counts the papers this run meets for the first time (new, or known only
 // to earlier runs): the repeat rule asks for it.
-func decide(recs []record.Record, seen []ledger.Seen, redeliver bool, sent *sentInGroup) (send []record.Record, knownBefore, fresh int) {
+func decide(recs []record.Record, seen []ledger.Delivery, redeliver bool, sent *sentInGroup) (send []record.Record, knownBefore, fresh int) {
 	for i, r := range recs {
-		if seen[i] == ledger.SeenBefore {
+		if seen[i] == ledger.DeliveredBefore {
 			knownBefore++
 		}
-		if seen[i] != ledger.SeenThisRun && !sent.has(r) {
+		if seen[i] != ledger.DeliveredThisRun && !sent.has(r) {
 			fresh++
 		}
-		if redeliver || seen[i] == ledger.Unknown && !sent.has(r) {
+		if redeliver || seen[i] == ledger.NeverDelivered && !sent.has(r) {
 			send = append(send, r)
 		}
 		sent.add(r)

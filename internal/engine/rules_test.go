@@ -36,21 +36,21 @@ func ids(rs []record.Record) []string {
 // decide sends what the ledger has never seen and the group has not sent
 // yet; it counts only earlier runs' papers as known.
 func TestDecide(t *testing.T) {
-	u, this, before := ledger.Unknown, ledger.SeenThisRun, ledger.SeenBefore
+	u, this, before := ledger.NeverDelivered, ledger.DeliveredThisRun, ledger.DeliveredBefore
 	for _, tt := range []struct {
 		name      string
 		recs      []record.Record
-		seen      []ledger.Seen
+		seen      []ledger.Delivery
 		redeliver bool
 		sent      []string
 		want      []string
 		known     int
 	}{
-		{"all new", recs("a", "b"), []ledger.Seen{u, u}, false, nil, []string{"a", "b"}, 0},
-		{"known before", recs("a", "b"), []ledger.Seen{before, u}, false, nil, []string{"b"}, 1},
-		{"delivered earlier this run", recs("a", "b"), []ledger.Seen{this, this}, false, nil, nil, 0},
-		{"sent by an earlier page of the group", recs("a", "b"), []ledger.Seen{u, u}, false, []string{"a"}, []string{"b"}, 0},
-		{"redeliver", recs("a", "b"), []ledger.Seen{before, this}, true, nil, []string{"a", "b"}, 1},
+		{"all new", recs("a", "b"), []ledger.Delivery{u, u}, false, nil, []string{"a", "b"}, 0},
+		{"known before", recs("a", "b"), []ledger.Delivery{before, u}, false, nil, []string{"b"}, 1},
+		{"delivered earlier this run", recs("a", "b"), []ledger.Delivery{this, this}, false, nil, nil, 0},
+		{"sent by an earlier page of the group", recs("a", "b"), []ledger.Delivery{u, u}, false, []string{"a"}, []string{"b"}, 0},
+		{"redeliver", recs("a", "b"), []ledger.Delivery{before, this}, true, nil, []string{"a", "b"}, 1},
 	} {
 		var sent sentInGroup
 		for _, id := range tt.sent {
@@ -64,8 +64,8 @@ func TestDecide(t *testing.T) {
 	// The same paper under two ids (seen first without its JSON) is sent
 	// once in a group, whatever page it is on.
 	var sent sentInGroup
-	first, _, _ := decide([]record.Record{{ID: "doi:10.1/x", DOI: "10.1/X"}}, []ledger.Seen{u}, false, &sent)
-	second, _, _ := decide([]record.Record{{ID: "42", DOI: "10.1/x"}}, []ledger.Seen{u}, false, &sent)
+	first, _, _ := decide([]record.Record{{ID: "doi:10.1/x", DOI: "10.1/X"}}, []ledger.Delivery{u}, false, &sent)
+	second, _, _ := decide([]record.Record{{ID: "42", DOI: "10.1/x"}}, []ledger.Delivery{u}, false, &sent)
 	if len(first) != 1 || len(second) != 0 {
 		t.Errorf("one paper under two ids: sent %v then %v", ids(first), ids(second))
 	}
@@ -79,10 +79,10 @@ func TestWalkNext(t *testing.T) {
 		goOn  bool
 		known int
 	}{
-		{Delivered{Records: 20, KnownBefore: 3}, true, 0},
-		{Delivered{Records: 20, KnownBefore: 20}, true, 1},
-		{Delivered{Records: 20, KnownBefore: 19}, true, 0},  // the run resets
-		{Delivered{Records: 20, KnownBefore: 20}, false, 1}, // page 4 is max_pages
+		{Delivered{Records: 20, FromEarlierRuns: 3}, true, 0},
+		{Delivered{Records: 20, FromEarlierRuns: 20}, true, 1},
+		{Delivered{Records: 20, FromEarlierRuns: 19}, true, 0},  // the run resets
+		{Delivered{Records: 20, FromEarlierRuns: 20}, false, 1}, // page 4 is max_pages
 	}
 	for i, s := range steps {
 		var goOn bool
@@ -95,7 +95,7 @@ func TestWalkNext(t *testing.T) {
 		t.Error("the walk went on past the last page its pager names")
 	}
 	w = Walk{Page: 3, KnownRun: 1, StopAfterKnown: 2, MaxPages: 9}
-	if _, goOn := w.Next(Delivered{Records: 20, KnownBefore: 20}); goOn {
+	if _, goOn := w.Next(Delivered{Records: 20, FromEarlierRuns: 20}); goOn {
 		t.Error("two known pages in a row did not stop the walk")
 	}
 	if _, goOn := (Walk{Page: 1, StopAfterKnown: 1, MaxPages: 9}).Next(Delivered{}); !goOn {
@@ -111,13 +111,13 @@ func TestWalkNextStopsOnRepeats(t *testing.T) {
 	w := Walk{Page: 1, StopAfterRepeat: 3, MaxPages: 1000}
 	var goOn bool
 	for i, d := range []Delivered{
-		{Records: 20, Fresh: 20},
-		{Records: 20, KnownBefore: 20, Fresh: 20}, // known before, new to the run
-		{Records: 20, Fresh: 0},
-		{Records: 20, Fresh: 0},
-		{Records: 20, Fresh: 1}, // one new paper resets the count
-		{Records: 20, Fresh: 0},
-		{Records: 20, Fresh: 0},
+		{Records: 20, NewToRun: 20},
+		{Records: 20, FromEarlierRuns: 20, NewToRun: 20}, // known before, new to the run
+		{Records: 20, NewToRun: 0},
+		{Records: 20, NewToRun: 0},
+		{Records: 20, NewToRun: 1}, // one new paper resets the count
+		{Records: 20, NewToRun: 0},
+		{Records: 20, NewToRun: 0},
 	} {
 		if w, goOn = w.Next(d); !goOn {
 			t.Fatalf("page %d stopped the walk: %+v", i+1, w)
@@ -147,7 +147,7 @@ func TestDeliverGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds[0].Sent != 2 || ds[1].Sent != 1 || ds[0].New != 2 || ds[1].New != 1 || ds[0].Last || !ds[1].Last || ds[1].Group != 2 {
+	if ds[0].Sent != 2 || ds[1].Sent != 1 || ds[0].NewToLedger != 2 || ds[1].NewToLedger != 1 || ds[0].Last || !ds[1].Last || ds[1].Group != 2 {
 		t.Errorf("delivered %+v", ds)
 	}
 	if got := ids(sinktest.ReadJSONL(t, filepath.Join(dir, "p.jsonl"))); !slices.Equal(got, []string{"a", "b", "c"}) {
@@ -157,7 +157,7 @@ func TestDeliverGroup(t *testing.T) {
 		t.Error("no sink token committed")
 	}
 	ds, err = Deliver(ctx, st, out, []Item{page(1, "a", "b")})
-	if err != nil || ds[0].Sent != 0 || ds[0].New != 0 {
+	if err != nil || ds[0].Sent != 0 || ds[0].NewToLedger != 0 {
 		t.Errorf("again: %+v %v", ds, err)
 	}
 }

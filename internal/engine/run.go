@@ -103,7 +103,7 @@ type PageOptions struct {
 	// Redeliver sends the page's records even if delivered before.
 	Redeliver bool
 	// Hold holds the page back (Item.Hold); a nightly walk's is Walk.Hold.
-	Hold func(papers []ledger.Paper, seen []ledger.Seen) bool
+	Hold func(papers []ledger.Paper, seen []ledger.Delivery) bool
 	// Walk gives the walk state committed with the page (Item.Walk); a
 	// nightly walk's is Walk.CrashState.
 	Walk func(d Delivered) ledger.WalkState
@@ -148,7 +148,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 	start := time.Now()
 	report := func(res Result, tries, records int, err error) {
 		r.metrics.page(res.String())
-		rep := PageReport{Journal: key.Journal, Page: key.Page, Result: res.String(), Tries: tries, Seconds: time.Since(start).Seconds(), Records: records}
+		rep := PageLine{Journal: key.Journal, Page: key.Page, Result: res.String(), Tries: tries, Seconds: time.Since(start).Seconds(), Records: records}
 		if err != nil {
 			rep.Error = err.Error()
 		}
@@ -221,7 +221,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			then(Outcome{Result: Done, Delivered: d}, nil)
 			return
 		}
-		r.sum.addDone(key.Journal, d.Sent, d.Records-d.New)
+		r.sum.addDone(key.Journal, d.Sent, d.Records-d.NewToLedger)
 		r.log.Info("page committed", "journal", key.Journal, "page", key.Page, "records", d.Records, "delivered", d.Sent, "batch", d.Group)
 		report(Done, res.Tries, d.Records, nil)
 		then(Outcome{Result: Done, Delivered: d}, nil)

@@ -145,8 +145,8 @@ type AuditSummary struct {
 // MaxAuditRows bounds the journals an AuditSummary lists.
 const MaxAuditRows = 50
 
-// Audit sums up the run's audits (nil: no nightly walk in the run).
-func (s *Summary) Audit() *AuditSummary { return SumAudits(s.Audits()) }
+// RetryLater sums up the run's audits (nil: no nightly walk in the run).
+func (s *Summary) RetryLater() *AuditSummary { return SumAudits(s.Audits()) }
 
 // CoverageOf is a journal's audit coverage as its walk state stands.
 func CoverageOf(journal int64, s ledger.WalkState) AuditCoverage {
@@ -254,8 +254,8 @@ func (h *Histogram) observe(v float64) {
 	h.Counts[i]++
 }
 
-// PageReport is one page's line in the run report.
-type PageReport struct {
+// PageLine is one page's line in the run report.
+type PageLine struct {
 	Journal int64   `json:"journal"`
 	Page    int     `json:"page"`
 	Result  string  `json:"result"` // done, failed, skipped, past-end
@@ -269,7 +269,7 @@ type PageReport struct {
 // (quality.Counts).
 type Quality = quality.Counts
 
-// LogPagesTo makes the summary write each finished page's PageReport to w
+// LogPagesTo makes the summary write each finished page's PageLine to w
 // as a line of JSON, in the order pages finish. The lines go out as pages
 // finish and are not kept, so a run of any length holds no per-page memory.
 // Call it before the run starts.
@@ -293,7 +293,7 @@ func (s *Summary) QualityCounts() Quality {
 	return s.quality
 }
 
-func (s *Summary) addPage(r PageReport) {
+func (s *Summary) addPage(r PageLine) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pageLog == nil || s.logErr != nil {

@@ -281,7 +281,7 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	if cnt == 0 {
 		cnt = d.Records
 	}
-	if cnt > 0 && d.KnownBefore == cnt {
+	if cnt > 0 && d.FromEarlierRuns == cnt {
 		n.KnownRun++
 	} else {
 		n.KnownRun = 0
@@ -289,13 +289,13 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 	revisit := page <= w.Reached // walked before going back
 	switch {
 	case revisit:
-	case d.Records > 0 && d.Fresh == 0:
+	case d.Records > 0 && d.NewToRun == 0:
 		n.RepeatRun++
 	default:
 		n.RepeatRun = 0
 	}
 	n.Reached = max(w.Reached, page)
-	if len(ps) > 0 && (revisit || len(d.Seen) < len(ps) || d.Seen[len(ps)-1] != ledger.SeenThisRun) {
+	if len(ps) > 0 && (revisit || len(d.Delivery) < len(ps) || d.Delivery[len(ps)-1] != ledger.DeliveredThisRun) {
 		n.Tail = tailOf(ps)
 	}
 	if d.Last {
@@ -305,8 +305,8 @@ func (w Walk) Next(d Delivered) (Walk, bool) {
 		n.Spent++
 	}
 	if n.Phase != PhaseTop && !d.Held {
-		for _, sn := range d.Seen {
-			if sn == ledger.Unknown {
+		for _, sn := range d.Delivery {
+			if sn == ledger.NeverDelivered {
 				n.Gained++
 			}
 		}
@@ -385,11 +385,11 @@ const recentPapers = 256
 // done: the top part and every gap closed.
 func (n *Walk) scan(page int, d Delivered) (done bool) {
 	ps := d.Papers
-	seen := func(i int) ledger.Seen {
-		if i < len(d.Seen) {
-			return d.Seen[i]
+	seen := func(i int) ledger.Delivery {
+		if i < len(d.Delivery) {
+			return d.Delivery[i]
 		}
-		return ledger.SeenBefore
+		return ledger.DeliveredBefore
 	}
 	// proof: ps[i] and the paper before it (maybe the last page's last)
 	// are two of bound's papers, in their order; a bound of one paper:
@@ -437,7 +437,7 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 				n.Phase, n.Bound = PhaseGap, 0
 			}
 		case PhaseSeek, PhaseSweep:
-			before := n.Phase == PhaseSeek && (seen(i) == ledger.Unknown && i == 0 || len(mark.End) > 0 && proof(i, mark.End) || in(ps[i], next))
+			before := n.Phase == PhaseSeek && (seen(i) == ledger.NeverDelivered && i == 0 || len(mark.End) > 0 && proof(i, mark.End) || in(ps[i], next))
 			switch {
 			case in(ps[i], mark.Papers):
 				n.Phase, n.jump = PhaseGap, 0
@@ -448,7 +448,7 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 				n.note("page %d does not show the papers of the gap at page %d where they were expected, but what lies below them: the walk goes back a page", page, mark.Page)
 				n.Page, n.Back = page-1, pos(0)
 				return false
-			case n.Phase == PhaseSeek && seen(i) == ledger.Unknown:
+			case n.Phase == PhaseSeek && seen(i) == ledger.NeverDelivered:
 				n.note("page %d: papers never delivered after papers delivered before, without the papers that began the gap at page %d: the gap starts here", page, mark.Page)
 				n.Phase, n.jump = PhaseGap, 0
 			case len(mark.End) > 0 && proof(i, mark.End):
@@ -459,10 +459,10 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 			case len(next) > 0 && proof(i, next):
 				n.note("page %d: neither the papers that began the gap at page %d nor those that end it were met before the next gap's start: the walk goes on into it", page, mark.Page)
 				n.State.Marks, n.Bound, n.Phase, n.jump, n.Closed = n.State.Marks[1:], 0, PhaseGap, 0, n.Closed+1
-			case seen(i) == ledger.Unknown && page >= n.Target-1:
+			case seen(i) == ledger.NeverDelivered && page >= n.Target-1:
 				n.note("page %d: a paper never delivered before the papers that began the gap at page %d: the gap starts here", page, mark.Page)
 				n.Phase, n.jump = PhaseGap, 0
-			case seen(i) == ledger.Unknown:
+			case seen(i) == ledger.NeverDelivered:
 				n.Met = true
 				if !metSaid {
 					metSaid = true
@@ -478,7 +478,7 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 			case len(next) > 0 && proof(i, next):
 				n.note("page %d: the papers that end the gap at page %d were not met before the next gap's start: the walk goes on into it", page, mark.Page)
 				n.State.Marks, n.Bound, n.Closed = n.State.Marks[1:], 0, n.Closed+1
-			case seen(i) == ledger.SeenBefore && !in(ps[i], mark.End) && !in(ps[i], mark.Papers) && !movedSaid:
+			case seen(i) == ledger.DeliveredBefore && !in(ps[i], mark.End) && !in(ps[i], mark.Papers) && !movedSaid:
 				movedSaid = true
 				n.note("page %d: paper %s, delivered before, is inside the gap at page %d (moved, re-dated, listed twice, or read by an audit before): not taken as the gap's end", page, ps[i].ID, mark.Page)
 			}
@@ -880,7 +880,7 @@ func (w Walk) wrap(last int) Walk {
 // this run.
 func shifted(d Delivered, mark []string) bool {
 	for i, p := range d.Papers {
-		if in(p, mark) || i < len(d.Seen) && d.Seen[i] == ledger.SeenThisRun {
+		if in(p, mark) || i < len(d.Delivery) && d.Delivery[i] == ledger.DeliveredThisRun {
 			return true
 		}
 	}
@@ -893,15 +893,15 @@ func shifted(d Delivered, mark []string) bool {
 // pages it skipped and meets them in order, so that no paper delivered out
 // of order looks like a page of the gap delivered before. nil when the
 // walk did not jump.
-func (w Walk) Hold() func(papers []ledger.Paper, seen []ledger.Seen) bool {
+func (w Walk) Hold() func(papers []ledger.Paper, seen []ledger.Delivery) bool {
 	if w.phase() != PhaseSeek {
 		return nil
 	}
-	return func(papers []ledger.Paper, seen []ledger.Seen) bool {
+	return func(papers []ledger.Paper, seen []ledger.Delivery) bool {
 		n := w
 		n.State = w.State.Clone()
 		n.Page++
-		n.scan(w.Page, Delivered{Papers: papers, Seen: seen})
+		n.scan(w.Page, Delivered{Papers: papers, Delivery: seen})
 		return n.Page <= w.Page
 	}
 }

@@ -48,14 +48,14 @@ func FuzzJob(f *testing.F) {
 		}
 		for step := 0; step < 12; step++ {
 			ps := pages[step%len(pages)]
-			seen := make([]ledger.Seen, len(ps))
+			seen := make([]ledger.Delivery, len(ps))
 			for i := range seen {
-				seen[i] = ledger.Seen(step+i) % 3
+				seen[i] = ledger.Delivery(step+i) % 3
 			}
 			if hold := walk.Hold(); hold != nil {
 				hold(ps, seen)
 			}
-			d := engine.Delivered{Records: len(ps), Papers: ps, Seen: seen, Last: step == 9}
+			d := engine.Delivered{Records: len(ps), Papers: ps, Delivery: seen, Last: step == 9}
 			walk.CrashState()(d)
 			var goOn bool
 			if step == 7 {

@@ -124,11 +124,11 @@ func TestBigPagesWalkJobsStayInBounds(t *testing.T) {
 		w := engine.NewWalk(engine.Limits{StopAfterKnownPages: 1, MaxPages: 50}, 1, ledger.WalkState{})
 		for p := 1; p <= 4; p++ {
 			ps := make([]ledger.Paper, n)
-			seen := make([]ledger.Seen, n)
+			seen := make([]ledger.Delivery, n)
 			for i := range ps {
 				ps[i] = ledger.Paper{ID: fmt.Sprintf("p%d-%d", p, i), DOI: fmt.Sprintf("10.1/p%d.%d", p, i)}
 			}
-			next, ok := w.Next(engine.Delivered{Records: n, Papers: ps, Seen: seen})
+			next, ok := w.Next(engine.Delivered{Records: n, Papers: ps, Delivery: seen})
 			if !ok {
 				break
 			}

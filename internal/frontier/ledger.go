@@ -105,7 +105,7 @@ func each(ctx context.Context, keys []keyOf, do func(ctx context.Context, paper 
 
 // Lookup asks the bucket for every paper's id and DOI at once; a paper is
 // known by its id's entry, else by its DOI's.
-func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string) ([]ledger.Seen, error) {
+func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string) ([]ledger.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ledger.Seen, len(papers))
+	out := make([]ledger.Delivery, len(papers))
 	for i := range papers {
 		v := byID[i]
 		if v == 0 {
@@ -142,9 +142,9 @@ func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string
 		}
 		switch v {
 		case 1:
-			out[i] = ledger.SeenBefore
+			out[i] = ledger.DeliveredBefore
 		case 2:
-			out[i] = ledger.SeenThisRun
+			out[i] = ledger.DeliveredThisRun
 		}
 	}
 	return out, nil

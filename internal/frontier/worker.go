@@ -352,7 +352,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			}
 		})
 	}
-	var hold func([]ledger.Paper, []ledger.Seen) bool
+	var hold func([]ledger.Paper, []ledger.Delivery) bool
 	if job.Nightly {
 		hold = job.walk().Hold()
 	}

@@ -50,7 +50,7 @@ type RunView struct {
 	QualityAlarm string `json:"quality_alarm,omitempty"`
 	// Summary is the run's summary (nil: the run has none, it did not
 	// end).
-	Summary *RunReport `json:"summary"`
+	Summary *RunSummary `json:"summary"`
 	// Recovered says the run ended without its summary (killed) and
 	// Summary holds only the counts it committed, read back from the
 	// state: pages done and failed, papers new and known, by journal.
@@ -196,7 +196,7 @@ func recoverCounts(v *RunView, t map[int64]state.Tally) {
 	if len(t) == 0 {
 		return
 	}
-	rep := RunReport{RunID: v.ID, Kind: v.Kind, Started: v.Started.UTC().Format(time.RFC3339),
+	rep := RunSummary{RunID: v.ID, Kind: v.Kind, Started: v.Started.UTC().Format(time.RFC3339),
 		Pages: map[string]int64{}, Papers: map[string]int64{}, Failures: []engine.PageFailure{},
 		PerJournal: map[string]engine.JournalCounts{}}
 	clamp := func(n int64) int64 { return min(max(n, 0), maxCount) }
@@ -232,7 +232,7 @@ func view(r state.Run, thresholds config.Quality) RunView {
 		v.DurationSeconds = d
 	}
 	if len(r.Summary) > 0 {
-		var rep RunReport
+		var rep RunSummary
 		if json.Unmarshal(r.Summary, &rep) == nil {
 			sanitize(&rep)
 			v.Summary = &rep
@@ -262,7 +262,7 @@ func view(r state.Run, thresholds config.Quality) RunView {
 // hand, a --report file from elsewhere), so that one odd run cannot stop
 // a listing or a report: a histogram whose buckets are not the crawl's, a
 // threshold that is no share, a duration beyond any run, counts below 0.
-func sanitize(rep *RunReport) {
+func sanitize(rep *RunSummary) {
 	rep.Error = redact.Text(rep.Error) // a file from elsewhere may quote a URL with its password
 	if h := rep.FetchSeconds; h != nil {
 		if !slices.Equal(h.LE, engine.FetchSecondsBounds) || len(h.Counts) != len(h.LE)+1 {
@@ -346,7 +346,7 @@ const (
 
 // journalsOf are the journals a summary names (by its per-journal counts
 // and failures), for runs that did not record theirs.
-func journalsOf(rep RunReport) []int64 {
+func journalsOf(rep RunSummary) []int64 {
 	var js []int64
 	for k := range rep.PerJournal {
 		var j int64
@@ -389,7 +389,7 @@ func (h *History) Find(id string) (RunView, error) {
 }
 
 // FromReport is the view of a run known only from its --report file.
-func FromReport(rep RunReport, thresholds config.Quality) RunView {
+func FromReport(rep RunSummary, thresholds config.Quality) RunView {
 	started, _ := time.Parse(time.RFC3339, rep.Started)
 	data, _ := json.Marshal(rep)
 	r := state.Run{ID: rep.RunID, Kind: rep.Kind, Started: started, Journals: rep.Journals, Summary: data, Host: rep.Host, PID: rep.PID, Finished: started}

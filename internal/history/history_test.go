@@ -32,22 +32,22 @@ func TestReportFilePageLogIsStreamed(t *testing.T) {
 		fmt.Fprintf(&b, `{"journal":1,"page":%d,"result":%q,"tries":3,"seconds":%g}`, i+1, result, secs)
 	}
 	b.WriteString(`],"papers":{"new":9}}`)
-	rf, err := decodeReportFile(&b)
+	rf, err := decodeSummaryFile(&b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := rf.PageLog.FetchSeconds
 	if rf.RunID != "r" || rf.Papers["new"] != 9 || rf.Pages["done"] != 5 {
-		t.Errorf("summary: %+v", rf.RunReport)
+		t.Errorf("summary: %+v", rf.RunSummary)
 	}
 	if h.Counts[2] != n*9/10 || h.Counts[len(h.Counts)-1] != n/10 {
 		t.Errorf("histogram: %v", h.Counts)
 	}
-	if len(rf.PageLog.Failed) != MaxFailedPagesRead || rf.PageLog.Failed[0].Page != 1 {
+	if len(rf.PageLog.Failed) != MaxSummaryFileBytes || rf.PageLog.Failed[0].Page != 1 {
 		t.Errorf("%d failed pages kept", len(rf.PageLog.Failed))
 	}
 	for _, bad := range []string{`[]`, `{"page_log":{}}`, `{"page_log":[1]}`, `{"run_id":`} {
-		if _, err := decodeReportFile(strings.NewReader(bad)); err == nil {
+		if _, err := decodeSummaryFile(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
@@ -58,7 +58,7 @@ func TestReportFilePageLogIsStreamed(t *testing.T) {
 // histogram of other buckets is dropped, thresholds that are no shares
 // too, an impossible duration is unknown, counts below 0 are 0.
 func TestHistorySanitizesOddSummaries(t *testing.T) {
-	rep := RunReport{RunID: "r", Kind: "nightly", Started: "2026-12-01T03:00:00Z", DurationSeconds: 1e300,
+	rep := RunSummary{RunID: "r", Kind: "nightly", Started: "2026-12-01T03:00:00Z", DurationSeconds: 1e300,
 		Pages: map[string]int64{"done": -4}, Retries: map[string]int{"x": -1},
 		Error:             "sink postgres://u:hunter2@h/db: refused",
 		Failures:          []engine.PageFailure{{Journal: 1, Page: 2, Error: "nats://u:hunter2@h: refused"}},
@@ -79,7 +79,7 @@ func TestHistorySanitizesOddSummaries(t *testing.T) {
 // A summary with more retry causes than a crawl has keeps the most
 // frequent ones and merges the rest: a chart's legend stays readable.
 func TestHistoryMergesRareCauses(t *testing.T) {
-	rep := RunReport{RunID: "r", Kind: "worker", Started: "2026-12-01T03:00:00Z", Retries: map[string]int{}}
+	rep := RunSummary{RunID: "r", Kind: "worker", Started: "2026-12-01T03:00:00Z", Retries: map[string]int{}}
 	for i := range 40 {
 		rep.Retries[fmt.Sprintf("cause-%02d", i)] = i + 1
 	}
@@ -93,7 +93,7 @@ func TestHistoryMergesRareCauses(t *testing.T) {
 // jobs does not count; a busy time longer than the run is not believed.
 func TestPagesPerSecondLeavesIdleTimeOut(t *testing.T) {
 	v := func(duration, busy float64) RunView {
-		return FromReport(RunReport{RunID: "r", Kind: "worker", Started: "2026-12-01T03:00:00Z", DurationSeconds: duration,
+		return FromReport(RunSummary{RunID: "r", Kind: "worker", Started: "2026-12-01T03:00:00Z", DurationSeconds: duration,
 			BusySeconds: busy, Pages: map[string]int64{"done": 40}}, config.Default().Quality)
 	}
 	for _, c := range []struct {

@@ -34,13 +34,14 @@ func DOIKey(doi string) string { return record.DOIKey(doi) }
 // its id names ("doi:…") when it has none; "" when it has neither.
 func (p Paper) DOIKey() string { return record.PaperDOIKey(p.ID, p.DOI) }
 
-// Seen is what a ledger knows of a paper, relative to one run.
-type Seen uint8
+// Delivery is what a ledger knows of a paper, relative to one run: never
+// delivered, delivered earlier in the run, or delivered by an earlier run.
+type Delivery uint8
 
 const (
-	Unknown     Seen = iota // never delivered
-	SeenThisRun             // delivered earlier in the same run
-	SeenBefore              // delivered by an earlier run
+	NeverDelivered   Delivery = iota // never delivered
+	DeliveredThisRun                 // delivered earlier in the same run
+	DeliveredBefore                  // delivered by an earlier run
 )
 
 // Page is one delivered page, as a commit records it.
@@ -82,7 +83,7 @@ type Group struct {
 // delivers the rest again: delivery stays at least once, keyed by paper
 // id, which the queue sinks deduplicate on.
 type Ledger interface {
-	Lookup(ctx context.Context, papers []Paper, runID string) ([]Seen, error)
+	Lookup(ctx context.Context, papers []Paper, runID string) ([]Delivery, error)
 	Commit(ctx context.Context, g Group) (newPapers []int, err error)
 }
 

@@ -48,20 +48,20 @@ func (m *Memory) runOf(p Paper) (run string, ok bool) {
 }
 
 // Lookup implements Ledger.
-func (m *Memory) Lookup(ctx context.Context, papers []Paper, runID string) ([]Seen, error) {
+func (m *Memory) Lookup(ctx context.Context, papers []Paper, runID string) ([]Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	seen := make([]Seen, len(papers))
+	seen := make([]Delivery, len(papers))
 	for i, p := range papers {
 		switch r, ok := m.runOf(p); {
 		case !ok:
 		case r == runID:
-			seen[i] = SeenThisRun
+			seen[i] = DeliveredThisRun
 		default:
-			seen[i] = SeenBefore
+			seen[i] = DeliveredBefore
 		}
 	}
 	return seen, nil

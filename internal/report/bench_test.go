@@ -41,7 +41,7 @@ func BenchmarkReport1000Runs(b *testing.B) {
 			per[fmt.Sprint(1000+j)] = engine.JournalCounts{PagesDone: 2, PapersNew: int64((d + j) % 17), PapersKnown: 25}
 		}
 		code := 0
-		rep := history.RunReport{RunID: id, Kind: "nightly", Started: started.Format(time.RFC3339), DurationSeconds: 60, Journals: js,
+		rep := history.RunSummary{RunID: id, Kind: "nightly", Started: started.Format(time.RFC3339), DurationSeconds: 60, Journals: js,
 			Pages: map[string]int64{"done": 100}, Papers: map[string]int64{"new": 400, "known": 1250},
 			Retries: map[string]int{"http-5xx": d % 4, "timeout": d % 3}, Failures: []engine.PageFailure{{Journal: 1000, Page: 2, Error: "HTTP 503"}},
 			Quality:    engine.Quality{Pages: 100, Records: 2000, WithTitle: 2000, WithDOI: 1900, WithAuthor: 1990, WithDate: 2000},

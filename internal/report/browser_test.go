@@ -33,7 +33,7 @@ func fixtureState(t *testing.T) (dir string, logs map[string]history.PageLogSumm
 	defer st.Close()
 	thresholds := config.Default().Quality
 	day0 := time.Date(2026, 11, 20, 3, 0, 0, 0, time.UTC)
-	put := func(r state.Run, rep *history.RunReport) {
+	put := func(r state.Run, rep *history.RunSummary) {
 		t.Helper()
 		if rep != nil {
 			data, err := json.Marshal(rep)
@@ -49,7 +49,7 @@ func fixtureState(t *testing.T) (dir string, logs map[string]history.PageLogSumm
 	// An old run: no journals, exit code, per-journal counts or histogram.
 	oldID := "20261119T030000Z-00000001"
 	started := day0.Add(-24 * time.Hour)
-	put(state.Run{ID: oldID, Kind: "backfill", Started: started, Finished: started.Add(90 * time.Second)}, &history.RunReport{
+	put(state.Run{ID: oldID, Kind: "backfill", Started: started, Finished: started.Add(90 * time.Second)}, &history.RunSummary{
 		RunID: oldID, Kind: "backfill", Started: started.Format(time.RFC3339), DurationSeconds: 90,
 		Pages: map[string]int64{"done": 40, "failed": 0, "past_end": 1}, Papers: map[string]int64{"new": 800, "known": 0},
 		Retries: map[string]int{"http-5xx": 3}, Failures: []engine.PageFailure{},
@@ -69,7 +69,7 @@ func fixtureState(t *testing.T) (dir string, logs map[string]history.PageLogSumm
 			fresh += c.PapersNew
 		}
 		code := 0
-		rep := &history.RunReport{RunID: id, Kind: "nightly", Started: started.Format(time.RFC3339), DurationSeconds: 20 + float64(d),
+		rep := &history.RunSummary{RunID: id, Kind: "nightly", Started: started.Format(time.RFC3339), DurationSeconds: 20 + float64(d),
 			Journals: journals, Pages: map[string]int64{"done": 20, "failed": 0, "past_end": 0},
 			Papers: map[string]int64{"new": fresh, "known": 200}, Retries: map[string]int{"http-5xx": d % 3, "timeout": d % 2, "http-429": (d + 1) % 4},
 			Failures: []engine.PageFailure{}, PerJournal: per, QualityThresholds: &thresholds, ExitCode: &code,

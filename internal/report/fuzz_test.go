@@ -35,11 +35,11 @@ func FuzzReportFile(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rf, err := history.ReadReportFile(path)
+		rf, err := history.ReadSummaryFile(path)
 		if err != nil {
 			return
 		}
-		v := history.FromReport(rf.RunReport, config.Default().Quality)
+		v := history.FromReport(rf.RunSummary, config.Default().Quality)
 		d := report.Data{StateDir: "st", Runs: []history.RunView{v, v}, PageLogs: map[string]history.PageLogSummary{rf.RunID: rf.PageLog}, Generated: time.Now()}
 		if err := report.Write(io.Discard, d); err != nil {
 			t.Fatalf("a run read from a report file cannot be drawn: %v", err)

@@ -16,8 +16,8 @@ import (
 // run counted, a run without a summary too) and shows skipped pages.
 func TestRunsAreNumberedAsTheChartsNumberThem(t *testing.T) {
 	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
-	summary := func(id string) *history.RunReport {
-		return &history.RunReport{RunID: id, Kind: "backfill", Started: at.Format(time.RFC3339), DurationSeconds: 2,
+	summary := func(id string) *history.RunSummary {
+		return &history.RunSummary{RunID: id, Kind: "backfill", Started: at.Format(time.RFC3339), DurationSeconds: 2,
 			Pages: map[string]int64{"done": 3, "failed": 0, "skipped": 5, "past_end": 1}, Papers: map[string]int64{"new": 60}}
 	}
 	runs := []history.RunView{ // newest first, seconds apart: the charts number them
@@ -52,7 +52,7 @@ func TestRunsAreNumberedAsTheChartsNumberThem(t *testing.T) {
 func TestChartsShowEverySeriesAndRateWork(t *testing.T) {
 	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	run := func(id, kind string, i int, pages int64, duration, busy float64) history.RunView {
-		rep := &history.RunReport{RunID: id, Kind: kind, Started: at.Format(time.RFC3339), DurationSeconds: duration, BusySeconds: busy,
+		rep := &history.RunSummary{RunID: id, Kind: kind, Started: at.Format(time.RFC3339), DurationSeconds: duration, BusySeconds: busy,
 			Pages: map[string]int64{"done": pages}, Papers: map[string]int64{"new": 10 * pages},
 			Quality: engine.Quality{Pages: int(pages), Records: 20, WithTitle: 20, WithDOI: 15, WithAuthor: 20, WithDate: 20}}
 		return history.RunView{ID: id, Kind: kind, Status: history.StatusFinished, Started: at.Add(time.Duration(i) * time.Second),
@@ -96,7 +96,7 @@ func TestOneJournalDrawsOneLine(t *testing.T) {
 	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	var runs []history.RunView
 	for i := range 3 {
-		rep := &history.RunReport{RunID: fmt.Sprint("run-", i), Kind: "nightly", Started: at.Format(time.RFC3339), DurationSeconds: 1,
+		rep := &history.RunSummary{RunID: fmt.Sprint("run-", i), Kind: "nightly", Started: at.Format(time.RFC3339), DurationSeconds: 1,
 			Pages: map[string]int64{"done": 2}, Papers: map[string]int64{"new": int64(10 * i)},
 			PerJournal: map[string]engine.JournalCounts{"1001": {PagesDone: 2, PapersNew: int64(10 * i)}}}
 		runs = append(runs, history.RunView{ID: rep.RunID, Kind: "nightly", Status: history.StatusFinished,

@@ -224,7 +224,7 @@ func Write(w io.Writer, d Data) error {
 		if v.Summary == nil {
 			continue
 		}
-		tries := map[[2]int64]engine.PageReport{}
+		tries := map[[2]int64]engine.PageLine{}
 		for _, pl := range d.PageLogs[v.ID].Failed {
 			tries[[2]int64{pl.Journal, int64(pl.Page)}] = pl
 		}

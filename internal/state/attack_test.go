@@ -87,7 +87,7 @@ func TestRunsWithoutIDAndFirstSightings(t *testing.T) {
 		if run, known, err := s.FirstRun(ctx, p); err != nil || !known || run != "" {
 			t.Errorf("%+v: first run %q, %v, %v; want the run without an id", p, run, known, err)
 		}
-		if got := seen(t, s, p.ID, p.DOI, "r2"); got != ledger.SeenBefore {
+		if got := seen(t, s, p.ID, p.DOI, "r2"); got != ledger.DeliveredBefore {
 			t.Errorf("%+v for r2: %v", p, got)
 		}
 	}

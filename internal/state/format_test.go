@@ -77,7 +77,7 @@ func checkMigrated(t *testing.T, dir string) {
 			if err != nil || !known || run != p.run {
 				t.Fatalf("paper %+v: known %v, first run %q (want %q), %v", w, known, run, p.run, err)
 			}
-			if got := seen(t, s, w.ID, w.DOI, "20261201T020000Z-00000000"); got != ledger.SeenBefore {
+			if got := seen(t, s, w.ID, w.DOI, "20261201T020000Z-00000000"); got != ledger.DeliveredBefore {
 				t.Fatalf("paper %+v: %v", w, got)
 			}
 		}
@@ -85,10 +85,10 @@ func checkMigrated(t *testing.T, dir string) {
 	// The last run of the history delivered nothing: as this run, every
 	// paper was delivered before; as the backfill, those it delivered are
 	// this run's.
-	if got := seen(t, s, "10010000500", "", "20261101T020000Z-1a2b3c4d"); got != ledger.SeenThisRun {
+	if got := seen(t, s, "10010000500", "", "20261101T020000Z-1a2b3c4d"); got != ledger.DeliveredThisRun {
 		t.Errorf("a paper of the backfill, looked up by the backfill: %v", got)
 	}
-	if got := seen(t, s, "10010000100", "", "20261101T020000Z-1a2b3c4d"); got != ledger.SeenBefore {
+	if got := seen(t, s, "10010000100", "", "20261101T020000Z-1a2b3c4d"); got != ledger.DeliveredBefore {
 		t.Errorf("a paper of the nightly, looked up by the backfill: %v", got)
 	}
 	for _, p := range []ledger.Paper{{ID: "10010000700"}, {ID: "x", DOI: "10.9999/synth.10010000700"}, {ID: "doi:10.9999/none"}} {
@@ -332,12 +332,12 @@ func TestSchema2StateKnowsSchema3Papers(t *testing.T) {
 			if strings.HasPrefix(r.DOI, "10.48550/") {
 				moved++
 			}
-			if got := seen(t, s, r.ID, r.DOI, "20261204T020000Z-00000000"); got != ledger.SeenBefore {
+			if got := seen(t, s, r.ID, r.DOI, "20261204T020000Z-00000000"); got != ledger.DeliveredBefore {
 				t.Errorf("%s: paper %s (doi %q) is %v to the schema-2 state", f, r.ID, r.DOI, got)
 			}
 			// By its DOI alone, as a block without JSON gives it.
 			if r.DOI != "" {
-				if got := seen(t, s, record.DOIID(r.DOI), r.DOI, "20261204T020000Z-00000000"); got != ledger.SeenBefore {
+				if got := seen(t, s, record.DOIID(r.DOI), r.DOI, "20261204T020000Z-00000000"); got != ledger.DeliveredBefore {
 					t.Errorf("%s: paper doi %q by DOI alone is %v", f, r.DOI, got)
 				}
 			}

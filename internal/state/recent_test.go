@@ -86,10 +86,10 @@ func TestRecentLogMerges(t *testing.T) {
 		t.Errorf("%d new papers, want %d", fresh, 120*9+1)
 	}
 	checkPages(t, s, 120)
-	if got := seen(t, s, "p500", "", "run-02"); got != ledger.SeenThisRun {
+	if got := seen(t, s, "p500", "", "run-02"); got != ledger.DeliveredThisRun {
 		t.Errorf("a paper of run-02 for run-02: %v", got)
 	}
-	if got := seen(t, s, "x", "10.5555/j.500", "run-03"); got != ledger.SeenBefore {
+	if got := seen(t, s, "x", "10.5555/j.500", "run-03"); got != ledger.DeliveredBefore {
 		t.Errorf("a paper of run-02 for run-03: %v", got)
 	}
 	s.Close()
@@ -132,7 +132,7 @@ func TestLookupsDuringMerges(t *testing.T) {
 					return
 				}
 				for j, sn := range got {
-					if sn != ledger.SeenBefore {
+					if sn != ledger.DeliveredBefore {
 						t.Errorf("page %d of %d committed, paper %d: %v", p, n, j, sn)
 						return
 					}

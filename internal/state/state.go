@@ -449,11 +449,11 @@ func (s *Store) FailedPages() ([]PageKey, error) {
 // by DOI, and whether by runID or an earlier run, in one read transaction.
 // A paper seen once without its JSON (id "doi:…") and later with it is the
 // same paper.
-func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]ledger.Seen, error) {
+func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]ledger.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]ledger.Seen, len(ps))
+	out := make([]ledger.Delivery, len(ps))
 	// Held across the transaction: a merge empties memory only once the
 	// entries are in the slots this transaction reads.
 	s.memMu.RLock()
@@ -470,11 +470,11 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 			case err != nil:
 				return s.damage(err)
 			case !ok:
-				out[i] = ledger.Unknown
+				out[i] = ledger.NeverDelivered
 			case this != 0 && run == this:
-				out[i] = ledger.SeenThisRun
+				out[i] = ledger.DeliveredThisRun
 			default:
-				out[i] = ledger.SeenBefore
+				out[i] = ledger.DeliveredBefore
 			}
 		}
 		return nil

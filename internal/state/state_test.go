@@ -47,7 +47,7 @@ func commitPage(t *testing.T, s *state.Store, c ledger.Page, token []byte) int {
 var t0 = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 
 // seen looks one paper up for run.
-func seen(t *testing.T, s *state.Store, id, doi, run string) ledger.Seen {
+func seen(t *testing.T, s *state.Store, id, doi, run string) ledger.Delivery {
 	t.Helper()
 	got, err := s.Lookup(ctx, []ledger.Paper{{ID: id, DOI: doi}}, run)
 	if err != nil {
@@ -90,11 +90,11 @@ func TestCommitSurvivesReopen(t *testing.T) {
 		{"other-id", "ARXIV-2409.01075"}, // same DOI, other case, other id
 		{"160000009", "10.1000/x.1"},     // seen before only as doi:…, now with its JSON id
 	} {
-		if got := seen(t, s, q.id, q.doi, "run-1"); got != ledger.SeenThisRun {
+		if got := seen(t, s, q.id, q.doi, "run-1"); got != ledger.DeliveredThisRun {
 			t.Errorf("Lookup(%q, %q) for run-1 = %v, want delivered by run-1", q.id, q.doi, got)
 		}
 	}
-	if got := seen(t, s, "nope", "10.9/none", "run-1"); got != ledger.Unknown {
+	if got := seen(t, s, "nope", "10.9/none", "run-1"); got != ledger.NeverDelivered {
 		t.Error("an unknown paper is known")
 	}
 	tok, err := s.SinkToken(ctx)
@@ -114,7 +114,7 @@ func TestKnownKeepsFirstRun(t *testing.T) {
 	if n != 0 {
 		t.Errorf("a known paper counted as new")
 	}
-	if got := seen(t, s, "1", "", "r1"); got != ledger.SeenThisRun {
+	if got := seen(t, s, "1", "", "r1"); got != ledger.DeliveredThisRun {
 		t.Errorf("Lookup for r1 = %v: the first run is not kept", got)
 	}
 	if tok, _ := s.SinkToken(ctx); tok != nil {
@@ -206,7 +206,7 @@ func TestReleasedMapReadsBack(t *testing.T) {
 					return
 				default:
 				}
-				if got, err := s.Lookup(ctx, []ledger.Paper{{ID: id(0, 0)}}, "run-1"); err != nil || got[0] != ledger.SeenThisRun {
+				if got, err := s.Lookup(ctx, []ledger.Paper{{ID: id(0, 0)}}, "run-1"); err != nil || got[0] != ledger.DeliveredThisRun {
 					readErr <- fmt.Errorf("Lookup(%s) = %v, %v during commits", id(0, 0), got, err)
 					return
 				}
@@ -233,7 +233,7 @@ func TestReleasedMapReadsBack(t *testing.T) {
 		t.Helper()
 		for p := range pages {
 			for i := range 20 {
-				if got := seen(t, s, "other", "10.1/"+id(p, i), "run-1"); got != ledger.SeenThisRun {
+				if got := seen(t, s, "other", "10.1/"+id(p, i), "run-1"); got != ledger.DeliveredThisRun {
 					t.Fatalf("paper %s: %v, want delivered by run-1", id(p, i), got)
 				}
 			}
@@ -266,7 +266,7 @@ func TestLookup(t *testing.T) {
 		{ID: "d", DOI: "10.1/d"},    // never
 		{ID: "", DOI: ""},           // nothing to go by
 	}, "run-2")
-	want := []ledger.Seen{ledger.SeenBefore, ledger.SeenBefore, ledger.SeenBefore, ledger.SeenThisRun, ledger.Unknown, ledger.Unknown}
+	want := []ledger.Delivery{ledger.DeliveredBefore, ledger.DeliveredBefore, ledger.DeliveredBefore, ledger.DeliveredThisRun, ledger.NeverDelivered, ledger.NeverDelivered}
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("Lookup = %v, %v; want %v", got, err, want)
 	}

@@ -46,7 +46,7 @@ func sharedKeys(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledg
 			t.Fatalf("new papers: %v, want [2 0]", n)
 		}
 		for _, p := range []ledger.Paper{{ID: b.ID}, {ID: c.ID}, {ID: "x", DOI: c.DOI}} {
-			if got := lookup(t, l, []ledger.Paper{p}, "r2"); got[0] != ledger.SeenBefore {
+			if got := lookup(t, l, []ledger.Paper{p}, "r2"); got[0] != ledger.DeliveredBefore {
 				t.Fatalf("%+v: %v", p, got[0])
 			}
 		}
@@ -73,14 +73,14 @@ func largeGroup(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledg
 	}
 	got := lookup(t, l, append(page(0, 400), ledger.Paper{ID: "other", DOI: "10.7/BIG.5"}), "r2")
 	for i, s := range got {
-		want := ledger.Unknown
+		want := ledger.NeverDelivered
 		switch {
 		case i < 75 || i == 400:
-			want = ledger.SeenBefore
+			want = ledger.DeliveredBefore
 		case i < 375:
-			want = ledger.SeenThisRun
+			want = ledger.DeliveredThisRun
 			if i < 150 {
-				want = ledger.SeenBefore
+				want = ledger.DeliveredBefore
 			}
 		}
 		if s != want {
@@ -91,7 +91,7 @@ func largeGroup(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledg
 
 var ctx = context.Background()
 
-func lookup(t *testing.T, l ledger.Ledger, ps []ledger.Paper, run string) []ledger.Seen {
+func lookup(t *testing.T, l ledger.Ledger, ps []ledger.Paper, run string) []ledger.Delivery {
 	t.Helper()
 	got, err := l.Lookup(ctx, ps, run)
 	if err != nil {
@@ -122,7 +122,7 @@ func commit(t *testing.T, l ledger.Ledger, run string, pages ...[]ledger.Paper) 
 func byIDAndDOI(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
 	l, reopen := fresh(t)
 	papers := []ledger.Paper{{ID: "142", DOI: "10.1000/ABC"}, {ID: "doi:10.1000/only"}, {ID: "143"}, {ID: "title:9f2c", DOI: ""}}
-	if got := lookup(t, l, papers, "r1"); !slices.Equal(got, []ledger.Seen{0, 0, 0, 0}) {
+	if got := lookup(t, l, papers, "r1"); !slices.Equal(got, []ledger.Delivery{0, 0, 0, 0}) {
 		t.Fatalf("an empty ledger knows %v", got)
 	}
 	if n := commit(t, l, "r1", papers[:2], papers[2:]); !slices.Equal(n, []int{2, 2}) {
@@ -139,12 +139,12 @@ func byIDAndDOI(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledg
 		{ID: "title:9f2c"},
 		{ID: "999", DOI: "10.9/unknown"},
 	}
-	want := []ledger.Seen{ledger.SeenThisRun, ledger.SeenThisRun, ledger.SeenThisRun, ledger.SeenThisRun, ledger.SeenThisRun, ledger.Unknown}
+	want := []ledger.Delivery{ledger.DeliveredThisRun, ledger.DeliveredThisRun, ledger.DeliveredThisRun, ledger.DeliveredThisRun, ledger.DeliveredThisRun, ledger.NeverDelivered}
 	if got := lookup(t, l, probe, "r1"); !slices.Equal(got, want) {
 		t.Errorf("same run: %v, want %v", got, want)
 	}
 	for i := range want[:5] {
-		want[i] = ledger.SeenBefore
+		want[i] = ledger.DeliveredBefore
 	}
 	if got := lookup(t, l, probe, "r2"); !slices.Equal(got, want) {
 		t.Errorf("a later run: %v, want %v", got, want)
@@ -158,7 +158,7 @@ func firstRunKeeps(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() l
 	if n := commit(t, l, "second", p); n[0] != 0 {
 		t.Errorf("a paper committed again counted as new (%d)", n[0])
 	}
-	if got := lookup(t, l, p, "second"); got[0] != ledger.SeenBefore {
+	if got := lookup(t, l, p, "second"); got[0] != ledger.DeliveredBefore {
 		t.Errorf("the second run took the paper over: %v", got)
 	}
 	// The same paper by its DOI only, under another id: not new either.
@@ -322,7 +322,7 @@ func longIDs(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.
 		t.Fatal(err)
 	}
 	seen, err := l.Lookup(ctx, []ledger.Paper{p, other, {ID: "x", DOI: "10.1/" + long}}, "r2")
-	if err != nil || len(seen) != 3 || seen[0] != ledger.SeenBefore || seen[1] != ledger.Unknown || seen[2] != ledger.SeenBefore {
+	if err != nil || len(seen) != 3 || seen[0] != ledger.DeliveredBefore || seen[1] != ledger.NeverDelivered || seen[2] != ledger.DeliveredBefore {
 		t.Errorf("long ids: %v %v; want known, unknown, known by its DOI", seen, err)
 	}
 }

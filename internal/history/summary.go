@@ -10,12 +10,12 @@ import (
 	"github.com/litcrawl/litcrawl/internal/quality"
 )
 
-// RunReport is a run's summary as JSON: the run history keeps it, --report
+// RunSummary is a run's summary as JSON: the run history keeps it, --report
 // writes it (with a page log), and --log-format json logs it.
 //
 // Fields added over time are absent from older runs' summaries: a reader
 // shows what a run has.
-type RunReport struct {
+type RunSummary struct {
 	RunID           string  `json:"run_id"`
 	Kind            string  `json:"kind"`
 	Started         string  `json:"started"`

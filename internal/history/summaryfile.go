@@ -15,11 +15,11 @@ import (
 	"github.com/litcrawl/litcrawl/internal/redact"
 )
 
-// ReportFile is a --report file as crawl report uses it: the run's
+// SummaryFile is a --report file as crawl report uses it: the run's
 // summary, and what its page log holds that the summary may not (for runs
 // recorded before the summary kept it).
-type ReportFile struct {
-	RunReport
+type SummaryFile struct {
+	RunSummary
 	PageLog PageLogSummary
 }
 
@@ -28,17 +28,17 @@ type ReportFile struct {
 // MaxFailedPagesRead).
 type PageLogSummary struct {
 	FetchSeconds engine.Histogram
-	Failed       []engine.PageReport
+	Failed       []engine.PageLine
 }
 
-// MaxFailedPagesRead bounds the failed pages kept from one page log.
-const MaxFailedPagesRead = 1000
+// MaxSummaryFileBytes bounds the failed pages kept from one page log.
+const MaxSummaryFileBytes = 1000
 
 // MaxReportFileBytes bounds a --report file read back (by crawl report).
 const MaxReportFileBytes = 512 << 20
 
-// ReadReportFile reads a --report file.
-func ReadReportFile(path string) (*ReportFile, error) {
+// ReadSummaryFile reads a --report file.
+func ReadSummaryFile(path string) (*SummaryFile, error) {
 	// A FIFO would block the open itself: look before opening.
 	if info, err := os.Stat(path); err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func ReadReportFile(path string) (*ReportFile, error) {
 	} else if info.Size() > MaxReportFileBytes {
 		return nil, fmt.Errorf("%s: %d bytes, more than a run report may hold (%d)", path, info.Size(), MaxReportFileBytes)
 	}
-	rf, err := decodeReportFile(bufio.NewReaderSize(f, 64<<10))
+	rf, err := decodeSummaryFile(bufio.NewReaderSize(f, 64<<10))
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a run report (crawl backfill/nightly --report writes them): %w", path, err)
 	}
@@ -73,10 +73,10 @@ func ReadReportFile(path string) (*ReportFile, error) {
 	return rf, nil
 }
 
-// decodeReportFile reads a report's page log one line at a time, keeping
+// decodeSummaryFile reads a report's page log one line at a time, keeping
 // only its histogram and failed pages: a page log of millions of pages
 // takes no more memory than a short one.
-func decodeReportFile(r io.Reader) (*ReportFile, error) {
+func decodeSummaryFile(r io.Reader) (*SummaryFile, error) {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func decodeReportFile(r io.Reader) (*ReportFile, error) {
 		return nil, errors.New("expected a JSON object")
 	}
 	rest := map[string]json.RawMessage{}
-	rf := &ReportFile{}
+	rf := &SummaryFile{}
 	rf.PageLog.FetchSeconds = engine.Histogram{LE: engine.FetchSecondsBounds, Counts: make([]int64, len(engine.FetchSecondsBounds)+1)}
 	for dec.More() {
 		t, err := dec.Token()
@@ -108,7 +108,7 @@ func decodeReportFile(r io.Reader) (*ReportFile, error) {
 			return nil, errors.New("page_log: expected an array")
 		}
 		for dec.More() {
-			var pr engine.PageReport
+			var pr engine.PageLine
 			if err := dec.Decode(&pr); err != nil {
 				return nil, fmt.Errorf("page_log: %w", err)
 			}
@@ -116,7 +116,7 @@ func decodeReportFile(r io.Reader) (*ReportFile, error) {
 				i, _ := slices.BinarySearch(engine.FetchSecondsBounds, pr.Seconds)
 				rf.PageLog.FetchSeconds.Counts[i]++
 			}
-			if pr.Result == "failed" && len(rf.PageLog.Failed) < MaxFailedPagesRead {
+			if pr.Result == "failed" && len(rf.PageLog.Failed) < MaxSummaryFileBytes {
 				rf.PageLog.Failed = append(rf.PageLog.Failed, pr)
 			}
 		}
@@ -128,7 +128,7 @@ func decodeReportFile(r io.Reader) (*ReportFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(data, &rf.RunReport); err != nil {
+	if err := json.Unmarshal(data, &rf.RunSummary); err != nil {
 		return nil, err
 	}
 	return rf, nil

@@ -11,20 +11,20 @@ import (
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
 )
 
-// reportFile is --report FILE: the run summary as one JSON document with a
+// summaryFile is --report FILE: the run summary as one JSON document with a
 // line per page in its page_log array. The page lines are spooled to a
 // hidden file next to FILE while the run goes on, so a run of any length
 // keeps none of them in memory; at the end the report is written to a
 // temporary file and renamed over FILE.
-type reportFile struct {
+type summaryFile struct {
 	path  string
 	spool *os.File
 	buf   *bufio.Writer
 }
 
-// openReport creates the spool; it fails before the run starts when FILE's
+// openSummaryFile creates the spool; it fails before the run starts when FILE's
 // directory cannot be written.
-func openReport(path, stateDir string) (*reportFile, error) {
+func openSummaryFile(path, stateDir string) (*summaryFile, error) {
 	if err := CheckOutputFile(path, stateDir); err != nil {
 		return nil, fmt.Errorf("--report %s: %w", path, err)
 	}
@@ -32,15 +32,15 @@ func openReport(path, stateDir string) (*reportFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--report %s: %w", path, err)
 	}
-	return &reportFile{path: path, spool: spool, buf: bufio.NewWriterSize(spool, 64<<10)}, nil
+	return &summaryFile{path: path, spool: spool, buf: bufio.NewWriterSize(spool, 64<<10)}, nil
 }
 
 // pages is where the page lines go (one JSON object a line).
-func (r *reportFile) pages() io.Writer { return r.buf }
+func (r *summaryFile) pages() io.Writer { return r.buf }
 
 // write writes the report: summary, a JSON object, with the spooled page
 // lines added as its page_log array. The spool is removed either way.
-func (r *reportFile) write(summary []byte) error {
+func (r *summaryFile) write(summary []byte) error {
 	defer r.discard()
 	summary = bytes.TrimSpace(summary)
 	if len(summary) < 2 || summary[len(summary)-1] != '}' {
@@ -86,7 +86,7 @@ func (r *reportFile) write(summary []byte) error {
 }
 
 // discard removes the spool.
-func (r *reportFile) discard() {
+func (r *summaryFile) discard() {
 	r.spool.Close()
 	os.Remove(r.spool.Name())
 }
