@@ -12,6 +12,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/config"
 	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/history"
 )
 
 // crawlFlags are the flags the crawling commands share.
@@ -137,7 +138,7 @@ interrupted.`,
 			if err != nil {
 				return err
 			}
-			return runCrawl(cmd, &f, app.Crawl{Kind: "backfill", From: from, To: to, NoResume: noResume, Redeliver: redeliver})
+			return runCrawl(cmd, &f, app.Crawl{Kind: history.Backfill, From: from, To: to, NoResume: noResume, Redeliver: redeliver})
 		},
 	}
 	f.register(cmd)
@@ -180,7 +181,7 @@ records (kept in the quarantine: crawl quarantine list), 4 quality alarm,
   crawl nightly --journal 501422 --base-url http://127.0.0.1:8089 --delay 0`,
 		Args: noArgs("nightly"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCrawl(cmd, &f, app.Crawl{Kind: "nightly"})
+			return runCrawl(cmd, &f, app.Crawl{Kind: history.Nightly})
 		},
 	}
 	f.register(cmd)

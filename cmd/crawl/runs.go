@@ -47,7 +47,7 @@ func readHistory(cmd *cobra.Command, dir string, env *app.Env) (*history.History
 	}
 	if r := h.HeldBy; r != nil {
 		sayf(cmd.ErrOrStderr(), slog.LevelInfo, "crawl: %s run %s (pid %d on %s, started %s) holds the state: showing the history as it was when that run started, and that run as under way",
-			textsafe.Line(r.Kind), textsafe.Line(r.ID), r.PID, textsafe.Line(r.Host), r.Started.UTC().Format(time.DateTime+" UTC"))
+			textsafe.Line(string(r.Kind)), textsafe.Line(r.ID), r.PID, textsafe.Line(r.Host), r.Started.UTC().Format(time.DateTime+" UTC"))
 	}
 	return h, nil
 }
@@ -287,7 +287,7 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 		if len(note) > 0 {
 			notes = strings.Join(note, ", ")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", total-i, textsafe.Line(v.ID), textsafe.Line(v.Kind), journalList(v.Journals, 3),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", total-i, textsafe.Line(v.ID), textsafe.Line(string(v.Kind)), journalList(v.Journals, 3),
 			v.Started.UTC().Format(time.DateTime), duration(v), pages, papers, retries, exitText(v), v.Quality, notes)
 	}
 	return tw.Flush()
@@ -341,7 +341,7 @@ func printRun(w io.Writer, v history.RunView) error {
 	switch {
 	case v.ExitCode != nil:
 		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitcode.Meaning(*v.ExitCode))
-	case v.Status == history.StatusKilled && v.Kind == "worker":
+	case v.Status == history.StatusKilled && v.Kind == history.Worker:
 		status = "gone before its end (killed or cut off; the counts are its last); the jobs it held went to other workers after the ack wait"
 	case v.Status == history.StatusKilled && v.Recovered:
 		status = "killed before its end (no end recorded); a later run resumes where it stopped. Its counts are recovered: what it committed, read back from the state"

@@ -421,7 +421,7 @@ network is needed.`,
 			env.Config = demoConfig(base)
 			ctx, cancel := stopOnSignal(cmd.Context(), 5*time.Second)
 			defer cancel()
-			sum, err := env.Crawl(ctx, app.Crawl{Kind: "backfill", Journals: demoJournals, From: 1, To: 0,
+			sum, err := env.Crawl(ctx, app.Crawl{Kind: history.Backfill, Journals: demoJournals, From: 1, To: 0,
 				Sinks: []string{"jsonl:" + out}, StateDir: stateDir,
 				Progress: func(total int64, sum *engine.Summary) func() {
 					return startProgress(cmd.ErrOrStderr(), int64(len(demoJournals)*demoPages), sum, env.Log)
@@ -453,7 +453,7 @@ network is needed.`,
 					site.SetListing(j, listings[j], 20)
 				}
 				sayf(cmd.ErrOrStderr(), slog.LevelInfo, "demo: night %d: %d new papers on the site; nightly run", night+1, arrivals[0]+arrivals[1]+arrivals[2])
-				nsum, nerr := env.Crawl(ctx, app.Crawl{Kind: "nightly", Journals: demoJournals, Sinks: []string{"jsonl:" + out}, StateDir: stateDir,
+				nsum, nerr := env.Crawl(ctx, app.Crawl{Kind: history.Nightly, Journals: demoJournals, Sinks: []string{"jsonl:" + out}, StateDir: stateDir,
 					Progress: func(total int64, sum *engine.Summary) func() {
 						return startProgress(cmd.ErrOrStderr(), total, sum, env.Log)
 					}})

@@ -2,10 +2,9 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +20,7 @@ import (
 
 // Crawl is one local run: a backfill or a nightly run.
 type Crawl struct {
-	Kind     string // "backfill" or "nightly"
+	Kind     history.Kind // history.Backfill or history.Nightly
 	Journals []int64
 	// Sinks are the sink URLs (none: standard output), and JournalSinks
 	// those of the journals whose records go to sinks of their own.
@@ -49,7 +48,7 @@ func (c Crawl) validate(cfg *config.Config) error {
 	if err := needJournals(c.Journals); err != nil {
 		return err
 	}
-	if c.Kind == "backfill" && c.To != 0 {
+	if c.Kind == history.Backfill && c.To != 0 {
 		if err := checkSpan(cfg, c.Journals, c.From, c.To, "run"); err != nil {
 			return err
 		}
@@ -108,10 +107,12 @@ func limits(cfg *config.Config, journals []int64, backfill bool) map[int64]engin
 
 // Crawl runs c: it opens the state and the sinks, rolls the sinks back to
 // the state's token, records the run in the history, runs the engine,
-// prints the summary, writes the report, and applies the quality gate. It
-// returns the run's summary (nil when the run did not start) and an error
-// that says how it ended: nil, a *ConfigError, a *QualityError,
-// ErrPagesFailed (wrapped), ctx's error, or another (fatal) error.
+// and ends as every run does (session.finish: the quality gate, the
+// summary printed, kept and written to --report). It returns the run's
+// summary (nil when the run did not start) and an error that says how it
+// ended, which maps to the exit code (exitcode.Of): nil, a usage error,
+// a *quality.Alarm, ErrPagesFailed or ErrQuarantined (wrapped), ctx's
+// error, or another (fatal) error.
 func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	cfg := e.Config
 	if err := c.validate(cfg); err != nil {
@@ -123,132 +124,101 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, err
 	}
 	defer closeRT()
-	st, err := state.Open(c.StateDir)
+	st, err := openState(c.StateDir, e.log())
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	if m := st.Migrated(); m.From != 0 {
-		e.log().Info("state migrated", "dir", c.StateDir, "from_format", m.From, "to_format", state.Format,
-			"seconds", m.Took.Seconds(), "bytes_before", m.BytesBefore, "bytes_after", m.BytesAfter)
-	}
 	// The run is in the history from the moment it holds the state, and
 	// runs.json says so to crawl runs and crawl report until it ends.
-	host, _ := os.Hostname()
-	hist := state.Run{ID: runID, Kind: c.Kind, Started: time.Now(), Journals: c.Journals, PID: os.Getpid(), Host: host}
+	host, pid := hostAndPID()
+	hist := state.Run{ID: runID, Kind: string(c.Kind), Started: time.Now(), Journals: c.Journals, PID: pid, Host: host}
 	if err := st.WriteSnapshot(hist); err != nil {
 		e.log().Warn("crawl runs will not show the history while this run goes on", "error", err)
 	}
 	if err := st.PutRun(hist); err != nil {
 		return nil, fmt.Errorf("run history: %w", err)
 	}
+	s := e.newSession(c.Kind, runID, c.Journals, quarantine.In(c.StateDir), func(summary []byte) error {
+		hist.Finished, hist.Summary = time.Now(), summary
+		return st.PutRun(hist)
+	})
+	defer s.close()
 	// A run that fails before it fetches (a sink that cannot be opened, a
 	// report that cannot be written) is recorded with its error.
-	sum := engine.NewSummary()
-	// record ends the run in the history: its summary, with the exit code
-	// of final.
-	record := func(rep *history.RunSummary, final error) ([]byte, error) {
-		code := e.exitCode(final)
-		rep.Journals, rep.ExitCode = c.Journals, &code
-		data, _ := json.Marshal(rep)
-		hist.Finished, hist.Summary = time.Now(), data
-		return data, st.PutRun(hist)
+	if err := s.openSummaryFile(c.Report, c.StateDir); err != nil {
+		return nil, s.abort(err)
 	}
-	// The report is written however the run ends, so that a monitor that
-	// reads it never sees the previous run's success.
-	var report *summaryFile
-	early := func(err error) (*engine.Summary, error) {
-		rep := newRunSummary(runID, c.Kind, sum, nil, err)
-		data, _ := record(&rep, err)
-		if report != nil {
-			report.write(data)
-		}
-		return nil, err
-	}
-	if c.Report != "" {
-		if report, err = openSummaryFile(c.Report, c.StateDir); err != nil {
-			return early(err)
-		}
-		defer report.discard()
-		sum.LogPagesTo(report.pages())
-	}
-	quar := quarantine.In(c.StateDir)
-	if held, err := resolvePending(ctx, st, quar.Path()); err != nil {
-		return early(fmt.Errorf("quarantine: %w", err))
+	if held, err := resolvePending(ctx, st, s.quarantine.Path()); err != nil {
+		return nil, s.abort(fmt.Errorf("quarantine: %w", err))
 	} else if len(held) > 0 {
-		e.log().Warn("the quarantine holds records a sink refused in earlier runs: crawl quarantine list shows them, crawl quarantine retry delivers them", "records", len(held), "file", quar.Path())
+		e.log().Warn("the quarantine holds records a sink refused in earlier runs: crawl quarantine list shows them, crawl quarantine retry delivers them", "records", len(held), "file", s.quarantine.Path())
 	}
-	openCtx, cancelOpen := e.untilStop(ctx) // the first signal gives up a sink that does not answer
-	defer cancelOpen()
-	out, err := OpenSinks(openCtx, c.Sinks, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
-		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined, PerJournal: c.JournalSinks, Journals: c.Journals})
-	if err != nil {
-		return early(err)
+	if err := s.openSinks(ctx, c.Sinks, SinkOptions{Writer: st.WriterID(), PerJournal: c.JournalSinks, Journals: c.Journals}); err != nil {
+		return nil, s.abort(err)
 	}
-	defer out.Close()
-	if err := restore(ctx, st, out, c.Kind == "backfill" && c.NoResume && c.Redeliver, e.log()); err != nil {
-		return early(err)
+	if err := restore(ctx, st, s.out, c.Kind == history.Backfill && c.NoResume && c.Redeliver, e.log()); err != nil {
+		return nil, s.abort(err)
 	}
-	fcfg := FetcherConfig(cfg)
-	fcfg.Transport, fcfg.Metrics, fcfg.Waits = rt, e.Metrics.fetch(), &sum.Waits
-	if c.Offline != "" {
-		fcfg.Delay, fcfg.Jitter, fcfg.JournalDelays = 0, 0, nil // nothing goes to the site: no politeness to keep
-	}
-	fetch, err := crawler.New(fcfg, e.log())
-	if err != nil {
-		return early(err)
-	}
-	run := engine.Start(engine.Options{ID: runID, Fetcher: fetch, Ledger: st, Sink: out, StopWhenUnreachable: true,
-		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine(), Summary: sum})
-	stopProgress := func() {}
-	if c.Progress != nil {
-		total := int64(-1)
-		if c.Kind == "backfill" && c.To != 0 {
-			total = int64(len(c.Journals) * (c.To - c.From + 1))
+	fetch, err := s.fetcher(rt, func(f *crawler.Config) {
+		if c.Offline != "" {
+			f.Delay, f.Jitter, f.JournalDelays = 0, 0, nil // nothing goes to the site: no politeness to keep
 		}
-		stopProgress = c.Progress(total, sum)
+	})
+	if err != nil {
+		return nil, s.abort(err)
 	}
-	var runErr error
-	switch c.Kind {
-	case "backfill":
-		runErr = run.Backfill(ctx, engine.BackfillOptions{Journals: c.Journals, From: c.From, To: c.To,
-			NoResume: c.NoResume, Redeliver: c.Redeliver, Stop: e.Stop,
-			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, MaxPages: cfg.Backfill.MaxPages, PerJournal: limits(cfg, c.Journals, true)})
-	case "nightly":
-		runErr = run.Nightly(ctx, engine.NightlyOptions{Journals: c.Journals, Stop: e.Stop,
-			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages,
-			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, AuditPages: cfg.Nightly.AuditPages, PerJournal: limits(cfg, c.Journals, false)})
-	default:
-		runErr = exitcode.Usagef("run kind %q: expected backfill or nightly", c.Kind)
-	}
+	run := s.start(fetch, st, true)
+	stopProgress := c.progress(s.sum)
+	runErr := c.drive(ctx, run, cfg, e.Stop)
 	run.Close()
 	stopProgress()
-	if err := out.Close(); err != nil && runErr == nil {
+	if err := s.closeOut(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close sinks: %w", err)
 	}
 	if err := closeRT(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("--archive: %w", err)
 	}
+	return s.sum, s.end(runErr, nil)
+}
 
-	rep := newRunSummary(runID, c.Kind, sum, nil, runErr)
-	rep.QualityThresholds = &cfg.Quality
-	var logErr error
-	if report != nil {
-		logErr = sum.PageLogErr()
-		if runErr == nil {
-			runErr = logErr
-		}
+// openState opens the crawl state in dir, saying when it migrated it.
+func openState(dir string, log *slog.Logger) (*state.Store, error) {
+	st, err := state.Open(dir)
+	if err != nil {
+		return nil, err
 	}
-	final := verdict(cfg.Quality, runErr, sum, &rep, quar.Path(), true)
-	data, herr := record(&rep, final)
-	e.printSummary(rep, sum)
-	if herr != nil && final == nil {
-		final = fmt.Errorf("run history: %w", herr)
+	if m := st.Migrated(); m.From != 0 {
+		log.Info("state migrated", "dir", dir, "from_format", m.From, "to_format", state.Format,
+			"seconds", m.Took.Seconds(), "bytes_before", m.BytesBefore, "bytes_after", m.BytesAfter)
 	}
-	if report != nil && logErr == nil {
-		if err := report.write(data); err != nil && final == nil {
-			final = err
-		}
+	return st, nil
+}
+
+// progress starts the run's progress display, when it has one; it
+// returns the function that stops it.
+func (c Crawl) progress(sum *engine.Summary) (stop func()) {
+	if c.Progress == nil {
+		return func() {}
 	}
-	return sum, final
+	total := int64(-1)
+	if c.Kind == history.Backfill && c.To != 0 {
+		total = int64(len(c.Journals) * (c.To - c.From + 1))
+	}
+	return c.Progress(total, sum)
+}
+
+// drive runs the engine as c's kind says.
+func (c Crawl) drive(ctx context.Context, run *engine.Run, cfg *config.Config, stop <-chan struct{}) error {
+	switch c.Kind {
+	case history.Backfill:
+		return run.Backfill(ctx, engine.BackfillOptions{Journals: c.Journals, From: c.From, To: c.To,
+			NoResume: c.NoResume, Redeliver: c.Redeliver, Stop: stop,
+			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, MaxPages: cfg.Backfill.MaxPages, PerJournal: limits(cfg, c.Journals, true)})
+	case history.Nightly:
+		return run.Nightly(ctx, engine.NightlyOptions{Journals: c.Journals, Stop: stop,
+			StopAfterKnownPages: cfg.Nightly.StopAfterKnownPages, MaxPages: cfg.Nightly.MaxPages,
+			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, AuditPages: cfg.Nightly.AuditPages, PerJournal: limits(cfg, c.Journals, false)})
+	}
+	return exitcode.Usagef("run kind %q: expected backfill or nightly", c.Kind)
 }

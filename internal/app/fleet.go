@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -309,7 +309,10 @@ type Work struct {
 
 // Work takes jobs from the frontier until ctx ends, Env.Stop closes, or
 // the worker is idle IdleExit, doing each through the engine with the
-// fleet's ledger and pacer; then it prints the session's summary.
+// fleet's ledger and pacer; then it ends as every run does
+// (session.finish): its summary, with the quality gate's verdict and
+// exit code, joins the fleet's runs stream, is printed, and is written to
+// --report.
 func (e *Env) Work(ctx context.Context, o Work) error {
 	cfg := e.Config
 	f, err := e.connect(ctx, o.Fleet)
@@ -317,48 +320,36 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 		return err
 	}
 	defer f.Close()
-	sum := engine.NewSummary()
-	var report *summaryFile
-	if o.Report != "" {
-		if report, err = openSummaryFile(o.Report, cfg.StateDir); err != nil {
-			return err
-		}
-		defer report.discard()
-		sum.LogPagesTo(report.pages())
-	}
-	quar := quarantine.New(cmp.Or(o.Quarantine, filepath.Join(cfg.StateDir, quarantine.Name)))
-	openCtx, cancelOpen := e.untilStop(ctx) // the first signal gives up a sink that does not answer
-	defer cancelOpen()
-	out, err := OpenSinks(openCtx, o.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics,
-		OnRetry: sum.CountSinkRetry, Quarantine: quar, OnQuarantine: sum.CountQuarantined, PerJournal: o.JournalSinks})
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	urls := o.Sinks
-	if len(urls) == 0 {
-		urls = []string{sink.Stdout}
-	}
-	for _, js := range o.JournalSinks {
-		urls = append(urls, js...)
-	}
-	for _, u := range urls {
-		if sink.Scheme(u) == "jsonl" {
-			e.log().Warn("a JSON-lines sink on a worker cannot drop a redelivered job's records: give workers a queue sink (nats://…?stream=…)", "sink", redact.URL(u))
-		}
-	}
-	fcfg := FetcherConfig(cfg)
-	fcfg.Metrics, fcfg.Waits = e.Metrics.fetch(), &sum.Waits
-	fcfg.Pacer = f.Pacer(fcfg.Delay) // the pace is fleet-wide
-	fcfg.Delay = 0
-	fetch, err := crawler.New(fcfg, e.log())
-	if err != nil {
-		return err
-	}
 	id := NewRunID(time.Now())
-	host, _ := os.Hostname()
-	run := engine.Start(engine.Options{ID: id, Fetcher: fetch, Ledger: f.Ledger(), Sink: out,
-		Concurrency: cfg.Fetch.Concurrency, Log: e.log(), Metrics: e.Metrics.engine(), Summary: sum})
+	s := e.newSession(history.Worker, id, nil, quarantine.New(cmp.Or(o.Quarantine, filepath.Join(cfg.StateDir, quarantine.Name))),
+		func(summary []byte) error {
+			// The run's summary joins the fleet's history (crawl runs
+			// --frontier); a frontier away costs the history, not the run.
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := f.PublishRun(pctx, id, summary); err != nil {
+				e.log().Warn("the run summary was not kept in the frontier: crawl runs --frontier will show its last snapshot", "error", err)
+			}
+			return nil
+		})
+	defer s.close()
+	host, pid := hostAndPID()
+	s.worker = &workerIdentity{host: host, pid: pid}
+	if err := s.openSummaryFile(o.Report, cfg.StateDir); err != nil {
+		return err
+	}
+	if err := s.openSinks(ctx, o.Sinks, SinkOptions{PerJournal: o.JournalSinks}); err != nil {
+		return err
+	}
+	warnJSONLOnWorker(o.Sinks, o.JournalSinks, e.log())
+	fetch, err := s.fetcher(nil, func(fc *crawler.Config) {
+		fc.Pacer = f.Pacer(fc.Delay) // the pace is fleet-wide
+		fc.Delay = 0
+	})
+	if err != nil {
+		return err
+	}
+	run := s.start(fetch, f.Ledger(), false)
 	defer e.Metrics.gauge(prometheus.GaugeOpts{Name: "litcrawl_frontier_jobs_pending", Help: "Jobs in the shared frontier (taken or not)."},
 		func() float64 {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -370,48 +361,31 @@ func (e *Env) Work(ctx context.Context, o Work) error {
 			return float64(st.Pending)
 		})()
 	var w *frontier.Worker
-	summary := func(runErr error, code *int) []byte {
-		jobs := w.Jobs()
-		rep := newRunSummary(id, "worker", sum, &jobs, runErr)
-		rep.Host, rep.PID, rep.ExitCode, rep.QualityThresholds = host, os.Getpid(), code, &cfg.Quality
-		data, _ := json.Marshal(rep)
-		return data
-	}
 	w = f.NewWorker(frontier.WorkerOptions{Run: run, Log: e.log(), Concurrency: cfg.Fetch.Concurrency, IdleExit: o.IdleExit, Stop: e.Stop,
-		Identity: frontier.Identity{ID: id, Host: host, PID: os.Getpid(), Version: o.Version, Started: sum.Started.UTC()},
-		Summary:  func() []byte { return summary(nil, nil) }})
+		Identity: frontier.Identity{ID: id, Host: host, PID: pid, Version: o.Version, Started: s.sum.Started.UTC()},
+		Summary:  func() []byte { jobs := w.Jobs(); return s.snapshot(&jobs) }})
 	e.log().Info("worker started", "server", f.ServerVersion(), "ack_wait", f.AckWait().String(), "max_deliver", f.MaxDeliver())
 	runErr := w.Run(ctx)
 	run.Close()
-	if err := out.Close(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("close sinks: %w", err)
-	}
-	var logErr error
-	if report != nil {
-		if logErr = sum.PageLogErr(); runErr == nil {
-			runErr = logErr
-		}
-	}
 	jobs := w.Jobs()
-	rep := newRunSummary(id, "worker", sum, &jobs, runErr)
-	rep.QualityThresholds = &cfg.Quality
 	// A worker ends by the rule a local run does (the quality gate
 	// included); its failed pages are retried or dead-lettered.
-	final := verdict(cfg.Quality, runErr, sum, &rep, quar.Path(), false)
-	// The run's summary joins the fleet's history (crawl runs --frontier).
-	code := e.exitCode(final)
-	rep.Host, rep.PID, rep.ExitCode = host, os.Getpid(), &code
-	data, _ := json.Marshal(rep)
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	if err := f.PublishRun(pctx, id, data); err != nil {
-		e.log().Warn("the run summary was not kept in the frontier: crawl runs --frontier will show its last snapshot", "error", err)
+	return s.finish(runErr, &jobs)
+}
+
+// warnJSONLOnWorker: a JSON-lines file cannot drop a redelivered job's
+// records; a queue sink that deduplicates by record id can.
+func warnJSONLOnWorker(sinks []string, perJournal map[int64][]string, log *slog.Logger) {
+	urls := sinks
+	if len(urls) == 0 {
+		urls = []string{sink.Stdout}
 	}
-	cancel()
-	e.printSummary(rep, sum)
-	if report != nil && logErr == nil {
-		if err := report.write(data); err != nil && final == nil {
-			final = err
+	for _, js := range perJournal {
+		urls = append(urls, js...)
+	}
+	for _, u := range urls {
+		if sink.Scheme(u) == "jsonl" {
+			log.Warn("a JSON-lines sink on a worker cannot drop a redelivered job's records: give workers a queue sink (nats://…?stream=…)", "sink", redact.URL(u))
 		}
 	}
-	return final
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/internal/atomicfile"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/ledger"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/internal/state"
@@ -77,7 +78,7 @@ func Rebuild(ctx context.Context, dir string, sources []string) (Rebuilt, error)
 			out.Files++
 		}
 		sum, _ := json.Marshal(out)
-		return st.PutRun(state.Run{ID: "rebuild-" + NewRunID(started), Kind: "rebuild", Started: started, Finished: time.Now(), Summary: sum})
+		return st.PutRun(state.Run{ID: "rebuild-" + NewRunID(started), Kind: string(history.Rebuild), Started: started, Finished: time.Now(), Summary: sum})
 	}()
 	if cerr := st.Close(); err == nil {
 		err = cerr

@@ -14,7 +14,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/history"
 )
 
-func newRunSummary(runID, kind string, s *engine.Summary, jobs *frontier.JobCounts, err error) history.RunSummary {
+func newRunSummary(runID string, kind history.Kind, s *engine.Summary, jobs *frontier.JobCounts, err error) history.RunSummary {
 	r := history.RunSummary{RunID: runID, Kind: kind, Started: s.Started.UTC().Format(time.RFC3339),
 		DurationSeconds: time.Since(s.Started).Seconds(), BusySeconds: s.BusySeconds(),
 		Pages:   map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},

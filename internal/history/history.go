@@ -34,7 +34,7 @@ type History struct {
 // lack some of it; what they lack is zero (ExitCode nil).
 type RunView struct {
 	ID       string    `json:"id"`
-	Kind     string    `json:"kind"`
+	Kind     Kind      `json:"kind"`
 	Status   string    `json:"status"` // finished, killed (no end recorded), running
 	Journals []int64   `json:"journals"`
 	Started  time.Time `json:"started"`
@@ -221,7 +221,7 @@ func recoverCounts(v *RunView, t map[int64]state.Tally) {
 
 // view makes a run's view from its history entry.
 func view(r state.Run, thresholds config.Quality) RunView {
-	v := RunView{ID: r.ID, Kind: r.Kind, Journals: r.Journals, Started: r.Started, Finished: r.Finished,
+	v := RunView{ID: r.ID, Kind: Kind(r.Kind), Journals: r.Journals, Started: r.Started, Finished: r.Finished,
 		PID: r.PID, Host: r.Host, Status: StatusFinished, Quality: "none"}
 	if v.Journals == nil {
 		v.Journals = []int64{}
@@ -392,7 +392,7 @@ func (h *History) Find(id string) (RunView, error) {
 func FromReport(rep RunSummary, thresholds config.Quality) RunView {
 	started, _ := time.Parse(time.RFC3339, rep.Started)
 	data, _ := json.Marshal(rep)
-	r := state.Run{ID: rep.RunID, Kind: rep.Kind, Started: started, Journals: rep.Journals, Summary: data, Host: rep.Host, PID: rep.PID, Finished: started}
+	r := state.Run{ID: rep.RunID, Kind: string(rep.Kind), Started: started, Journals: rep.Journals, Summary: data, Host: rep.Host, PID: rep.PID, Finished: started}
 	if d := rep.DurationSeconds; d >= minRunSeconds && d <= maxRunSeconds {
 		r.Finished = started.Add(time.Duration(d * float64(time.Second)))
 	}

@@ -10,6 +10,18 @@ import (
 	"github.com/litcrawl/litcrawl/internal/quality"
 )
 
+// Kind is what a run is. The history and a run's summary hold it as its
+// word ("backfill"); the runs of a kind are drawn as one series.
+type Kind string
+
+// The kinds of run.
+const (
+	Backfill Kind = "backfill" // crawl backfill
+	Nightly  Kind = "nightly"  // crawl nightly
+	Worker   Kind = "worker"   // a fleet worker's session (crawl worker)
+	Rebuild  Kind = "rebuild"  // crawl state rebuild
+)
+
 // RunSummary is a run's summary as JSON: the run history keeps it, --report
 // writes it (with a page log), and --log-format json logs it.
 //
@@ -17,7 +29,7 @@ import (
 // shows what a run has.
 type RunSummary struct {
 	RunID           string  `json:"run_id"`
-	Kind            string  `json:"kind"`
+	Kind            Kind    `json:"kind"`
 	Started         string  `json:"started"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	// BusySeconds is the time at least one page was in flight: the run's

@@ -51,7 +51,7 @@ func TestRunsAreNumberedAsTheChartsNumberThem(t *testing.T) {
 // and leaves out runs too short to have a rate.
 func TestChartsShowEverySeriesAndRateWork(t *testing.T) {
 	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
-	run := func(id, kind string, i int, pages int64, duration, busy float64) history.RunView {
+	run := func(id string, kind history.Kind, i int, pages int64, duration, busy float64) history.RunView {
 		rep := &history.RunSummary{RunID: id, Kind: kind, Started: at.Format(time.RFC3339), DurationSeconds: duration, BusySeconds: busy,
 			Pages: map[string]int64{"done": pages}, Papers: map[string]int64{"new": 10 * pages},
 			Quality: engine.Quality{Pages: int(pages), Records: 20, WithTitle: 20, WithDOI: 15, WithAuthor: 20, WithDate: 20}}

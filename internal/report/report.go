@@ -372,11 +372,11 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 		if !known || ok < minSpeedPages || math.IsInf(rate, 0) || math.IsNaN(rate) {
 			continue
 		}
-		s, found := kinds[v.Kind]
+		s, found := kinds[string(v.Kind)]
 		if !found {
-			s = &series{name: v.Kind, color: len(kinds)}
-			kinds[v.Kind] = s
-			kindOrder = append(kindOrder, v.Kind)
+			s = &series{name: string(v.Kind), color: len(kinds)}
+			kinds[string(v.Kind)] = s
+			kindOrder = append(kindOrder, string(v.Kind))
 		}
 		s.pts = append(s.pts, plotter.XY{X: xs[v.ID], Y: rate})
 	}
