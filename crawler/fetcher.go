@@ -295,7 +295,7 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 
 // longWait is the least wait that is said in the log and shown on the
 // progress line.
-var longWait = 3 * time.Second
+const longWait = 3 * time.Second
 
 // waiting says a long wait: in the log, as text and fields (host, cause,
 // journal, page, wait_seconds, until), and to the progress display.

@@ -330,6 +330,71 @@ func pct(n, of int) string {
 	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(of))
 }
 
+// runStatus says how a run ended, or that it did not.
+func runStatus(v history.RunView) string {
+	switch {
+	case v.ExitCode != nil:
+		return fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitcode.Meaning(*v.ExitCode))
+	case v.Status == history.StatusKilled && v.Kind == history.Worker:
+		return "gone before its end (killed or cut off; the counts are its last); the jobs it held went to other workers after the ack wait"
+	case v.Status == history.StatusKilled && v.Recovered:
+		return "killed before its end (no end recorded); a later run resumes where it stopped. Its counts are recovered: what it committed, read back from the state"
+	case v.Status == history.StatusKilled:
+		return "killed before its end (no end recorded); a later run resumes where it stopped"
+	}
+	return v.Status
+}
+
+// retriesLine is a run's retries, by cause.
+func retriesLine(v history.RunView) string {
+	var causes []string
+	for _, k := range slices.Sorted(maps.Keys(v.Summary.Retries)) {
+		causes = append(causes, fmt.Sprintf("%s=%d", k, v.Summary.Retries[k]))
+	}
+	switch {
+	case v.Recovered:
+		return "not known (the run kept no summary)"
+	case len(causes) == 0:
+		return "none"
+	}
+	return fmt.Sprintf("%d (%s)", v.Retries(), strings.Join(causes, " "))
+}
+
+// qualityLine is what a run's parsed papers held, against the thresholds
+// it was held to.
+func qualityLine(v history.RunView) string {
+	q := v.Summary.Quality
+	if q.Pages == 0 {
+		return v.Quality
+	}
+	line := fmt.Sprintf("%s: %d papers on %d pages; with title %s, DOI %s, authors %s, date %s", v.Quality, q.Records, q.Pages,
+		pct(q.WithTitle, q.Records), pct(q.WithDOI, q.Records), pct(q.WithAuthor, q.Records), pct(q.WithDate, q.Records))
+	if t := v.Summary.QualityThresholds; t != nil {
+		line += fmt.Sprintf(" (minimum %.0f%%, %.0f%%, %.0f%%, %.0f%%)", 100*t.MinTitleShare, 100*t.MinDOIShare, 100*t.MinAuthorsShare, 100*t.MinPublishedShare)
+	}
+	return line
+}
+
+// fetchTimesLine is a run's histogram of fetch times ("" when it has
+// none).
+func fetchTimesLine(h *engine.Histogram) string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	for i, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		if i < len(h.LE) {
+			parts = append(parts, fmt.Sprintf("≤%s: %d", history.SecondsLabel(h.LE[i]), c))
+		} else {
+			parts = append(parts, fmt.Sprintf(">%s: %d", history.SecondsLabel(h.LE[len(h.LE)-1]), c))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func printRun(w io.Writer, v history.RunView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, a ...any) {
@@ -337,18 +402,7 @@ func printRun(w io.Writer, v history.RunView) error {
 	}
 	row("run", "%s", v.ID)
 	row("kind", "%s", v.Kind)
-	status := v.Status
-	switch {
-	case v.ExitCode != nil:
-		status = fmt.Sprintf("%s, exit %d (%s)", v.Status, *v.ExitCode, exitcode.Meaning(*v.ExitCode))
-	case v.Status == history.StatusKilled && v.Kind == history.Worker:
-		status = "gone before its end (killed or cut off; the counts are its last); the jobs it held went to other workers after the ack wait"
-	case v.Status == history.StatusKilled && v.Recovered:
-		status = "killed before its end (no end recorded); a later run resumes where it stopped. Its counts are recovered: what it committed, read back from the state"
-	case v.Status == history.StatusKilled:
-		status = "killed before its end (no end recorded); a later run resumes where it stopped"
-	}
-	row("status", "%s", status)
+	row("status", "%s", runStatus(v))
 	row("journals", "%s", journalList(v.Journals, 1000))
 	where := ""
 	if v.PID != 0 {
@@ -374,45 +428,13 @@ func printRun(w io.Writer, v history.RunView) error {
 	}
 	fresh, known := v.Papers()
 	row("papers", "%d new, %d known", fresh, known)
-	var causes []string
-	for _, k := range slices.Sorted(maps.Keys(s.Retries)) {
-		causes = append(causes, fmt.Sprintf("%s=%d", k, s.Retries[k]))
-	}
-	if v.Recovered {
-		row("retries", "not known (the run kept no summary)")
-	} else if len(causes) == 0 {
-		row("retries", "none")
-	} else {
-		row("retries", "%d (%s)", v.Retries(), strings.Join(causes, " "))
-	}
-	q := s.Quality
-	qline := v.Quality
-	if q.Pages > 0 {
-		qline = fmt.Sprintf("%s: %d papers on %d pages; with title %s, DOI %s, authors %s, date %s", v.Quality, q.Records, q.Pages,
-			pct(q.WithTitle, q.Records), pct(q.WithDOI, q.Records), pct(q.WithAuthor, q.Records), pct(q.WithDate, q.Records))
-		if t := s.QualityThresholds; t != nil {
-			qline += fmt.Sprintf(" (minimum %.0f%%, %.0f%%, %.0f%%, %.0f%%)", 100*t.MinTitleShare, 100*t.MinDOIShare, 100*t.MinAuthorsShare, 100*t.MinPublishedShare)
-		}
-	}
-	row("quality", "%s", qline)
+	row("retries", "%s", retriesLine(v))
+	row("quality", "%s", qualityLine(v))
 	if v.QualityAlarm != "" {
 		row("", "%s", v.QualityAlarm)
 	}
-	if h := s.FetchSeconds; h != nil {
-		var parts []string
-		for i, c := range h.Counts {
-			if c == 0 {
-				continue
-			}
-			if i < len(h.LE) {
-				parts = append(parts, fmt.Sprintf("≤%s: %d", history.SecondsLabel(h.LE[i]), c))
-			} else {
-				parts = append(parts, fmt.Sprintf(">%s: %d", history.SecondsLabel(h.LE[len(h.LE)-1]), c))
-			}
-		}
-		if len(parts) > 0 {
-			row("fetch times", "%s", strings.Join(parts, ", "))
-		}
+	if line := fetchTimesLine(s.FetchSeconds); line != "" {
+		row("fetch times", "%s", line)
 	}
 	for _, iw := range s.IncompleteWalks {
 		row("incomplete", "%s", history.IncompleteText(iw))

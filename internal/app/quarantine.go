@@ -72,15 +72,12 @@ func settle(ctx context.Context, st *state.Store, rs []sink.Refusal) ([]sink.Ref
 	return keep, nil
 }
 
-// retryStage, when set (tests), is called at each step of a retry that a
-// crash may follow; an error ends the retry there, as a kill would.
-var retryStage func(stage string) error
-
-func atStage(stage string) error {
-	if retryStage == nil {
+// atStage calls the retry's stage hook, if any.
+func (o QuarantineRetry) atStage(stage string) error {
+	if o.stage == nil {
 		return nil
 	}
-	return retryStage(stage)
+	return o.stage(stage)
 }
 
 // QuarantineRetry delivers the quarantine of a state directory again.
@@ -89,6 +86,9 @@ type QuarantineRetry struct {
 	// Sinks are the sink URLs: each record goes to the sink it was refused
 	// by, when one of them is that sink (by its name); none: the config's.
 	Sinks []string
+	// stage, when set (tests), is called at each step of a retry that a
+	// crash may follow; an error ends the retry there, as a kill would.
+	stage func(stage string) error
 }
 
 // QuarantineResult is what a retry did.
@@ -177,7 +177,7 @@ func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Stor
 	if err := quarantine.Replace(path, c); err != nil {
 		return err
 	}
-	if err := atStage("marked"); err != nil {
+	if err := o.atStage("marked"); err != nil {
 		return err
 	}
 	again := map[string]sink.Refusal{} // by sink and id
@@ -218,7 +218,7 @@ func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Stor
 			return fmt.Errorf("commit the sinks' token: %w", err)
 		}
 	}
-	if err := atStage("committed"); err != nil {
+	if err := o.atStage("committed"); err != nil {
 		return err
 	}
 	keep := rs[:0]

@@ -67,14 +67,13 @@ func TestRetryKilledMidwayLosesAndDuplicatesNothing(t *testing.T) {
 				{Sink: sinkURL, Reason: "r", Tries: 1, Record: recs[1]},
 			}})
 			env := &Env{Config: config.Default()}
-			retryStage = func(s string) error {
+			kill := func(s string) error {
 				if s == stage {
 					return errors.New("killed")
 				}
 				return nil
 			}
-			_, err := env.RetryQuarantine(ctx, QuarantineRetry{StateDir: dir, Sinks: []string{sinkURL}})
-			retryStage = nil
+			_, err := env.RetryQuarantine(ctx, QuarantineRetry{StateDir: dir, Sinks: []string{sinkURL}, stage: kill})
 			if err == nil {
 				t.Fatal("the retry was not stopped")
 			}

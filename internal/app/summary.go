@@ -22,7 +22,7 @@ func newRunSummary(runID string, kind history.Kind, s *engine.Summary, jobs *fro
 		Retries: s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
 		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
 	r.WalkNotes, r.WalkNotesOmitted = s.WalkNotes()
-	r.Audit = s.RetryLater()
+	r.Audit = s.Audit()
 	for j, c := range s.Journals() {
 		r.PerJournal[strconv.FormatInt(j, 10)] = c
 	}

@@ -73,88 +73,28 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 	// The pool bounds the pages in flight; Go blocks when it is full, so
 	// an open-ended walk never runs more than the pool's size past the end.
 	p := pool.New().WithMaxGoroutines(r.conc)
-	open := o.To == 0
 	var capped []func() // open walks that reached backfill.max_pages: said in the summary unless they met the end
 	ends := map[int64]*atomic.Int64{}
 	for _, journal := range o.Journals {
-		l := o.limits(journal)
-		to := o.To
-		if open && l.MaxPages > 0 {
-			to = o.From + l.MaxPages - 1
-		}
-		var end atomic.Int64 // first page found past the end (0: none yet)
-		ends[journal] = &end
-		var failedInRow atomic.Int64 // an open-ended walk gives up after too many
-		// An open range's walk: the repeat rule, over pages in the order
-		// they are committed.
-		var walkMu sync.Mutex
-		walk := repeats{limit: l.StopAfterRepeatPages}
-		walkStopped := false
-		for pageNo := o.From; to == 0 || pageNo <= to; pageNo++ {
-			if e := end.Load(); e != 0 && int64(pageNo) >= e || ctx.Err() != nil || stopped(o.Stop) {
+		j := r.backfillJournal(journal, o)
+		ends[journal] = &j.end
+		for pageNo := o.From; j.to == 0 || pageNo <= j.to; pageNo++ {
+			if j.past(pageNo) || ctx.Err() != nil || stopped(o.Stop) {
 				break
 			}
-			if open && pageNo == to {
-				r.log.Warn("the open-ended walk reached backfill.max_pages", "journal", journal, "page", pageNo, "max_pages", l.MaxPages)
-				capped = append(capped, func() {
-					walkMu.Lock()
-					defer walkMu.Unlock()
-					// end is the first page past the listing: to+1 when the
-					// listing ended at the limit itself.
-					if e := end.Load(); (e == 0 || e > int64(to)+1) && !walkStopped {
-						r.sum.addIncomplete(journal, to, WhyBackfillMaxPages)
-					}
-				})
+			if j.open && pageNo == j.to {
+				r.log.Warn("the open-ended walk reached backfill.max_pages", "journal", journal, "page", pageNo, "max_pages", j.limits.MaxPages)
+				capped = append(capped, j.sayCapped)
 			}
-			if o.To == 0 && failedInRow.Load() >= maxFailedInRow {
+			if j.open && j.failedInRow.Load() >= maxFailedInRow {
 				r.log.Warn("giving up on the journal's open-ended walk after failed pages in a row", "journal", journal, "failed", maxFailedInRow)
 				break
 			}
 			p.Go(func() {
-				if e := end.Load(); e != 0 && int64(pageNo) >= e || stopped(o.Stop) {
+				if j.past(pageNo) || stopped(o.Stop) {
 					return
 				}
-				// The end: this page (a 404, an empty listing), or the page
-				// after a last page its pager names, known as soon as that
-				// page is fetched, so no page past it is started.
-				endAt := func(pastEnd int64) {
-					for {
-						e := end.Load()
-						if e != 0 && e <= pastEnd || end.CompareAndSwap(e, pastEnd) {
-							return
-						}
-					}
-				}
-				fetched := func(pg *parser.Page) {
-					if pg.LastPage != 0 && pg.LastPage == pageNo {
-						endAt(int64(pageNo) + 1)
-					}
-				}
-				err := r.page(ctx, ledger.PageKey{Journal: journal, Page: pageNo}, po, true, fetched, func(oc Outcome, err error) {
-					if err != nil {
-						cancel(err)
-						return
-					}
-					if oc.Result == Failed {
-						failedInRow.Add(1)
-					} else {
-						failedInRow.Store(0)
-					}
-					if oc.Result == PastEnd {
-						endAt(int64(pageNo))
-					}
-					if open && oc.Result == Done {
-						walkMu.Lock()
-						if walk.page(oc.Delivered) && !oc.Delivered.Last && !walkStopped {
-							walkStopped = true
-							r.log.Warn("stopping the open-ended walk: pages in a row with no paper not already met in this run (pages in flight finish)",
-								"journal", journal, "page", pageNo, "pages", walk.run)
-							endAt(int64(pageNo) + 1)
-						}
-						walkMu.Unlock()
-					}
-				})
-				if err != nil {
+				if err := j.fetch(ctx, po, pageNo, cancel); err != nil {
 					cancel(err)
 				}
 			})
@@ -170,10 +110,109 @@ func (r *Run) Backfill(ctx context.Context, o BackfillOptions) error {
 	if err := context.Cause(ctx); err != nil || stopped(o.Stop) {
 		return err
 	}
-	if open && o.From == 1 {
+	if o.To == 0 && o.From == 1 {
 		return r.countAsAudit(context.WithoutCancel(ctx), ends)
 	}
 	return nil
+}
+
+// journalPages is one journal's pages in a backfill: its range, where
+// its listing ends, and an open range's rules (repeats, failed pages in a
+// row, backfill.max_pages).
+type journalPages struct {
+	r       *Run
+	journal int64
+	open    bool // an open range (To 0)
+	to      int  // the last page taken (0: until the listing ends)
+	limits  Limits
+	// end is the first page found past the listing's end (0: none yet).
+	end atomic.Int64
+	// failedInRow: an open-ended walk gives up after too many.
+	failedInRow atomic.Int64
+	// An open range's walk: the repeat rule, over pages in the order they
+	// are committed.
+	mu          sync.Mutex
+	walk        repeats
+	walkStopped bool
+}
+
+func (r *Run) backfillJournal(journal int64, o BackfillOptions) *journalPages {
+	l := o.limits(journal)
+	j := &journalPages{r: r, journal: journal, open: o.To == 0, to: o.To, limits: l, walk: repeats{limit: l.StopAfterRepeatPages}}
+	if j.open && l.MaxPages > 0 {
+		j.to = o.From + l.MaxPages - 1
+	}
+	return j
+}
+
+// past: the page is past the listing's end, as found so far.
+func (j *journalPages) past(page int) bool {
+	e := j.end.Load()
+	return e != 0 && int64(page) >= e
+}
+
+// endAt: the listing ends before pastEnd (a 404 or an empty listing
+// there, or a last page its pager names just before), known as soon as
+// the page is fetched, so no page past it is started.
+func (j *journalPages) endAt(pastEnd int64) {
+	for {
+		e := j.end.Load()
+		if e != 0 && e <= pastEnd || j.end.CompareAndSwap(e, pastEnd) {
+			return
+		}
+	}
+}
+
+// sayCapped puts in the summary that the open walk stopped at
+// backfill.max_pages, unless it met the listing's end or its repeat rule.
+func (j *journalPages) sayCapped() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// end is the first page past the listing: to+1 when the listing ended
+	// at the limit itself.
+	if e := j.end.Load(); (e == 0 || e > int64(j.to)+1) && !j.walkStopped {
+		j.r.sum.addIncomplete(j.journal, j.to, WhyBackfillMaxPages)
+	}
+}
+
+// fetch does one page; cancel ends the run on what stops it (the ledger,
+// a sink).
+func (j *journalPages) fetch(ctx context.Context, po PageOptions, page int, cancel context.CancelCauseFunc) error {
+	fetched := func(pg *parser.Page) {
+		if pg.LastPage != 0 && pg.LastPage == page {
+			j.endAt(int64(page) + 1)
+		}
+	}
+	return j.r.page(ctx, ledger.PageKey{Journal: j.journal, Page: page}, po, true, fetched, func(oc Outcome, err error) {
+		if err != nil {
+			cancel(err)
+			return
+		}
+		j.finished(page, oc)
+	})
+}
+
+// finished counts a page's outcome by the journal's rules.
+func (j *journalPages) finished(page int, oc Outcome) {
+	if oc.Result == Failed {
+		j.failedInRow.Add(1)
+	} else {
+		j.failedInRow.Store(0)
+	}
+	if oc.Result == PastEnd {
+		j.endAt(int64(page))
+	}
+	if !j.open || oc.Result != Done {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.walk.page(oc.Delivered) && !oc.Delivered.Last && !j.walkStopped {
+		j.walkStopped = true
+		j.r.log.Warn("stopping the open-ended walk: pages in a row with no paper not already met in this run (pages in flight finish)",
+			"journal", j.journal, "page", page, "pages", j.walk.run)
+		j.endAt(int64(page) + 1)
+	}
 }
 
 // countAsAudit: an open-ended backfill from page 1 that read every page

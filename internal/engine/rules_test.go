@@ -178,16 +178,16 @@ func TestSummaryCountsAFailedPageOnce(t *testing.T) {
 // A page handed on (a fleet's job to be tried again, maybe by another
 // worker) is no failure of the run: it leaves the failures, counts as a
 // "job" retry, and the failures after it keep their places.
-func TestHandOnTakesAPageOutOfTheFailures(t *testing.T) {
+func TestRetryLaterTakesAPageOutOfTheFailures(t *testing.T) {
 	s := NewSummary()
 	for p := 1; p <= 3; p++ {
 		s.addFailure(ledger.PageKey{Journal: 5, Page: p}, fmt.Errorf("page %d", p))
 	}
-	s.HandOn(ledger.PageKey{Journal: 5, Page: 2})
+	s.RetryLater(ledger.PageKey{Journal: 5, Page: 2})
 	s.addFailure(ledger.PageKey{Journal: 5, Page: 3}, fmt.Errorf("page 3 again"))
 	f := s.Failures()
 	if s.Failed.Load() != 2 || len(f) != 2 || f[0].Page != 1 || f[1].Page != 3 || f[1].Error != "page 3 again" ||
 		s.Journals()[5].PagesFailed != 2 || s.Retries()["job"] != 1 {
-		t.Errorf("after HandOn: failed %d, failures %+v, journal %+v, retries %v", s.Failed.Load(), f, s.Journals()[5], s.Retries())
+		t.Errorf("after RetryLater: failed %d, failures %+v, journal %+v, retries %v", s.Failed.Load(), f, s.Journals()[5], s.Retries())
 	}
 }

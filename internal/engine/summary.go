@@ -145,8 +145,8 @@ type AuditSummary struct {
 // MaxAuditRows bounds the journals an AuditSummary lists.
 const MaxAuditRows = 50
 
-// RetryLater sums up the run's audits (nil: no nightly walk in the run).
-func (s *Summary) RetryLater() *AuditSummary { return SumAudits(s.Audits()) }
+// Audit sums up the run's audits (nil: no nightly walk in the run).
+func (s *Summary) Audit() *AuditSummary { return SumAudits(s.Audits()) }
 
 // CoverageOf is a journal's audit coverage as its walk state stands.
 func CoverageOf(journal int64, s ledger.WalkState) AuditCoverage {
@@ -481,10 +481,10 @@ func (s *Summary) addFailure(k ledger.PageKey, err error) {
 	s.journal(k.Journal).PagesFailed++
 }
 
-// HandOn takes a failed page back out of the run's failures: it is not
+// RetryLater takes a failed page back out of the run's failures: it is not
 // given up but handed on, to be tried again later (a fleet's job, retried
 // by whichever worker takes it next). It counts as a retry ("job").
-func (s *Summary) HandOn(k ledger.PageKey) {
+func (s *Summary) RetryLater(k ledger.PageKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.retries["job"]++

@@ -382,106 +382,17 @@ func (n *Walk) follow(page int, d Delivered, revisit bool) {
 const recentPapers = 256
 
 // scan walks the page's papers through the phases; true when the walk is
-// done: the top part and every gap closed.
+// done: the top part and every gap closed. Each paper is read by its
+// phase's rules (pageScan.paper), then the page as a whole
+// (pageScan.whole).
 func (n *Walk) scan(page int, d Delivered) (done bool) {
-	ps := d.Papers
-	seen := func(i int) ledger.Delivery {
-		if i < len(d.Delivery) {
-			return d.Delivery[i]
-		}
-		return ledger.DeliveredBefore
-	}
-	// proof: ps[i] and the paper before it (maybe the last page's last)
-	// are two of bound's papers, in their order; a bound of one paper:
-	// that paper.
-	proof := func(i int, bound []string) bool {
-		k := paperIndex(ps[i], bound)
-		switch {
-		case k < 0:
-			return false
-		case papersIn(bound) == 1:
-			return true
-		}
-		p := entriesIndex(n.Prev, bound)
-		if i > 0 {
-			p = paperIndex(ps[i-1], bound)
-		}
-		return p >= 0 && p < k
-	}
-	// pos is a paper's place in the listing as it was when the walk read
-	// page 1 (Shift).
-	pos := func(i int) int { return (page-1)*max(n.PerPage, 1) + i + 1 - n.Shift }
+	s := &pageScan{n: n, page: page, d: d, ps: d.Papers}
 	n.jump = 0
-	movedSaid, metSaid := false, false
 	landing := n.Phase == PhaseSeek
 	phase, marks := n.Phase, len(n.State.Marks)
-	for i := 0; i < len(ps); i++ {
-		var mark ledger.WalkMark
-		if len(n.State.Marks) > 0 {
-			mark = n.State.Marks[0]
-		}
-		var next []string // the next mark's papers
-		if len(n.State.Marks) > 1 {
-			next = n.State.Marks[1].Papers
-		}
-		switch n.Phase {
-		case PhaseTop:
-			switch {
-			case len(n.State.Head) > 0 && proof(i, n.State.Head):
-				n.Bound = pos(i) - ordinal(ps[i], n.State.Head)
-				if n.toMark(page) {
-					return true
-				}
-			case len(mark.Papers) > 0 && proof(i, mark.Papers):
-				n.note("page %d: the papers that began the listing last night were not met before the first gap's start: the walk goes on into the gap", page)
-				n.Phase, n.Bound = PhaseGap, 0
-			}
-		case PhaseSeek, PhaseSweep:
-			before := n.Phase == PhaseSeek && (seen(i) == ledger.NeverDelivered && i == 0 || len(mark.End) > 0 && proof(i, mark.End) || in(ps[i], next))
-			switch {
-			case in(ps[i], mark.Papers):
-				n.Phase, n.jump = PhaseGap, 0
-			case before && page-1 >= n.SkipFrom:
-				// The jump landed below the gap's start: papers above
-				// the mark were removed, and its gap moved up. A page
-				// back, until the page before shows where it starts.
-				n.note("page %d does not show the papers of the gap at page %d where they were expected, but what lies below them: the walk goes back a page", page, mark.Page)
-				n.Page, n.Back = page-1, pos(0)
-				return false
-			case n.Phase == PhaseSeek && seen(i) == ledger.NeverDelivered:
-				n.note("page %d: papers never delivered after papers delivered before, without the papers that began the gap at page %d: the gap starts here", page, mark.Page)
-				n.Phase, n.jump = PhaseGap, 0
-			case len(mark.End) > 0 && proof(i, mark.End):
-				n.note("page %d: the papers that began the gap at page %d are gone, and its end is here", page, mark.Page)
-				if n.closeGap(page, pos(i)-ordinal(ps[i], mark.End)) {
-					return true
-				}
-			case len(next) > 0 && proof(i, next):
-				n.note("page %d: neither the papers that began the gap at page %d nor those that end it were met before the next gap's start: the walk goes on into it", page, mark.Page)
-				n.State.Marks, n.Bound, n.Phase, n.jump, n.Closed = n.State.Marks[1:], 0, PhaseGap, 0, n.Closed+1
-			case seen(i) == ledger.NeverDelivered && page >= n.Target-1:
-				n.note("page %d: a paper never delivered before the papers that began the gap at page %d: the gap starts here", page, mark.Page)
-				n.Phase, n.jump = PhaseGap, 0
-			case seen(i) == ledger.NeverDelivered:
-				n.Met = true
-				if !metSaid {
-					metSaid = true
-					n.note("page %d: paper %s, never delivered, is above the gap at page %d (moved up, or the gap moved): delivered", page, ps[i].ID, mark.Page)
-				}
-			}
-		case PhaseGap:
-			switch {
-			case len(mark.End) > 0 && proof(i, mark.End):
-				if n.closeGap(page, pos(i)-ordinal(ps[i], mark.End)) {
-					return true
-				}
-			case len(next) > 0 && proof(i, next):
-				n.note("page %d: the papers that end the gap at page %d were not met before the next gap's start: the walk goes on into it", page, mark.Page)
-				n.State.Marks, n.Bound, n.Closed = n.State.Marks[1:], 0, n.Closed+1
-			case seen(i) == ledger.DeliveredBefore && !in(ps[i], mark.End) && !in(ps[i], mark.Papers) && !movedSaid:
-				movedSaid = true
-				n.note("page %d: paper %s, delivered before, is inside the gap at page %d (moved, re-dated, listed twice, or read by an audit before): not taken as the gap's end", page, ps[i].ID, mark.Page)
-			}
+	for i := range s.ps {
+		if st := s.paper(i); st != goOn {
+			return st == finished
 		}
 	}
 	if n.Phase != phase || len(n.State.Marks) != marks {
@@ -493,30 +404,190 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 		// listing down; this page lies above where the walk got to.
 		n.KnownRun = 0
 	}
-	// What the page as a whole says.
+	if st := s.whole(landing); st != goOn {
+		return st == finished
+	}
+	if n.Phase == PhaseSweep && n.jump > 0 {
+		n.Phase, n.SkipFrom, n.Page = PhaseSeek, page+1, n.jump
+	}
+	return false
+}
+
+// scanStep is what a paper, or a page as a whole, tells the scan.
+type scanStep int
+
+const (
+	goOn     scanStep = iota // read on
+	stop                     // the scan ends here, the walk not done (it goes back a page)
+	finished                 // the walk is done
+)
+
+// finishedIf is finished when the walk is done, else goOn.
+func finishedIf(done bool) scanStep {
+	if done {
+		return finished
+	}
+	return goOn
+}
+
+// pageScan is one page read by the walk's rules.
+type pageScan struct {
+	n    *Walk
+	page int
+	d    Delivered
+	ps   []ledger.Paper
+	// movedSaid, metSaid: the page's note of a moved paper, or of one
+	// never delivered above the gap, is said (once a page).
+	movedSaid, metSaid bool
+}
+
+// seen is what the ledger knew of ps[i] before the page.
+func (s *pageScan) seen(i int) ledger.Delivery {
+	if i < len(s.d.Delivery) {
+		return s.d.Delivery[i]
+	}
+	return ledger.DeliveredBefore
+}
+
+// proof: ps[i] and the paper before it (maybe the last page's last) are
+// two of bound's papers, in their order; a bound of one paper: that paper.
+func (s *pageScan) proof(i int, bound []string) bool {
+	k := paperIndex(s.ps[i], bound)
+	switch {
+	case k < 0:
+		return false
+	case papersIn(bound) == 1:
+		return true
+	}
+	p := entriesIndex(s.n.Prev, bound)
+	if i > 0 {
+		p = paperIndex(s.ps[i-1], bound)
+	}
+	return p >= 0 && p < k
+}
+
+// pos is a paper's place in the listing as it was when the walk read
+// page 1 (Shift).
+func (s *pageScan) pos(i int) int {
+	return (s.page-1)*max(s.n.PerPage, 1) + i + 1 - s.n.Shift
+}
+
+// paper reads ps[i] by the rules of the walk's phase.
+func (s *pageScan) paper(i int) scanStep {
+	n := s.n
+	var mark ledger.WalkMark
+	if len(n.State.Marks) > 0 {
+		mark = n.State.Marks[0]
+	}
+	var next []string // the next mark's papers
+	if len(n.State.Marks) > 1 {
+		next = n.State.Marks[1].Papers
+	}
+	switch n.Phase {
+	case PhaseTop:
+		return s.top(i, mark)
+	case PhaseSeek, PhaseSweep:
+		return s.seek(i, mark, next)
+	case PhaseGap:
+		return s.gap(i, mark, next)
+	}
+	return goOn
+}
+
+// top: the top part ends where the papers that began the listing last
+// night are proven; met first, the first gap's start sends the walk into
+// the gap.
+func (s *pageScan) top(i int, mark ledger.WalkMark) scanStep {
+	n := s.n
+	switch {
+	case len(n.State.Head) > 0 && s.proof(i, n.State.Head):
+		n.Bound = s.pos(i) - ordinal(s.ps[i], n.State.Head)
+		return finishedIf(n.toMark(s.page))
+	case len(mark.Papers) > 0 && s.proof(i, mark.Papers):
+		n.note("page %d: the papers that began the listing last night were not met before the first gap's start: the walk goes on into the gap", s.page)
+		n.Phase, n.Bound = PhaseGap, 0
+	}
+	return goOn
+}
+
+// seek (a jump toward a gap's start) and sweep (page by page to it): where
+// the gap starts, or that it moved, or that its start is gone.
+func (s *pageScan) seek(i int, mark ledger.WalkMark, next []string) scanStep {
+	n, page, p := s.n, s.page, s.ps[i]
+	before := n.Phase == PhaseSeek && (s.seen(i) == ledger.NeverDelivered && i == 0 || len(mark.End) > 0 && s.proof(i, mark.End) || in(p, next))
+	switch {
+	case in(p, mark.Papers):
+		n.Phase, n.jump = PhaseGap, 0
+	case before && page-1 >= n.SkipFrom:
+		// The jump landed below the gap's start: papers above the mark
+		// were removed, and its gap moved up. A page back, until the page
+		// before shows where it starts.
+		n.note("page %d does not show the papers of the gap at page %d where they were expected, but what lies below them: the walk goes back a page", page, mark.Page)
+		n.Page, n.Back = page-1, s.pos(0)
+		return stop
+	case n.Phase == PhaseSeek && s.seen(i) == ledger.NeverDelivered:
+		n.note("page %d: papers never delivered after papers delivered before, without the papers that began the gap at page %d: the gap starts here", page, mark.Page)
+		n.Phase, n.jump = PhaseGap, 0
+	case len(mark.End) > 0 && s.proof(i, mark.End):
+		n.note("page %d: the papers that began the gap at page %d are gone, and its end is here", page, mark.Page)
+		return finishedIf(n.closeGap(page, s.pos(i)-ordinal(p, mark.End)))
+	case len(next) > 0 && s.proof(i, next):
+		n.note("page %d: neither the papers that began the gap at page %d nor those that end it were met before the next gap's start: the walk goes on into it", page, mark.Page)
+		n.State.Marks, n.Bound, n.Phase, n.jump, n.Closed = n.State.Marks[1:], 0, PhaseGap, 0, n.Closed+1
+	case s.seen(i) == ledger.NeverDelivered && page >= n.Target-1:
+		n.note("page %d: a paper never delivered before the papers that began the gap at page %d: the gap starts here", page, mark.Page)
+		n.Phase, n.jump = PhaseGap, 0
+	case s.seen(i) == ledger.NeverDelivered:
+		n.Met = true
+		if !s.metSaid {
+			s.metSaid = true
+			n.note("page %d: paper %s, never delivered, is above the gap at page %d (moved up, or the gap moved): delivered", page, p.ID, mark.Page)
+		}
+	}
+	return goOn
+}
+
+// gap: the gap closes where its end is proven; the next gap's start met
+// first carries the walk into that gap.
+func (s *pageScan) gap(i int, mark ledger.WalkMark, next []string) scanStep {
+	n, page, p := s.n, s.page, s.ps[i]
+	switch {
+	case len(mark.End) > 0 && s.proof(i, mark.End):
+		return finishedIf(n.closeGap(page, s.pos(i)-ordinal(p, mark.End)))
+	case len(next) > 0 && s.proof(i, next):
+		n.note("page %d: the papers that end the gap at page %d were not met before the next gap's start: the walk goes on into it", page, mark.Page)
+		n.State.Marks, n.Bound, n.Closed = n.State.Marks[1:], 0, n.Closed+1
+	case s.seen(i) == ledger.DeliveredBefore && !in(p, mark.End) && !in(p, mark.Papers) && !s.movedSaid:
+		s.movedSaid = true
+		n.note("page %d: paper %s, delivered before, is inside the gap at page %d (moved, re-dated, listed twice, or read by an audit before): not taken as the gap's end", page, p.ID, mark.Page)
+	}
+	return goOn
+}
+
+// whole is what the page as a whole says, after its papers: the rules
+// that count pages (the known-pages rule, giving up unproven), and a
+// seek's landing.
+func (s *pageScan) whole(landing bool) scanStep {
+	n, page := s.n, s.page
 	switch n.Phase {
 	case PhaseTop:
 		switch {
 		case len(n.State.Head) == 0 && n.StopAfterKnown > 0 && n.KnownRun >= n.StopAfterKnown:
-			// No head to prove against (a state of an earlier version,
-			// or a first walk after a backfill): the known-pages rule.
+			// No head to prove against (a state of an earlier version, or
+			// a first walk after a backfill): the known-pages rule.
 			n.Bound = 0
-			if n.toMark(page) {
-				return true
-			}
+			return finishedIf(n.toMark(page))
 		case len(n.State.Head) > 0 && n.KnownRun >= n.giveUp():
 			n.unproven(page, fmt.Sprintf("the papers that began the listing last night were not met in %d pages of papers delivered before: the top part ends here, unproven", n.KnownRun))
 			n.Bound = 0
-			if n.toMark(page) {
-				return true
-			}
+			return finishedIf(n.toMark(page))
 		}
 	case PhaseSeek:
 		switch {
-		case d.Last && page-1 >= n.SkipFrom:
+		case s.d.Last && page-1 >= n.SkipFrom:
 			n.note("page %d, the listing's last, does not show the papers of the gap at page %d: the walk goes back a page", page, n.State.Marks[0].Page)
-			n.Page, n.Back = page-1, pos(0)
-			return false
+			n.Page, n.Back = page-1, s.pos(0)
+			return stop
 		case landing:
 			n.Phase = PhaseSweep // landed above the gap: on page by page
 		}
@@ -524,31 +595,29 @@ func (n *Walk) scan(page int, d Delivered) (done bool) {
 		if mark := n.State.Marks[0]; n.jump == 0 && page > n.Target+n.giveUp() && n.KnownRun >= n.giveUp() {
 			n.unproven(page, fmt.Sprintf("the papers that began the gap at page %d were not found %d pages past where they were expected: the gap is given up", mark.Page, page-n.Target))
 			n.State.Marks, n.Bound = n.State.Marks[1:], 0
-			if n.toMark(page) {
-				return true
-			}
+			return finishedIf(n.toMark(page))
 		}
 	case PhaseGap:
-		mark := n.State.Marks[0]
-		switch {
-		case n.KnownRun >= n.giveUp():
-			what := fmt.Sprintf("the papers that end the gap at page %d were not met in %d pages of papers delivered before: the gap is closed here, unproven", mark.Page, n.KnownRun)
-			if len(mark.End) == 0 {
-				// A first crawl's gap, or one of an earlier version: its
-				// end is not known.
-				what = fmt.Sprintf("the gap at page %d, whose end is not known (a first crawl's, or one left by an earlier version), met %d pages of papers delivered before: it is closed here", mark.Page, n.KnownRun)
-			}
-			n.unproven(page, what)
-			n.State.Marks, n.Bound = n.State.Marks[1:], 0
-			if n.toMark(page) {
-				return true
-			}
+		if n.KnownRun >= n.giveUp() {
+			return s.giveUpGap()
 		}
 	}
-	if n.Phase == PhaseSweep && n.jump > 0 {
-		n.Phase, n.SkipFrom, n.Page = PhaseSeek, page+1, n.jump
+	return goOn
+}
+
+// giveUpGap closes the gap unproven after giveUp pages of papers
+// delivered before.
+func (s *pageScan) giveUpGap() scanStep {
+	n, mark := s.n, s.n.State.Marks[0]
+	what := fmt.Sprintf("the papers that end the gap at page %d were not met in %d pages of papers delivered before: the gap is closed here, unproven", mark.Page, n.KnownRun)
+	if len(mark.End) == 0 {
+		// A first crawl's gap, or one of an earlier version: its end is
+		// not known.
+		what = fmt.Sprintf("the gap at page %d, whose end is not known (a first crawl's, or one left by an earlier version), met %d pages of papers delivered before: it is closed here", mark.Page, n.KnownRun)
 	}
-	return false
+	n.unproven(s.page, what)
+	n.State.Marks, n.Bound = n.State.Marks[1:], 0
+	return finishedIf(n.toMark(s.page))
 }
 
 // closeGap closes Marks[0] on page, its End proven there with its first
@@ -722,65 +791,67 @@ func (w Walk) cut(d Delivered, last int) ledger.WalkState {
 		if len(s.Marks) > 0 && len(tail) > 0 {
 			s.Marks[0].Page, s.Marks[0].Papers, s.Marks[0].Offset, s.Marks[0].From = last, tail, at, 0
 		}
-	case PhaseSweep:
-		if len(s.Marks) == 0 {
-			break
-		}
-		if w.Met && len(tail) > 0 {
-			// Papers never delivered met on the way: the gap, or what is
-			// left of it, lies below where the sweep stopped (it went
-			// page by page from a page above the gap).
-			s.Marks[0].Page, s.Marks[0].Papers, s.Marks[0].Offset, s.Marks[0].From = last, tail, at, 0
-			break
-		}
-		fallthrough
-	case PhaseSeek:
-		if len(s.Marks) == 0 {
-			break
-		}
-		// Not reached: the mark stays, where the walk expected it; a
-		// sweep's next walk goes on from where it stopped (From).
-		m := &s.Marks[0]
-		off, from := 0, 0
-		if w.Bound > 0 && m.Offset > 0 {
-			off = w.Bound + m.Offset - 1
-		}
-		if w.phase() == PhaseSweep && at > 0 {
-			from = at
-		} else if w.Bound > 0 && m.From > 0 {
-			from = w.Bound + m.From - 1
-		}
-		m.Page, m.Offset, m.From = max(w.Target, 1), off, from
-		if w.EndBefore > 0 && m.Page >= w.EndBefore {
-			// Expected past the listing's end: its places are stale.
-			m.Page, m.Offset, m.From = max(w.EndBefore-1, 1), 0, 0
-		}
-		if w.Back > 0 {
-			// Went back from a page below the gap: it starts above.
-			m.Page, m.Offset, m.From = max(w.Page, 1), w.Back, 0
+	case PhaseSweep, PhaseSeek:
+		if len(s.Marks) > 0 {
+			w.placeLooked(&s.Marks[0], tail, last, at)
 		}
 	}
 	if len(s.Marks) > 0 && w.phase() != PhaseTop {
-		m := &s.Marks[0]
-		m.Far = max(far, reach)
-		// A night that tried the gap (two pages or more past its top
-		// part: one landing page is a night short of pages) and got no
-		// further on it — no paper of it delivered, none closed, no page
-		// further down, however its mark moved (two states taking turns
-		// are no progress either) — counts towards giving it up.
-		switch {
-		case w.Looking == nil || w.Spent < 2:
-		case w.Gained == 0 && w.Closed == 0 && (reach <= far || w.Bound == 0 && reach == 0):
-			m.Stuck++
-		default:
-			m.Stuck = 0
-		}
+		w.countStuck(&s.Marks[0], far, reach)
 	}
 	s.Head = w.headAfter()
 	if len(s.Marks) == 0 {
 		s.Marks = nil
 	}
 	return s
+}
+
+// placeLooked places the mark a walk was looking for (seek, sweep) when
+// it stopped: below where a sweep stopped when it met papers never
+// delivered on the way (the gap, or what is left of it, lies below: it
+// went page by page from a page above the gap); else, not reached, where
+// the walk expected it, a sweep's next walk going on from where it
+// stopped (From).
+func (w Walk) placeLooked(m *ledger.WalkMark, tail []string, last, at int) {
+	if w.phase() == PhaseSweep && w.Met && len(tail) > 0 {
+		m.Page, m.Papers, m.Offset, m.From = last, tail, at, 0
+		return
+	}
+	off, from := 0, 0
+	if w.Bound > 0 && m.Offset > 0 {
+		off = w.Bound + m.Offset - 1
+	}
+	if w.phase() == PhaseSweep && at > 0 {
+		from = at
+	} else if w.Bound > 0 && m.From > 0 {
+		from = w.Bound + m.From - 1
+	}
+	m.Page, m.Offset, m.From = max(w.Target, 1), off, from
+	if w.EndBefore > 0 && m.Page >= w.EndBefore {
+		// Expected past the listing's end: its places are stale.
+		m.Page, m.Offset, m.From = max(w.EndBefore-1, 1), 0, 0
+	}
+	if w.Back > 0 {
+		// Went back from a page below the gap: it starts above.
+		m.Page, m.Offset, m.From = max(w.Page, 1), w.Back, 0
+	}
+}
+
+// countStuck keeps how far walks got on the mark (Far) and counts a night
+// that tried the gap (two pages or more past its top part: one landing
+// page is a night short of pages) and got no further on it — no paper of
+// it delivered, none closed, no page further down, however its mark moved
+// (two states taking turns are no progress either) — towards giving it
+// up.
+func (w Walk) countStuck(m *ledger.WalkMark, far, reach int) {
+	m.Far = max(far, reach)
+	switch {
+	case w.Looking == nil || w.Spent < 2:
+	case w.Gained == 0 && w.Closed == 0 && (reach <= far || w.Bound == 0 && reach == 0):
+		m.Stuck++
+	default:
+		m.Stuck = 0
+	}
 }
 
 // Stop ends a walk that did not end by its rule: after page last (the

@@ -103,7 +103,7 @@ var variants = []variant{
 // SEEDS (default 6 per variant), SEED0, VARIANT and SHOW choose what runs
 // (SHOWLISTING=1 adds the final listing to a failing seed's log):
 //
-//	SEEDS=200 go test ./engine -run TestNightlyRandomNights -timeout 30m
+//	SEEDS=200 go test ./internal/engine -run TestNightlyRandomNights -timeout 30m
 func TestNightlyRandomNights(t *testing.T) {
 	only := os.Getenv("VARIANT")
 	seeds := envInt("SEEDS", 6)

@@ -25,9 +25,15 @@
 //     earliest start of the next request, advanced with compare-and-set
 //     (Pacer).
 //
-// Files: frontier.go (Connect, streams and buckets, replicas, the server
-// version), jobs.go (Job, Enqueue, the walk's next job), ledger.go (the
-// fleet ledger), worker.go (Worker, a driver of engine.Run), retry.go (asking
-// again while a cluster elects a leader), status.go
-// (Status, DeadLetters), pacer.go (Pacer).
+// Files:
+//   - frontier.go: Connect, streams and buckets, replicas, the server version
+//   - jobs.go: Job, Enqueue, the walk's next job
+//   - validate.go: a job's bounds (Job.Validate), a run id's shape
+//   - ledger.go: the fleet's ledger (and its walk states)
+//   - worker.go: Worker, a driver of engine.Run
+//   - workers.go: the workers bucket (each worker's word: state, jobs held,
+//     jobs done) and the runs stream
+//   - view.go: the fleet's view read by subject, without a consumer, bounded
+//   - status.go: Status, DeadLetters
+//   - pacer.go: Pacer, fleet-wide politeness
 package frontier

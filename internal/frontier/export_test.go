@@ -2,12 +2,11 @@ package frontier
 
 import "github.com/litcrawl/litcrawl/internal/engine"
 
-// SetMinServerVersion makes Connect require version v, for a test that
-// plays an old server; it returns the restore.
-func SetMinServerVersion(v string) (restore func()) {
-	old := minServerVersion
-	minServerVersion = v
-	return func() { minServerVersion = old }
+// WithMinServerVersion makes Connect with o require version v, for a
+// test that plays an old server.
+func WithMinServerVersion(o Options, v string) Options {
+	o.minServerVersion = v
+	return o
 }
 
 // WalkOf is the job's walk.

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,13 +34,12 @@ const (
 	DefaultMaxDeliver = 5
 )
 
-// minServerVersion is the oldest server Connect accepts (a variable for a
-// test that plays an old server).
-var minServerVersion = jsadmin.MinServerVersion
-
 // Options are the frontier's settings. A zero value leaves what exists as
 // it is, and creates what does not with the default.
 type Options struct {
+	// minServerVersion, when set (a test that plays an old server), is
+	// the oldest server Connect accepts instead of jsadmin's.
+	minServerVersion string
 	// AckWait is how long a worker may hold a job without a heartbeat
 	// before it goes to another (default 2m).
 	AckWait time.Duration
@@ -105,7 +105,7 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("frontier %s: connect: %s (is a nats-server with JetStream on, 2.9.10 or newer, listening there?)", red, redact.Error(err, url))
 	}
-	if err := jsadmin.CheckVersion(nc.ConnectedServerVersion(), minServerVersion); err != nil {
+	if err := jsadmin.CheckVersion(nc.ConnectedServerVersion(), cmp.Or(o.minServerVersion, jsadmin.MinServerVersion)); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("frontier %s: %w", red, err)
 	}

@@ -467,8 +467,7 @@ func TestDeadLettersLeaveTheQueue(t *testing.T) {
 // A server older than the oldest supported is refused, naming both.
 func TestRefusesAnOldServer(t *testing.T) {
 	n := natstest.Start(t)
-	defer frontier.SetMinServerVersion("99.1.0")()
-	_, err := frontier.Connect(ctx, n.URL(), frontier.Options{})
+	_, err := frontier.Connect(ctx, n.URL(), frontier.WithMinServerVersion(frontier.Options{}, "99.1.0"))
 	if err == nil || !strings.Contains(err.Error(), "is older than 99.1.0") || !strings.Contains(err.Error(), "nats-server 2.") {
 		t.Fatalf("Connect to an old server: %v", err)
 	}

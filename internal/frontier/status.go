@@ -111,16 +111,10 @@ const maxListedJobSubjects = 20_000
 func (f *Frontier) Status(ctx context.Context) (*Status, error) { return f.status(ctx, true) }
 
 // status is Status; without workers it reads only the streams and the
-// consumer (an idle worker asking whether the fleet is drained).
+// consumer (an idle worker asking whether the fleet is drained). Workers
+// are read first, so that what they did never passes what was enqueued.
 func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error) {
 	st := &Status{Server: f.ServerVersion()}
-	per := map[int64]*JournalStatus{}
-	get := func(j int64) *JournalStatus {
-		if per[j] == nil {
-			per[j] = &JournalStatus{Journal: j}
-		}
-		return per[j]
-	}
 	var workers []WorkerInfo
 	if withWorkers {
 		var err error
@@ -128,11 +122,55 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 			return nil, err
 		}
 	}
-	var ji, di *jetstream.StreamInfo
-	var ci *jetstream.ConsumerInfo
-	// Per journal, the subjects are listed, unless a stream holds more
-	// than maxListedJobSubjects: a listing of hundreds of thousands of
-	// jobs takes the server seconds a page; then the totals alone.
+	ji, di, ci, err := f.readQueues(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
+	}
+	per := journalRows{}
+	st.countQueues(ji, di, ci, per)
+	if ji.State.Msgs > 0 && ji.State.FirstSeq <= ci.AckFloor.Stream {
+		err := jsadmin.Retry(ctx, func(ctx context.Context) error {
+			st.Stuck = 0
+			return f.belowFloor(ctx, func(*jetstream.RawStreamMsg) error { st.Stuck++; return nil })
+		})
+		if err != nil {
+			return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
+		}
+	}
+	st.Workers, st.InFlightJobs, st.AckWait = workers, []HeldJob{}, f.AckWait().Seconds()
+	st.countWorkers(time.Now(), f.AckWait(), per)
+	if ji.Cluster != nil {
+		st.JobsLeader = ji.Cluster.Leader
+	}
+	st.Journals = []JournalStatus{}
+	for _, v := range per {
+		st.Journals = append(st.Journals, *v)
+	}
+	sort.Slice(st.Journals, func(a, b int) bool { return st.Journals[a].Journal < st.Journals[b].Journal })
+	if len(st.Journals) > MaxStatusJournals {
+		st.JournalsNotShown += len(st.Journals) - MaxStatusJournals
+		st.Journals = st.Journals[:MaxStatusJournals]
+	}
+	return st, nil
+}
+
+// journalRows are the status's rows by journal.
+type journalRows map[int64]*JournalStatus
+
+// get is journal j's row, made when it has none.
+func (per journalRows) get(j int64) *JournalStatus {
+	if per[j] == nil {
+		per[j] = &JournalStatus{Journal: j}
+	}
+	return per[j]
+}
+
+// readQueues reads the jobs stream, the dead-letter stream and the
+// consumer. Per journal, the subjects are listed, unless a stream holds
+// more than maxListedJobSubjects: a listing of hundreds of thousands of
+// jobs takes the server seconds a page; then the totals alone
+// (st.JournalsNotCounted).
+func (f *Frontier) readQueues(ctx context.Context, st *Status) (ji, di *jetstream.StreamInfo, ci *jetstream.ConsumerInfo, err error) {
 	info := func(ctx context.Context, s jetstream.Stream, filter string) (*jetstream.StreamInfo, error) {
 		i, err := s.Info(ctx)
 		if err != nil || i.State.NumSubjects > maxListedJobSubjects {
@@ -143,7 +181,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 		}
 		return s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	}
-	err := jsadmin.Retry(ctx, func(ctx context.Context) error {
+	err = jsadmin.Retry(ctx, func(ctx context.Context) error {
 		var err error
 		st.JournalsNotCounted = false
 		if ji, err = info(ctx, f.jobs, JobsSubject+".>"); err != nil {
@@ -157,37 +195,35 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
-	}
+	return ji, di, ci, err
+}
+
+// countQueues counts the jobs pending and dead-lettered, in all and by
+// journal.
+func (st *Status) countQueues(ji, di *jetstream.StreamInfo, ci *jetstream.ConsumerInfo, per journalRows) {
 	st.Enqueued = ji.State.LastSeq
 	for subj, n := range ji.State.Subjects {
 		if j, ok := journalOf(subj, JobsSubject); ok {
-			get(j).Pending += n
+			per.get(j).Pending += n
 			if strings.HasSuffix(subj, ".walk") {
-				get(j).Walking = true
+				per.get(j).Walking = true
 			}
 		}
 	}
 	st.Pending, st.Replicas = ji.State.Msgs, max(ji.Config.Replicas, 1)
 	for subj, n := range di.State.Subjects {
 		if j, ok := journalOf(subj, DeadSubject); ok {
-			get(j).Dead += n
+			per.get(j).Dead += n
 		}
 	}
 	st.Dead = di.State.Msgs
 	st.InFlight = uint64(ci.NumAckPending)
-	if ji.State.Msgs > 0 && ji.State.FirstSeq <= ci.AckFloor.Stream {
-		err := jsadmin.Retry(ctx, func(ctx context.Context) error {
-			st.Stuck = 0
-			return f.belowFloor(ctx, func(*jetstream.RawStreamMsg) error { st.Stuck++; return nil })
-		})
-		if err != nil {
-			return nil, fmt.Errorf("frontier %s: status: %w", f.url, err)
-		}
-	}
-	st.Workers, st.InFlightJobs, st.AckWait = workers, []HeldJob{}, f.AckWait().Seconds()
-	now := time.Now()
+}
+
+// countWorkers adds what the workers say: jobs done (in all, by journal,
+// and the rate of the last minute) and the jobs they hold, each shown
+// once.
+func (st *Status) countWorkers(now time.Time, ackWait time.Duration, per journalRows) {
 	lastMinute, since := 0, now
 	type jobKey struct {
 		journal int64
@@ -210,7 +246,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 		}
 		for k, n := range wi.DonePerJournal {
 			if j, err := strconv.ParseInt(k, 10, 64); err == nil && (per[j] != nil || len(per) < MaxStatusJournals) {
-				get(j).Done += n
+				per.get(j).Done += n
 			} else if err == nil {
 				overflow[j] = true
 			}
@@ -219,7 +255,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 		// A gone worker's jobs are back in the queue once the ack wait
 		// has passed since their last heartbeat; an exited one holds none.
 		wi.Held = slices.DeleteFunc(wi.Held, func(h HeldJob) bool {
-			return wi.State == WorkerExited || (wi.State == WorkerGone && now.Sub(h.Heartbeat) > f.AckWait())
+			return wi.State == WorkerExited || (wi.State == WorkerGone && now.Sub(h.Heartbeat) > ackWait)
 		})
 		for _, h := range wi.Held {
 			h.Worker, h.WorkerState = wi.ID, wi.State
@@ -250,20 +286,7 @@ func (f *Frontier) status(ctx context.Context, withWorkers bool) (*Status, error
 		st.PagesPerSecond = float64(lastMinute) / max(window.Seconds(), 1)
 		st.ETASeconds = float64(st.Pending) / st.PagesPerSecond
 	}
-	if ji.Cluster != nil {
-		st.JobsLeader = ji.Cluster.Leader
-	}
-	st.Journals = []JournalStatus{}
-	for _, v := range per {
-		st.Journals = append(st.Journals, *v)
-	}
-	sort.Slice(st.Journals, func(a, b int) bool { return st.Journals[a].Journal < st.Journals[b].Journal })
-	if len(st.Journals) > MaxStatusJournals {
-		st.JournalsNotShown = len(st.Journals) - MaxStatusJournals
-		st.Journals = st.Journals[:MaxStatusJournals]
-	}
-	st.JournalsNotShown += len(overflow)
-	return st, nil
+	st.JournalsNotShown = len(overflow)
 }
 
 // maxDeadErrorBytes bounds a dead letter's error as status shows it.

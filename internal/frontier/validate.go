@@ -40,7 +40,6 @@ func ValidRunID(id string) bool { return runIDShape.MatchString(id) }
 // and free of control characters (they go into the ledger). Its error
 // names the field and what is expected, without echoing the value.
 func (j Job) Validate() error {
-	bad := func(field, want string) error { return fmt.Errorf("job %s: expected %s", field, want) }
 	switch {
 	case config.CheckJournal(j.Journal) != nil:
 		return bad("journal", "a positive journal id")
@@ -61,7 +60,15 @@ func (j Job) Validate() error {
 	case j.Walk == nil:
 		return bad("walk", "a walk on a nightly job")
 	}
-	m := j.Walk
+	return validWalk(j.Walk)
+}
+
+// bad names a job's field and what is expected of it.
+func bad(field, want string) error { return fmt.Errorf("job %s: expected %s", field, want) }
+
+// validWalk checks a nightly job's walk: its phase, counters and limits,
+// and its entries and marks.
+func validWalk(m *WalkMsg) error {
 	within := func(field string, v, lo, hi int) error {
 		if v < lo || v > hi {
 			return bad("walk."+field, fmt.Sprintf("%d to %d", lo, hi))
@@ -104,6 +111,12 @@ func (j Job) Validate() error {
 			return err
 		}
 	}
+	return validWalkEntries(m)
+}
+
+// validWalkEntries checks a walk's entries and marks: few, small, and
+// free of control characters (they go into the ledger).
+func validWalkEntries(m *WalkMsg) error {
 	if (m.Phase == engine.PhaseSeek || m.Phase == engine.PhaseSweep || m.Phase == engine.PhaseGap) && len(m.State.Marks) == 0 {
 		return bad("walk.phase", "top or audit without marks")
 	}

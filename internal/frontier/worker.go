@@ -280,7 +280,7 @@ func (w *Worker) drained(ctx context.Context, lastSaid *time.Time) bool {
 }
 
 // rescueEvery is how often an idle worker looks for stuck jobs.
-var rescueEvery = 30 * time.Second
+const rescueEvery = 30 * time.Second
 
 // lost handles a failed fetch: the consumer or the stream is gone (a server
 // restarted on a damaged store, or an operator deleted them) and is made
@@ -459,7 +459,7 @@ func (w *Worker) failed(ctx context.Context, msg jetstream.Msg, job Job, cause e
 	w.retried.Add(1)
 	// Not a failure of this run: the job is tried again, here or by
 	// another worker (the run's summary counts it as a retry).
-	w.o.Run.Summary().HandOn(ledger.PageKey{Journal: job.Journal, Page: job.Page})
+	w.o.Run.Summary().RetryLater(ledger.PageKey{Journal: job.Journal, Page: job.Page})
 	w.o.Log.Warn("job failed: retried later", "journal", job.Journal, "page", job.Page, "delivery", deliveries, "retry_in", d.Round(time.Millisecond), "error", cause)
 	if err := msg.NakWithDelay(d); err != nil {
 		w.o.Log.Warn("job nak failed: redelivered after its ack wait", "journal", job.Journal, "page", job.Page, "error", err)

@@ -14,8 +14,17 @@ import (
 // Mask is what a secret is replaced with.
 const Mask = "REDACTED"
 
-// URL hides the password (or a token standing alone) in a URL's user
-// information. Strings that are not URLs with user information come back
+// userIsARole: in a URL of this scheme, a user name standing alone names
+// a role, not a token, and is shown (PostgreSQL's: the password comes
+// after it, or from the environment). In every other scheme a user name
+// alone may be the secret itself (a NATS token, an API key) and is
+// masked.
+func userIsARole(scheme string) bool {
+	return strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")
+}
+
+// URL hides the password (or a token standing alone, but a PostgreSQL
+// role: userIsARole) in a URL's user information. Strings that are not URLs with user information come back
 // unchanged; user information that cannot be parsed is dropped whole.
 //
 // Query parameters named like secrets (token, password, secret, key, …)
@@ -59,9 +68,11 @@ func URL(raw string) string {
 		}
 	}
 	if u.User != nil {
-		if _, has := u.User.Password(); has {
+		_, has := u.User.Password()
+		switch {
+		case has:
 			u.User = url.UserPassword(u.User.Username(), Mask)
-		} else {
+		case !userIsARole(u.Scheme):
 			u.User = url.User(Mask)
 		}
 	}

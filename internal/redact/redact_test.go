@@ -17,6 +17,11 @@ func TestURL(t *testing.T) {
 		"http://user:pw@site.example/literature_d1.htm":     "http://user:REDACTED@site.example/literature_d1.htm",
 		// A server list where each server has its scheme and user info.
 		"nats://a:pw1@h:1,nats://b:pw2@h:2": "nats://a:REDACTED@h:1,nats://b:REDACTED@h:2",
+		// A PostgreSQL user alone is a role, shown as the sink's errors
+		// show it; its password is not.
+		"postgres://crawler@db:5432/lit?table=papers": "postgres://crawler@db:5432/lit?table=papers",
+		"postgresql://crawler:pw@db:5432/lit":         "postgresql://crawler:REDACTED@db:5432/lit",
+		"POSTGRES://crawler@db/lit":                   "postgres://crawler@db/lit",
 	}
 	for in, want := range tests {
 		if got := URL(in); got != want {

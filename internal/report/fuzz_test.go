@@ -17,7 +17,7 @@ import (
 // one fails with an error or yields a run whose report is written; it
 // never panics.
 //
-//	go test ./report -run XXX -fuzz FuzzReportFile -fuzztime 60s
+//	go test ./internal/report -run XXX -fuzz FuzzReportFile -fuzztime 60s
 func FuzzReportFile(f *testing.F) {
 	f.Add([]byte(`{"run_id":"r","kind":"nightly","started":"2026-12-01T03:00:00Z","duration_seconds":2,"journals":[1,2],` +
 		`"pages":{"done":2,"failed":1},"papers":{"new":5},"retries":{"http-5xx":2},"failures":[{"journal":1,"page":2,"error":"HTTP 503"}],` +

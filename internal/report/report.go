@@ -291,32 +291,46 @@ const minSpeedPages = 10
 
 // buildCharts draws the charts from the runs, oldest first.
 func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart, error) {
-	var done []history.RunView // runs with a summary
+	r := chartRuns{d: d}
 	for _, v := range runs {
 		if v.Summary != nil {
-			done = append(done, v)
+			r.done = append(r.done, v)
 		}
 	}
-	var ax xAxis
-	if len(done) > 0 {
-		ax = newXAxis(done[0].Started, done[len(done)-1].Started, len(runs))
+	if len(r.done) > 0 {
+		r.ax = newXAxis(r.done[0].Started, r.done[len(r.done)-1].Started, len(runs))
 	}
 	// Numbered as the runs table numbers them (every run, 1 the oldest),
 	// so that run 7 on a chart is run 7 in the table.
-	xs := make(map[string]float64, len(done))
-	for _, v := range done {
-		xs[v.ID] = ax.x(number[v.ID]-1, v.Started)
+	r.xs = make(map[string]float64, len(r.done))
+	for _, v := range r.done {
+		r.xs[v.ID] = r.ax.x(number[v.ID]-1, v.Started)
 	}
 	var charts []chart
-	add := func(c chart, err error) error {
+	for _, draw := range []func() (chart, error){r.papers, r.speed, r.retries, r.fetchTimes, r.quality} {
+		c, err := draw()
 		charts = append(charts, c)
-		return err
+		if err != nil {
+			return nil, err
+		}
 	}
+	return charts, nil
+}
 
-	// New papers per run: all journals, and each of the journals with the
-	// most papers (the rest summed).
+// chartRuns are the runs the charts draw: those with a summary, and each
+// one's place on the time axis.
+type chartRuns struct {
+	d    Data
+	done []history.RunView
+	ax   xAxis
+	xs   map[string]float64 // by run id
+}
+
+// papers: new papers per run, all journals, and each of the journals with
+// the most papers (the rest summed).
+func (r chartRuns) papers() (chart, error) {
 	totals := map[int64]int64{}
-	for _, v := range done {
+	for _, v := range r.done {
 		for k, c := range v.Summary.PerJournal {
 			if j, err := strconv.ParseInt(k, 10, 64); err == nil {
 				totals[j] += c.PapersNew // a journal with no new paper still has its line
@@ -336,8 +350,8 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 		perJ[i] = series{name: "journal " + strconv.FormatInt(j, 10), color: i + 1}
 	}
 	other := series{name: "other journals", color: len(top) + 1, dashed: true}
-	for _, v := range done {
-		x := xs[v.ID]
+	for _, v := range r.done {
+		x := r.xs[v.ID]
 		fresh, _ := v.Papers()
 		all.pts = append(all.pts, plotter.XY{X: x, Y: float64(fresh)})
 		if len(v.Summary.PerJournal) == 0 {
@@ -358,15 +372,15 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 	}
 	ss := append([]series{all}, perJ...)
 	ss = append(ss, other)
-	if err := add(lineChart("papers", "New papers per run", "Papers delivered for the first time by each run, in all and per journal.",
-		"new papers", ss, ax, 0, true, "no run has ended with a summary yet")); err != nil {
-		return nil, err
-	}
+	return lineChart("papers", "New papers per run", "Papers delivered for the first time by each run, in all and per journal.",
+		"new papers", ss, r.ax, 0, true, "no run has ended with a summary yet")
+}
 
-	// Pages per second, by kind of run.
+// speed: pages per second, by kind of run.
+func (r chartRuns) speed() (chart, error) {
 	kinds := map[string]*series{}
 	var kindOrder []string
-	for _, v := range done {
+	for _, v := range r.done {
 		ok, _, _ := v.Pages()
 		rate, known := v.PagesPerSecond()
 		if !known || ok < minSpeedPages || math.IsInf(rate, 0) || math.IsNaN(rate) {
@@ -378,45 +392,45 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 			kinds[string(v.Kind)] = s
 			kindOrder = append(kindOrder, string(v.Kind))
 		}
-		s.pts = append(s.pts, plotter.XY{X: xs[v.ID], Y: rate})
+		s.pts = append(s.pts, plotter.XY{X: r.xs[v.ID], Y: rate})
 	}
-	ss = nil
+	var ss []series
 	for _, k := range kindOrder {
 		ss = append(ss, *kinds[k])
 	}
-	if err := add(lineChart("speed", "Pages per second", fmt.Sprintf("Listing pages done per second of work of each run (while a page was in flight: fetches, retries, waits and delivery; a fleet worker's time waiting for jobs left out). Runs of fewer than %d pages are left out: their rate is mostly start-up.", minSpeedPages),
-		"pages per second", ss, ax, 0, false, fmt.Sprintf("no run has done %d pages yet", minSpeedPages))); err != nil {
-		return nil, err
-	}
+	return lineChart("speed", "Pages per second", fmt.Sprintf("Listing pages done per second of work of each run (while a page was in flight: fetches, retries, waits and delivery; a fleet worker's time waiting for jobs left out). Runs of fewer than %d pages are left out: their rate is mostly start-up.", minSpeedPages),
+		"pages per second", ss, r.ax, 0, false, fmt.Sprintf("no run has done %d pages yet", minSpeedPages))
+}
 
-	// Retries by cause.
+// retries: failed tries retried, by cause.
+func (r chartRuns) retries() (chart, error) {
 	causes := map[string]bool{}
-	for _, v := range done {
+	for _, v := range r.done {
 		for c, n := range v.Summary.Retries {
 			if n > 0 {
 				causes[c] = true
 			}
 		}
 	}
-	ss = nil
+	var ss []series
 	for i, c := range slices.Sorted(maps.Keys(causes)) {
 		s := series{name: c, color: i}
-		for _, v := range done {
-			s.pts = append(s.pts, plotter.XY{X: xs[v.ID], Y: float64(v.Summary.Retries[c])})
+		for _, v := range r.done {
+			s.pts = append(s.pts, plotter.XY{X: r.xs[v.ID], Y: float64(v.Summary.Retries[c])})
 		}
 		ss = append(ss, s)
 	}
-	if err := add(lineChart("retries", "Retries by cause", "Failed tries that were retried, per run, by cause (HTTP status class, timeout, truncated body, a sink that failed, …).",
-		"failed tries", ss, ax, 0, true, "no run has retried a page")); err != nil {
-		return nil, err
-	}
+	return lineChart("retries", "Retries by cause", "Failed tries that were retried, per run, by cause (HTTP status class, timeout, truncated body, a sink that failed, …).",
+		"failed tries", ss, r.ax, 0, true, "no run has retried a page")
+}
 
-	// Fetch times: all runs, and the latest run that fetched.
+// fetchTimes: page fetch times, all runs and the latest run that fetched.
+func (r chartRuns) fetchTimes() (chart, error) {
 	bounds := engine.FetchSecondsBounds
 	allH := make([]float64, len(bounds)+1)
 	var latestH []float64
-	for i := len(done) - 1; i >= 0; i-- {
-		h := histogram(done[i], d.PageLogs[done[i].ID].FetchSeconds)
+	for i := len(r.done) - 1; i >= 0; i-- {
+		h := histogram(r.done[i], r.d.PageLogs[r.done[i].ID].FetchSeconds)
 		if h == nil {
 			continue
 		}
@@ -428,7 +442,7 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 		}
 	}
 	groups, values := []string{"all runs"}, [][]float64{allH}
-	if latestH != nil && len(done) > 1 {
+	if latestH != nil && len(r.done) > 1 {
 		groups, values = append(groups, "latest run"), append(values, latestH)
 	}
 	var cats []string
@@ -436,12 +450,12 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 		cats = append(cats, "≤"+history.SecondsLabel(b))
 	}
 	cats = append(cats, ">"+history.SecondsLabel(bounds[len(bounds)-1]))
-	if err := add(barChart("fetch-times", "Page fetch times", "How long pages took to fetch, retries and their waits included.",
-		"fetch time", "pages", cats, groups, values, "no run recorded its page fetch times (runs from before they were recorded; a --report file adds them)")); err != nil {
-		return nil, err
-	}
+	return barChart("fetch-times", "Page fetch times", "How long pages took to fetch, retries and their waits included.",
+		"fetch time", "pages", cats, groups, values, "no run recorded its page fetch times (runs from before they were recorded; a --report file adds them)")
+}
 
-	// Quality shares against their thresholds.
+// quality: the shares of the parsed papers against their thresholds.
+func (r chartRuns) quality() (chart, error) {
 	fields := []struct {
 		name string
 		n    func(engine.Quality) int
@@ -455,33 +469,30 @@ func buildCharts(runs []history.RunView, d Data, number map[string]int) ([]chart
 		// parser.Page.Findings), against 1 - quality.max_implausible_share.
 		{"plausible", func(q engine.Quality) int { return q.Records - q.Implausible }, func(t config.Quality) float64 { return 1 - t.MaxImplausibleShare }},
 	}
-	ss = nil
+	var ss []series
 	for i, f := range fields {
 		share := series{name: "with " + f.name, color: i}
 		if f.name == "plausible" {
 			share.name = "all fields plausible"
 		}
 		limit := series{name: f.name + " minimum", color: i, dashed: true}
-		for _, v := range done {
+		for _, v := range r.done {
 			q := v.Summary.Quality
 			if q.Records == 0 {
 				continue
 			}
-			t := d.Thresholds
+			t := r.d.Thresholds
 			if v.Summary.QualityThresholds != nil {
 				t = *v.Summary.QualityThresholds
 			}
-			x := xs[v.ID]
+			x := r.xs[v.ID]
 			share.pts = append(share.pts, plotter.XY{X: x, Y: 100 * float64(f.n(q)) / float64(q.Records)})
 			limit.pts = append(limit.pts, plotter.XY{X: x, Y: 100 * f.min(t)})
 		}
 		ss = append(ss, share, limit)
 	}
-	if err := add(lineChart("quality", "Quality of the parsed papers", "Share of each run's papers that have each field, and whose every field looks like what it is; dashed: the quality alarm's minimum (below it, the run exits 4).",
-		"share of papers (%)", ss, ax, 105, false, "no run has parsed a paper yet")); err != nil {
-		return nil, err
-	}
-	return charts, nil
+	return lineChart("quality", "Quality of the parsed papers", "Share of each run's papers that have each field, and whose every field looks like what it is; dashed: the quality alarm's minimum (below it, the run exits 4).",
+		"share of papers (%)", ss, r.ax, 105, false, "no run has parsed a paper yet")
 }
 
 // histogram is a run's fetch-time counts: its recorded histogram, or the

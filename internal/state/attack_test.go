@@ -119,7 +119,7 @@ func TestMigrationOfADamagedPage(t *testing.T) {
 // state check finds entries of the known papers that name a run the file
 // never numbered.
 func TestCheckFindsBadRunNumbers(t *testing.T) {
-	defer state.SetMerge(20, 5)()
+	open := tunedOpen(merging(20, 5))
 	dir := t.TempDir()
 	s := open(t, dir)
 	for p := range 5 {

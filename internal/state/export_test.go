@@ -2,29 +2,24 @@ package state
 
 import bolt "go.etcd.io/bbolt"
 
-// SetReleaseEvery sets how many page bytes are written between releases of
-// the memory map, for a test; it returns the old value's restore.
-func SetReleaseEvery(n int64) (restore func()) {
-	old := releaseEvery
-	releaseEvery = n
-	return func() { releaseEvery = old }
+// Tuning are the sizes a store works in, for a test: DefaultTuning with
+// some made small (see tuning).
+type Tuning struct {
+	ReleaseEvery        int64
+	MigrateBatch        int
+	MergeAt, MergeChunk int
+	Hook                func(step string)
 }
 
-// SetMigrateHook calls fn at each step of a migration ("batch", "written",
-// "renamed"), and copies batch keys per transaction; it returns the
-// restore.
-func SetMigrateHook(fn func(step string), batch int) (restore func()) {
-	oldHook, oldBatch := migrateHook, migrateBatch
-	migrateHook, migrateBatch = fn, batch
-	return func() { migrateHook, migrateBatch = oldHook, oldBatch }
+// DefaultTuning is what Open uses.
+func DefaultTuning() Tuning {
+	t := defaultTuning
+	return Tuning{ReleaseEvery: t.releaseEvery, MigrateBatch: t.migrateBatch, MergeAt: t.mergeAt, MergeChunk: t.mergeChunk}
 }
 
-// SetMerge merges the recent log at at entries, chunk entries a
-// transaction; it returns the restore.
-func SetMerge(at, chunk int) (restore func()) {
-	oldAt, oldChunk := mergeAt, mergeChunk
-	mergeAt, mergeChunk = at, chunk
-	return func() { mergeAt, mergeChunk = oldAt, oldChunk }
+// OpenTuned is Open with the sizes of t.
+func OpenTuned(dir string, t Tuning) (*Store, error) {
+	return open(dir, tuning{releaseEvery: t.ReleaseEvery, migrateBatch: t.MigrateBatch, mergeAt: t.MergeAt, mergeChunk: t.MergeChunk, hook: t.Hook})
 }
 
 // PutRawTally stores v as a run tally under key k, as damage would.

@@ -175,21 +175,6 @@ func (s *Store) decodePage(v []byte) (st PageStatus, run uint32, err error) {
 // before it replaces it.
 const MigrateSuffix = ".migrate"
 
-// migrateBatch is how many format-1 keys a migration copies per
-// transaction of the new file.
-var migrateBatch = 50_000
-
-// migrateHook, when set (tests), is called at each step of a migration:
-// "batch" after each transaction of the new file, "written" when it is
-// complete and synced, "renamed" when it has replaced the old one.
-var migrateHook func(step string)
-
-func hook(step string) {
-	if migrateHook != nil {
-		migrateHook(step)
-	}
-}
-
 // format1Page is a page status as format 1 stored it.
 type format1Page struct {
 	State     string    `json:"state"`
@@ -241,7 +226,7 @@ func (s *Store) migrate() error {
 		}
 		os.Chmod(tmp, info.Mode().Perm())
 		dst.AllocSize = allocStep
-		err = copyFormat1(src, dst, s.path)
+		err = copyFormat1(src, dst, s.path, s.tune.migrateBatch, s.step)
 		if err == nil {
 			err = dst.Sync()
 		}
@@ -258,12 +243,12 @@ func (s *Store) migrate() error {
 		}
 		return fmt.Errorf("state %s: migrating to format %d (the file is left as it was): %w", s.path, Format, err)
 	}
-	hook("written")
+	s.step("written")
 	if err := atomicfile.Replace(tmp, target); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("state %s: migrating to format %d: %w", s.path, Format, err)
 	}
-	hook("renamed")
+	s.step("renamed")
 	// Marked in the old file, which no name reaches any more: a process
 	// that opened it and waits for its lock opens the name again.
 	return s.update(func(tx *bolt.Tx) error {
@@ -276,149 +261,165 @@ func (s *Store) migrate() error {
 }
 
 // copyFormat1 copies a format-1 file's content into dst, a new file, in
-// format 2.
-func copyFormat1(src *bolt.Tx, dst *bolt.DB, srcPath string) error {
-	papers, dois := src.Bucket(bucketPapers), src.Bucket(bucketDOIs)
-	err := dst.Update(func(tx *bolt.Tx) error {
-		if err := initFormat2(tx); err != nil {
-			return err
-		}
-		// Written last, by the final transaction: a file cut short has
-		// no version, and is never renamed.
-		if err := tx.Bucket(bucketMeta).Delete(keyFormat); err != nil {
-			return err
-		}
-		if m := src.Bucket(bucketMeta); m != nil {
-			for _, k := range [][]byte{keySinkToken, keyWriter, keyFreelist} {
-				if v := m.Get(k); v != nil {
-					if err := tx.Bucket(bucketMeta).Put(k, v); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		for _, name := range [][]byte{bucketRuns, bucketWalks} {
-			if b := src.Bucket(name); b != nil {
-				if err := b.ForEach(func(k, v []byte) error { return tx.Bucket(name).Put(k, v) }); err != nil {
-					return err
-				}
-			}
-		}
-		// Runs are numbered in id order, which is start order.
-		if b := src.Bucket(bucketRuns); b != nil {
-			if err := b.ForEach(func(k, _ []byte) error {
-				_, err := runNumber(tx, string(k), true)
-				return err
-			}); err != nil {
-				return err
-			}
-		}
-		if b := src.Bucket(bucketPages); b != nil {
-			pages := tx.Bucket(bucketPages)
-			pages.FillPercent = pagesFill
-			if err := b.ForEach(func(k, v []byte) error {
-				var old format1Page
-				if err := json.Unmarshal(v, &old); err != nil {
-					return &DamagedError{Path: srcPath, Cause: fmt.Sprintf("the status of page %x is not what was written: %v", k, err)}
-				}
-				run, err := runNumber(tx, old.RunID, true)
-				if err != nil {
-					return err
-				}
-				st := PageStatus{State: old.State, Attempts: old.Attempts, LastError: old.LastError, Papers: old.Papers, NewPapers: old.NewPapers, UpdatedAt: old.UpdatedAt}
-				return pages.Put(k, encodePage(st, run))
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+// format 2: first what is not papers (copyFormat1Rest), then the DOIs with
+// the run of the paper each names, then the ids (a paper known by a DOI is
+// not counted again), a batch a transaction; the format is written last,
+// by the final transaction: a file cut short has no version, and is never
+// renamed.
+func copyFormat1(src *bolt.Tx, dst *bolt.DB, srcPath string, batch int, hook func(string)) error {
+	if err := dst.Update(func(tx *bolt.Tx) error { return copyFormat1Rest(src, tx, srcPath) }); err != nil {
 		return err
 	}
-	var added uint64
-	// copyKeys copies a format-1 bucket's keys, migrateBatch a transaction.
-	copyKeys := func(b *bolt.Bucket, add func(w *paperWriter, k, v []byte) error) error {
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		k, v := c.First()
-		for k != nil {
-			err := dst.Update(func(tx *bolt.Tx) error {
-				w := newWriter(tx)
-				for i := 0; k != nil && i < migrateBatch; i++ {
-					if err := add(w, k, v); err != nil {
-						return err
-					}
-					k, v = c.Next()
-				}
-				added += w.added
-				w.added = 0 // counted here, not in meta
-				return w.flush()
-			})
-			if err != nil {
-				return err
-			}
-			hook("batch")
-		}
-		return nil
-	}
-	// DOIs first, with the run of the paper each names; then the ids
-	// (a paper known by a DOI is not counted again).
-	err = copyKeys(dois, func(w *paperWriter, doi, id []byte) error {
-		runID := ""
-		if papers != nil {
-			runID = string(papers.Get(id))
-		}
-		run, err := w.run(runID)
-		if err != nil {
-			return err
-		}
-		// Seen first without its JSON ("doi:<doi>"), by an earlier run.
-		if papers != nil && !isDOIID(string(id)) {
-			if v := papers.Get(append([]byte("doi:"), doi...)); v != nil {
-				if r, err := w.run(string(v)); err == nil && r < run {
-					run = r
-				}
-			}
-		}
-		p := ledger.Paper{ID: string(id), DOI: string(doi)}
-		_, err = w.add(p, run)
-		return err
-	})
+	c := format1Copy{dst: dst, papers: src.Bucket(bucketPapers), batch: batch, hook: hook}
+	err := c.keys(src.Bucket(bucketDOIs), c.addDOI)
 	if err == nil {
 		// An id copied here that the DOIs did not name is a paper known
 		// by its id alone (or, rarely, a second id of a paper known by
 		// its DOI: the count of papers is then one too high).
-		err = copyKeys(papers, func(w *paperWriter, id, runID []byte) error {
-			run, err := w.run(string(runID))
-			if err != nil {
-				return err
-			}
-			hs, n := paperHashes(ledger.Paper{ID: string(id)})
-			for _, h := range hs[:n] {
-				added, err := w.addHash(h, run)
-				if err != nil {
-					return err
-				}
-				if added {
-					w.added++
-				}
-			}
-			return nil
-		})
+		err = c.keys(c.papers, c.addID)
 	}
 	if err != nil {
 		return err
 	}
 	return dst.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if err := meta.Put(keyPaperCount, binary.BigEndian.AppendUint64(nil, added)); err != nil {
+		if err := meta.Put(keyPaperCount, binary.BigEndian.AppendUint64(nil, c.added)); err != nil {
 			return err
 		}
 		return meta.Put(keyFormat, []byte(strconv.Itoa(Format)))
 	})
+}
+
+// copyFormat1Rest copies what a format-1 file holds besides its papers:
+// the meta keys, the runs (numbered in id order, which is start order),
+// the walk states and the page statuses.
+func copyFormat1Rest(src, tx *bolt.Tx, srcPath string) error {
+	if err := initFormat2(tx); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketMeta).Delete(keyFormat); err != nil {
+		return err
+	}
+	if m := src.Bucket(bucketMeta); m != nil {
+		for _, k := range [][]byte{keySinkToken, keyWriter, keyFreelist} {
+			if v := m.Get(k); v != nil {
+				if err := tx.Bucket(bucketMeta).Put(k, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, name := range [][]byte{bucketRuns, bucketWalks} {
+		if b := src.Bucket(name); b != nil {
+			if err := b.ForEach(func(k, v []byte) error { return tx.Bucket(name).Put(k, v) }); err != nil {
+				return err
+			}
+		}
+	}
+	if b := src.Bucket(bucketRuns); b != nil {
+		if err := b.ForEach(func(k, _ []byte) error {
+			_, err := runNumber(tx, string(k), true)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	b := src.Bucket(bucketPages)
+	if b == nil {
+		return nil
+	}
+	pages := tx.Bucket(bucketPages)
+	pages.FillPercent = pagesFill
+	return b.ForEach(func(k, v []byte) error {
+		var old format1Page
+		if err := json.Unmarshal(v, &old); err != nil {
+			return &DamagedError{Path: srcPath, Cause: fmt.Sprintf("the status of page %x is not what was written: %v", k, err)}
+		}
+		run, err := runNumber(tx, old.RunID, true)
+		if err != nil {
+			return err
+		}
+		st := PageStatus{State: old.State, Attempts: old.Attempts, LastError: old.LastError, Papers: old.Papers, NewPapers: old.NewPapers, UpdatedAt: old.UpdatedAt}
+		return pages.Put(k, encodePage(st, run))
+	})
+}
+
+// format1Copy copies a format-1 file's papers into the new file.
+type format1Copy struct {
+	dst    *bolt.DB
+	papers *bolt.Bucket // the format-1 file's papers (id → run id)
+	batch  int          // keys a transaction
+	hook   func(string) // called after each transaction ("batch")
+	added  uint64       // papers added
+}
+
+// keys copies a format-1 bucket's keys, c.batch a transaction.
+func (c *format1Copy) keys(b *bolt.Bucket, add func(w *paperWriter, k, v []byte) error) error {
+	if b == nil {
+		return nil
+	}
+	cur := b.Cursor()
+	k, v := cur.First()
+	for k != nil {
+		err := c.dst.Update(func(tx *bolt.Tx) error {
+			w := newWriter(tx)
+			for i := 0; k != nil && i < c.batch; i++ {
+				if err := add(w, k, v); err != nil {
+					return err
+				}
+				k, v = cur.Next()
+			}
+			c.added += w.added
+			w.added = 0 // counted here, not in meta
+			return w.flush()
+		})
+		if err != nil {
+			return err
+		}
+		c.hook("batch")
+	}
+	return nil
+}
+
+// addDOI adds the paper a DOI names, with its first run.
+func (c *format1Copy) addDOI(w *paperWriter, doi, id []byte) error {
+	runID := ""
+	if c.papers != nil {
+		runID = string(c.papers.Get(id))
+	}
+	run, err := w.run(runID)
+	if err != nil {
+		return err
+	}
+	// Seen first without its JSON ("doi:<doi>"), by an earlier run.
+	if c.papers != nil && !isDOIID(string(id)) {
+		if v := c.papers.Get(append([]byte("doi:"), doi...)); v != nil {
+			if r, err := w.run(string(v)); err == nil && r < run {
+				run = r
+			}
+		}
+	}
+	_, err = w.add(ledger.Paper{ID: string(id), DOI: string(doi)}, run)
+	return err
+}
+
+// addID adds a paper by its id.
+func (c *format1Copy) addID(w *paperWriter, id, runID []byte) error {
+	run, err := w.run(string(runID))
+	if err != nil {
+		return err
+	}
+	hs, n := paperHashes(ledger.Paper{ID: string(id)})
+	for _, h := range hs[:n] {
+		added, err := w.addHash(h, run)
+		if err != nil {
+			return err
+		}
+		if added {
+			w.added++
+		}
+	}
+	return nil
 }
 
 // firstRunFormat1 looks a paper up in a format-1 file (read-only: a file

@@ -242,14 +242,16 @@ func TestMigrateKilled(t *testing.T) {
 	if dir := os.Getenv("LITCRAWL_MIGRATE_CHILD"); dir != "" {
 		stop := os.Getenv("LITCRAWL_MIGRATE_STOP")
 		n := 0
-		defer state.SetMigrateHook(func(step string) {
+		tun := state.DefaultTuning()
+		tun.MigrateBatch = 40
+		tun.Hook = func(step string) {
 			n++
 			if fmt.Sprintf("%s#%d", step, n) == stop || step == stop {
 				fmt.Println("stopped at", step)
 				select {} // until killed
 			}
-		}, 40)()
-		s, err := state.Open(dir)
+		}
+		s, err := state.OpenTuned(dir, tun)
 		if err != nil {
 			fmt.Println("open:", err)
 			os.Exit(1)

@@ -22,15 +22,6 @@ import (
 // A crash at any point leaves the log and the slots consistent: the log is
 // read back into memory when the store is opened, and an entry both in the
 // log and in the slots (a merge cut short) is the same entry twice.
-var (
-	// mergeAt is how many entries the log holds before they are merged
-	// (4 MB of memory at most).
-	mergeAt = 1 << 18
-	// mergeChunk is how many entries one merge transaction writes into
-	// the slots: at most that many pages of slots dirty at once.
-	mergeChunk = 4096
-)
-
 var bucketRecent = []byte("recent") // sequence (8) → the entries a commit added (11 bytes each)
 
 type entry struct {
@@ -158,7 +149,7 @@ func (s *Store) absorb(fresh []entry) {
 // maybeMerge merges the log into the slots when it holds mergeAt entries.
 // The caller holds s.logMu, so no commit adds to the log meanwhile.
 func (s *Store) maybeMerge() error {
-	if s.mem.n < mergeAt {
+	if s.mem.n < s.tune.mergeAt {
 		return nil
 	}
 	return s.merge()
@@ -170,7 +161,7 @@ func (s *Store) maybeMerge() error {
 func (s *Store) merge() error {
 	ents := s.mem.sorted()
 	for len(ents) > 0 {
-		chunk := ents[:min(mergeChunk, len(ents))]
+		chunk := ents[:min(s.tune.mergeChunk, len(ents))]
 		ents = ents[len(chunk):]
 		err := s.update(func(tx *bolt.Tx) error {
 			// An entry already there (a merge cut short) keeps its run.
@@ -182,7 +173,7 @@ func (s *Store) merge() error {
 		// A merge reads every page of slots: released after each chunk,
 		// they do not all stay mapped at once.
 		releaseMap(s.db)
-		hook("merge")
+		s.step("merge")
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		if err := tx.DeleteBucket(bucketRecent); err != nil {

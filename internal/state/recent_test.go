@@ -68,7 +68,7 @@ func checkPages(t *testing.T, s *state.Store, n int) {
 // it is merged into the slots, across reopens, by id and by DOI, with the
 // run that first delivered them; a paper is new once.
 func TestRecentLogMerges(t *testing.T) {
-	defer state.SetMerge(57, 7)()
+	open := tunedOpen(merging(57, 7))
 	dir := t.TempDir()
 	s := open(t, dir)
 	fresh := 0
@@ -105,7 +105,7 @@ func TestRecentLogMerges(t *testing.T) {
 // Look-ups running beside commits and merges find every paper committed
 // before they began.
 func TestLookupsDuringMerges(t *testing.T) {
-	defer state.SetMerge(40, 5)()
+	open := tunedOpen(merging(40, 5))
 	s := open(t, t.TempDir())
 	defer s.Close()
 	var committed atomic.Int64
@@ -152,18 +152,18 @@ func TestLookupsDuringMerges(t *testing.T) {
 // every paper committed, and goes on.
 func TestMergeKilled(t *testing.T) {
 	if dir := os.Getenv("LITCRAWL_MERGE_CHILD"); dir != "" {
-		defer state.SetMerge(50, 6)()
 		pages := 0
 		merges := 0
-		defer state.SetMigrateHook(func(step string) {
+		tun := merging(50, 6)
+		tun.Hook = func(step string) {
 			if step == "merge" {
 				if merges++; merges == 40 {
 					fmt.Println("stopped after", pages)
 					select {}
 				}
 			}
-		}, 0)()
-		s, err := state.Open(dir)
+		}
+		s, err := state.OpenTuned(dir, tun)
 		if err != nil {
 			fmt.Println("open:", err)
 			os.Exit(1)
@@ -194,7 +194,7 @@ func TestMergeKilled(t *testing.T) {
 	if err != nil || n < 5 {
 		t.Fatalf("the committing process said %q", line)
 	}
-	defer state.SetMerge(50, 6)()
+	open := tunedOpen(merging(50, 6))
 	s := open(t, dir)
 	checkPages(t, s, n)
 	for p := n; p < n+30; p++ {

@@ -88,6 +88,41 @@ type Store struct {
 	mergeErr error // a merge's failure, for the next commit (under logMu)
 	memMu    sync.RWMutex
 	mem      recentIndex
+
+	tune tuning // sizes of its batches (tests make them small)
+}
+
+// tuning are the sizes a store works in: defaultTuning, smaller in tests
+// (export_test.go's OpenTuned) to reach a merge or a migration's batch
+// with little data, and a hook a test uses to stop a process at a step.
+type tuning struct {
+	// releaseEvery is how many bytes of pages the store writes between
+	// two releases of its memory map (see releaseMap): the map's resident
+	// part stays within about this much plus the pages a transaction
+	// reads.
+	releaseEvery int64
+	// migrateBatch is how many format-1 keys a migration copies per
+	// transaction of the new file.
+	migrateBatch int
+	// mergeAt is how many entries the recent log holds before they are
+	// merged (4 MB of memory at most); mergeChunk how many entries one
+	// merge transaction writes into the slots: at most that many pages of
+	// slots dirty at once.
+	mergeAt, mergeChunk int
+	// hook, when set, is called at each step of a migration ("batch" after
+	// each transaction of the new file, "written" when it is complete and
+	// synced, "renamed" when it has replaced the old one) and after each
+	// merge transaction ("merge").
+	hook func(step string)
+}
+
+var defaultTuning = tuning{releaseEvery: 4 << 20, migrateBatch: 50_000, mergeAt: 1 << 18, mergeChunk: 4096}
+
+// step calls the tuning's hook, if any.
+func (s *Store) step(name string) {
+	if s.tune.hook != nil {
+		s.tune.hook(name)
+	}
 }
 
 // lockWait is how long Open waits for another process to let go.
@@ -154,7 +189,9 @@ func Alive(pid int) bool {
 // A file damaged where opening reads it (its meta pages, its free-page
 // list) is a *DamagedError, never a panic; damage found later, by the
 // reads a crawl makes, is one too (see guard).
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) { return open(dir, defaultTuning) }
+
+func open(dir string, tune tuning) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
@@ -173,7 +210,7 @@ func Open(dir string) (*Store, error) {
 	if err := upgradeOnce(path); err != nil {
 		return nil, err
 	}
-	s, format, err := openFormat2(path)
+	s, format, err := openFormat2(path, tune)
 	if err != nil {
 		return nil, err
 	}
@@ -273,21 +310,22 @@ func removeLeftovers(path string) {
 // openFormat2 opens the file for a crawl and returns its format: 0 for a
 // new file, else 2. A format-1 file is migrated first; a later one is
 // refused (*FormatError).
-func openFormat2(path string) (*Store, int, error) {
-	return openFormat2Try(path, 0)
+func openFormat2(path string, tune tuning) (*Store, int, error) {
+	return openFormat2Try(path, tune, 0)
 }
 
-func openFormat2Try(path string, try int) (*Store, int, error) {
+func openFormat2Try(path string, tune tuning, try int) (*Store, int, error) {
 	s, err := openWritable(path)
 	if err != nil {
 		return nil, 0, err
 	}
+	s.tune = tune
 	format, err := s.format()
 	if errors.Is(err, errReplaced) && try < 3 {
 		// Another process migrated the file while this one waited for
 		// it: the name is the new file's now.
 		s.db.Close()
-		return openFormat2Try(path, try+1)
+		return openFormat2Try(path, tune, try+1)
 	}
 	if err == nil && format == 1 {
 		// Migrated in place: a new file beside it, renamed over it.
@@ -298,7 +336,7 @@ func openFormat2Try(path string, try int) (*Store, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		s2, format, err := openFormat2Try(path, try+1)
+		s2, format, err := openFormat2Try(path, tune, try+1)
 		if err == nil {
 			s2.migrated = Migration{From: 1, Took: time.Since(start)}
 			if after, serr := os.Stat(path); serr == nil && before != nil {
@@ -348,7 +386,7 @@ func openWritable(path string) (*Store, error) {
 // openBolt opens the bbolt file at path under guard: damage found by
 // opening is a *DamagedError, another process holding it ErrLocked.
 func openBolt(path string, opts *bolt.Options) (*Store, error) {
-	s := &Store{path: path}
+	s := &Store{path: path, tune: defaultTuning}
 	err := s.guard(func() error {
 		db, err := bolt.Open(path, 0o644, opts)
 		if err != nil {
@@ -580,12 +618,7 @@ func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, er
 	return newPapers, nil
 }
 
-// releaseEvery is how many bytes of pages the store writes between two
-// releases of its memory map (see releaseMap): the map's resident part
-// stays within about this much plus the pages a transaction reads.
-var releaseEvery int64 = 4 << 20
-
-// maybeReleaseMap releases the memory map when releaseEvery bytes of pages
+// maybeReleaseMap releases the memory map when tune.releaseEvery bytes of pages
 // were written since the last release. (Pages that look-ups read stay
 // mapped: each key's look-up reads a page of slots at random, and faulting
 // them in again after every release costs more CPU than the clean page
@@ -594,7 +627,7 @@ func (s *Store) maybeReleaseMap() {
 	stats := s.db.Stats()
 	mark := stats.TxStats.GetPageAlloc()
 	last := s.released.Load()
-	if mark-last >= releaseEvery && s.released.CompareAndSwap(last, mark) {
+	if mark-last >= s.tune.releaseEvery && s.released.CompareAndSwap(last, mark) {
 		releaseMap(s.db)
 	}
 }

@@ -65,6 +65,26 @@ func open(t *testing.T, dir string) *state.Store {
 	return s
 }
 
+// tunedOpen opens stores with sizes of a test's (state.Tuning).
+func tunedOpen(tun state.Tuning) func(t *testing.T, dir string) *state.Store {
+	return func(t *testing.T, dir string) *state.Store {
+		t.Helper()
+		s, err := state.OpenTuned(dir, tun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// merging is the default tuning with the recent log merged at at
+// entries, chunk entries a transaction.
+func merging(at, chunk int) state.Tuning {
+	tun := state.DefaultTuning()
+	tun.MergeAt, tun.MergeChunk = at, chunk
+	return tun
+}
+
 // A commit is durable across reopen: the page is done, its papers known by
 // id and by DOI (whatever the case), the sink token stored.
 func TestCommitSurvivesReopen(t *testing.T) {
@@ -190,7 +210,9 @@ func TestLocked(t *testing.T) {
 // nothing: readers running meanwhile and after, and the file reopened, see
 // every paper committed.
 func TestReleasedMapReadsBack(t *testing.T) {
-	defer state.SetReleaseEvery(0)() // release after every commit
+	tun := state.DefaultTuning()
+	tun.ReleaseEvery = 0 // release after every commit
+	open := tunedOpen(tun)
 	dir := t.TempDir()
 	s := open(t, dir)
 	id := func(p, i int) string { return fmt.Sprintf("%d-%02d", p, i) }

@@ -66,10 +66,13 @@ type options struct {
 	keep  int
 	base  string // the feeds' public URL ("" when not given)
 	title string
+	// maxState bounds a feed's state file as written (maxStateBytes;
+	// tests lower it).
+	maxState int64
 }
 
 func parse(rawURL string) (options, error) {
-	o := options{keep: DefaultKeep, title: "Latest papers"}
+	o := options{keep: DefaultKeep, title: "Latest papers", maxState: maxStateBytes}
 	rest, ok := strings.CutPrefix(rawURL, "atom:")
 	if !ok {
 		return o, &sink.URLError{URL: redact.URL(rawURL), Reason: "expected atom:DIR"}
@@ -361,7 +364,7 @@ func (s *atomSink) trim() error {
 		}
 		g := *f
 		g.Entries = f.Entries[:s.o.keep:s.o.keep]
-		if err := g.save(s.o.dir, k); err != nil {
+		if err := g.save(s.o.dir, k, s.o.maxState); err != nil {
 			return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
 		}
 		s.feeds[k], s.dirty[k], s.index = &g, true, true
@@ -450,10 +453,10 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(changed)) {
 		f := changed[k]
-		if err := f.save(s.o.dir, k); err != nil {
+		if err := f.save(s.o.dir, k, s.o.maxState); err != nil {
 			if errors.Is(err, errStateTooBig) {
 				return sink.Refused(fmt.Errorf("atom %s: journal %s's feed would need a state of more than %d MiB: lower keep= or give the journal a directory of its own",
-					s.o.dir, k, maxStateBytes>>20))
+					s.o.dir, k, s.o.maxState>>20))
 			}
 			return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
 		}
@@ -514,43 +517,14 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 		f.Name, u.Name, u.Epoch, u.EpochAt = old.Name, old.Name, old.Epoch, old.EpochAt
 		f.Entries = slices.Clone(old.Entries)
 	}
-	// A paper is found by its id, or by its DOI when one of the two was
-	// read without its JSON (id "doi:…": one paper, as the ledgers have
-	// it): found so, it keeps its entry's id, so a reader never shows it
-	// twice. Two papers that both have an id of their own stay two, even
-	// when a DOI moved from one to the other.
-	at := make(map[string]int, len(f.Entries))
-	byDOI := map[string][]int{} // entries by DOI key, checked again at each use (an entry's DOI may change)
-	for i, e := range f.Entries {
-		at[e.ID] = i
-		if k := e.doiKey(); k != "" {
-			byDOI[k] = append(byDOI[k], i)
-		}
-	}
-	find := func(e *entry) (int, bool) {
-		if i, ok := at[e.ID]; ok {
-			return i, true
-		}
-		k := e.doiKey()
-		if k == "" {
-			return 0, false
-		}
-		for _, i := range byDOI[k] {
-			o := f.Entries[i]
-			if (strings.HasPrefix(e.ID, "doi:") || strings.HasPrefix(o.ID, "doi:")) && o.doiKey() == k {
-				return i, true
-			}
-		}
-		return 0, false
-	}
+	x := newEntryIndex(f)
 	anchor := int64(math.MaxInt64) // the first-page paper the feed has that the listing shows first
 	for _, e := range es {
-		if _, ok := find(e); ok && onFirstPage(e) {
+		if _, ok := x.find(e); ok && onFirstPage(e) {
 			anchor = min(anchor, e.Rank)
 		}
 	}
-	removed := map[string]bool{}
-	added := map[string]bool{}
+	m := mergeUndo{u: &u, removed: map[string]bool{}, added: map[string]bool{}}
 	for _, e := range es {
 		if e.Journal != "" {
 			f.Name = e.Journal
@@ -562,49 +536,111 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 		if e.Published == "" {
 			e.Updated = epochAt
 		}
-		i, ok := find(e)
-		if !ok {
-			at[e.ID] = len(f.Entries)
-			if k := e.doiKey(); k != "" {
-				byDOI[k] = append(byDOI[k], len(f.Entries))
-			}
-			f.Entries = append(f.Entries, e)
-			added[e.ID] = true
-			continue
-		}
-		prev := f.Entries[i]
-		e.ID = prev.ID
-		e.Epoch, e.Rank = prev.Epoch, cmp.Or(prev.Rank, e.Rank)
-		if e.Published == "" && prev.Published == "" {
-			e.Updated = prev.Updated // the time the feed first had it
-		}
-		if !added[e.ID] && !removed[e.ID] {
-			removed[e.ID] = true
-			u.Removed = append(u.Removed, prev)
-		}
-		f.Entries[i] = e
-		if k := e.doiKey(); k != "" && !slices.Contains(byDOI[k], i) {
-			byDOI[k] = append(byDOI[k], i)
+		if i, ok := x.find(e); ok {
+			m.replace(x, i, e)
+		} else {
+			x.add(e)
+			m.added[e.ID] = true
 		}
 	}
 	slices.SortFunc(f.Entries, newer)
 	if len(f.Entries) > keep {
 		for _, e := range f.Entries[keep:] {
-			switch {
-			case added[e.ID]:
-				delete(added, e.ID) // in and out in one write
-			case !removed[e.ID]:
-				removed[e.ID] = true
-				u.Removed = append(u.Removed, e)
-			}
+			m.drop(e)
 		}
 		f.Entries = f.Entries[:keep:keep]
 	}
 	for _, e := range f.Entries {
 		e.fill()
 	}
-	u.Added = slices.Sorted(maps.Keys(added))
+	u.Added = slices.Sorted(maps.Keys(m.added))
 	return f, u
+}
+
+// entryIndex finds a feed's entries. A paper is found by its id, or by its
+// DOI when one of the two was read without its JSON (id "doi:…": one
+// paper, as the ledgers have it): found so, it keeps its entry's id, so a
+// reader never shows it twice. Two papers that both have an id of their
+// own stay two, even when a DOI moved from one to the other.
+type entryIndex struct {
+	f     *feed
+	at    map[string]int   // by id
+	byDOI map[string][]int // by DOI key, checked again at each use (an entry's DOI may change)
+}
+
+func newEntryIndex(f *feed) *entryIndex {
+	x := &entryIndex{f: f, at: make(map[string]int, len(f.Entries)), byDOI: map[string][]int{}}
+	for i, e := range f.Entries {
+		x.at[e.ID] = i
+		if k := e.doiKey(); k != "" {
+			x.byDOI[k] = append(x.byDOI[k], i)
+		}
+	}
+	return x
+}
+
+// find is the place of e's paper in the feed.
+func (x *entryIndex) find(e *entry) (int, bool) {
+	if i, ok := x.at[e.ID]; ok {
+		return i, true
+	}
+	k := e.doiKey()
+	if k == "" {
+		return 0, false
+	}
+	for _, i := range x.byDOI[k] {
+		o := x.f.Entries[i]
+		if (strings.HasPrefix(e.ID, "doi:") || strings.HasPrefix(o.ID, "doi:")) && o.doiKey() == k {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// add appends a paper new to the feed.
+func (x *entryIndex) add(e *entry) {
+	x.at[e.ID] = len(x.f.Entries)
+	if k := e.doiKey(); k != "" {
+		x.byDOI[k] = append(x.byDOI[k], len(x.f.Entries))
+	}
+	x.f.Entries = append(x.f.Entries, e)
+}
+
+// mergeUndo is what a merge records to take it back: the entries it
+// replaced or cut (removed, once each) and those it added.
+type mergeUndo struct {
+	u              *undo
+	removed, added map[string]bool
+}
+
+// replace puts e in the place of the feed's entry i (its paper), keeping
+// that entry's id, epoch, listing rank and, without a date, its time.
+func (m mergeUndo) replace(x *entryIndex, i int, e *entry) {
+	prev := x.f.Entries[i]
+	e.ID = prev.ID
+	e.Epoch, e.Rank = prev.Epoch, cmp.Or(prev.Rank, e.Rank)
+	if e.Published == "" && prev.Published == "" {
+		e.Updated = prev.Updated // the time the feed first had it
+	}
+	if !m.added[e.ID] && !m.removed[e.ID] {
+		m.removed[e.ID] = true
+		m.u.Removed = append(m.u.Removed, prev)
+	}
+	x.f.Entries[i] = e
+	if k := e.doiKey(); k != "" && !slices.Contains(x.byDOI[k], i) {
+		x.byDOI[k] = append(x.byDOI[k], i)
+	}
+}
+
+// drop records an entry cut from the feed (beyond keep).
+func (m mergeUndo) drop(e *entry) {
+	switch {
+	case m.added[e.ID]:
+		delete(m.added, e.ID) // in and out in one write
+	case !m.removed[e.ID]:
+		m.removed[e.ID] = true
+		m.u.Removed = append(m.u.Removed, e)
+	}
 }
 
 // sameFeed reports whether feeds a and b show the same: the same name
@@ -698,7 +734,7 @@ func (s *atomSink) Restore(ctx context.Context, token []byte) error {
 				return fmt.Errorf("atom %s: %w", s.o.dir, err)
 			}
 		} else {
-			if err := f.save(s.o.dir, k); err != nil {
+			if err := f.save(s.o.dir, k, s.o.maxState); err != nil {
 				return fmt.Errorf("atom %s: save: %w", s.o.dir, err)
 			}
 			s.feeds[k] = f

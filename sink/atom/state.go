@@ -26,7 +26,7 @@ const stateDir = ".litcrawl-atom"
 // maxStateBytes bounds a feed's state file, written and read back: a
 // write that would make it larger is refused (its records are
 // quarantined), so the sink never writes a state it will not read.
-var maxStateBytes int64 = 512 << 20
+const maxStateBytes int64 = 512 << 20
 
 // maxUndo is how many writes of a feed after a commit can be taken back
 // (one in a crawl: a page's write, then its commit; a batch that a record
@@ -163,13 +163,14 @@ func validEntries(es []*entry) []*entry {
 
 // save writes feed k's state durably (a temporary file renamed over the
 // last one). Entries' lines are rendered once and reused. A state larger
-// than maxStateBytes is not written: errStateTooBig.
-func (f *feed) save(dir, k string) error {
+// than max bytes (maxStateBytes, a test's less) is not written:
+// errStateTooBig.
+func (f *feed) save(dir, k string, max int64) error {
 	if err := os.MkdirAll(filepath.Join(dir, stateDir), 0o755); err != nil {
 		return err
 	}
 	return atomicfile.Write(statePath(dir, k), func(bw *bufio.Writer) error {
-		w := &boundedWriter{w: bw, left: maxStateBytes}
+		w := &boundedWriter{w: bw, left: max}
 		name, _ := json.Marshal(f.Name)
 		epochAt, _ := json.Marshal(f.EpochAt)
 		fmt.Fprintf(w, `{"version":2,"journal":%q,"gen":%d,"name":%s,"epoch":%d,"epoch_at":%s,"entries":[`, k, f.Gen, name, f.Epoch, epochAt)

@@ -14,8 +14,6 @@ import (
 // is refused (its records go to the quarantine); the state on disk stays
 // one the sink opens.
 func TestStateNeverPassesItsBound(t *testing.T) {
-	defer func(n int64) { maxStateBytes = n }(maxStateBytes)
-	maxStateBytes = 20 << 10
 	dir := t.TempDir()
 	rec := func(id string) []record.Record {
 		return []record.Record{{ID: id, Title: "T", Abstract: strings.Repeat("word ", 1000), Published: "2026-01-01", Journal: &record.Journal{ID: 1}}}
@@ -24,6 +22,7 @@ func TestStateNeverPassesItsBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.(*atomSink).o.maxState = 20 << 10
 	refused := 0
 	for i := range 10 {
 		err := s.Write(context.Background(), rec(strings.Repeat("p", i+1)))

@@ -114,7 +114,7 @@ func realistic(p, n int) []record.Record {
 type copySink struct{ *pgSink }
 
 func (c *copySink) Write(ctx context.Context, recs []record.Record) error {
-	chunks, _, err := rowsJSON(recs)
+	chunks, _, err := rowsJSON(recs, c.maxChunk)
 	if err != nil {
 		return err
 	}

@@ -81,105 +81,19 @@ func parseURL(raw string) (*config, error) {
 	if strings.Contains(u.User, ":") {
 		return nil, &sink.URLError{URL: "postgres://…", Reason: "the user name holds a colon (an encoded %3A?): a password goes after an unencoded colon, or in PGPASSWORD; the URL is not shown, it may hold the password"}
 	}
-	if u.User != "" && !u.HasPass {
-		// A user name alone is no secret here (it is a role, not a token).
-		u.Redacted = strings.Replace(u.Redacted, "://"+redact.Mask+"@", "://"+url.User(u.User).String()+"@", 1)
-	}
-	c := &config{table: defaultTable, timeout: defaultTimeout, maxConns: defaultMaxConns}
-	for _, k := range slices.Sorted(maps.Keys(u.Query)) { // the same error each time
-		if why, ok := secretParams[k]; ok {
-			return nil, u.Errorf("parameter %q is not taken: %s", k, why)
-		}
-	}
-	table := defaultTable
-	libpq := map[string]string{}
-	params := []sinkurl.Param{
-		sinkurl.String("table", &table),
-		sinkurl.Duration("timeout", &c.timeout, "30s"),
-		sinkurl.Int("max_conns", &c.maxConns, 1, maxMaxConns, "a number of connections"),
-	}
-	for _, name := range libpqParams {
-		params = append(params, sinkurl.Param{Name: name, Set: func(v string) error {
-			switch name {
-			case "sslmode":
-				if !slices.Contains(sslModes, v) {
-					return fmt.Errorf("expected one of %s", strings.Join(sslModes, ", "))
-				}
-			case "sslrootcert", "sslcert", "sslkey":
-				if name == "sslrootcert" && v == "system" {
-					break
-				}
-				if err := smallFile(v); err != nil {
-					return err
-				}
-			case "application_name":
-				if len(v) > 63 {
-					return fmt.Errorf("expected at most 63 bytes (the server keeps no more)")
-				}
-			case "sslsni":
-				if v != "0" && v != "1" {
-					return fmt.Errorf("expected 0 or 1")
-				}
-			case "connect_timeout":
-				var n int
-				if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || n > maxConnectTimeout || fmt.Sprint(n) != v {
-					return fmt.Errorf("expected a number of seconds from 1 to %d", maxConnectTimeout)
-				}
-			}
-			libpq[name] = v
-			return nil
-		}})
-	}
-	if err := u.Apply(params...); err != nil {
+	c, libpq, err := readParams(u)
+	if err != nil {
 		return nil, err
-	}
-	if c.timeout > maxTimeout {
-		return nil, u.Errorf("timeout=%v: expected at most %v", c.timeout, maxTimeout)
-	}
-	schema, name, qualified := strings.Cut(table, ".")
-	if !qualified {
-		schema, name = "", table
-	}
-	if !reIdent.MatchString(name) || len(name) > maxTableName || qualified && !reIdent.MatchString(schema) {
-		return nil, u.Errorf("table=%q: expected a table name of lower-case letters, digits and _ (at most %d: its index names add to it), optionally after a schema name and a dot, e.g. table=papers or table=lit.papers", table, maxTableName)
-	}
-	if strings.HasPrefix(name, "litcrawl_") {
-		return nil, u.Errorf("table=%q: names starting with litcrawl_ are the sink's own tables", table)
-	}
-	c.schema, c.table = schema, name
-	if u.Name == "" && libpq["dbname"] == "" && os.Getenv("PGDATABASE") == "" && libpq["service"] == "" && os.Getenv("PGSERVICE") == "" {
-		return nil, u.Errorf("expected a database after the host: postgres://USER@HOST:PORT/DATABASE?table=papers")
 	}
 	if u.HasPass {
 		c.secrets = append(c.secrets, u.Pass)
 	}
-
 	// The connection string the driver parses: the URL without the sink's
 	// own parameters, with an sslmode of the sink's choosing.
-	base := "postgres://"
-	if u.User != "" || u.HasPass {
-		ui := url.User(u.User)
-		if u.HasPass {
-			ui = url.UserPassword(u.User, u.Pass)
-		}
-		base += ui.String() + "@"
-	}
-	base += strings.Join(u.Hosts, ",") + "/" + url.PathEscape(u.Name)
-	connString := func(sslmode string) string {
-		q := url.Values{}
-		for k, v := range libpq {
-			q.Set(k, v)
-		}
-		q.Set("sslmode", sslmode)
-		if q.Get("connect_timeout") == "" {
-			q.Set("connect_timeout", fmt.Sprint(defaultConnectTimeout))
-		}
-		return base + "?" + q.Encode()
-	}
+	conn := connString{base: baseURL(u), libpq: libpq}
 	fail := func(what string, err error) error {
 		return u.Errorf("%s: %s", what, c.scrub(parseErrorText(err)))
 	}
-
 	// Files the driver will read, named outside the URL: each must be a
 	// small regular file (not /dev/zero, a FIFO, a directory). A service's
 	// sslmode counts as asked for.
@@ -187,39 +101,20 @@ func parseURL(raw string) (*config, error) {
 	if err != nil {
 		return nil, u.Errorf("%v", err)
 	}
-
 	// Where does it connect? Hosts come from the URL, PGHOST or a service.
-	probe, err := pgconn.ParseConfig(connString("disable"))
+	probe, err := pgconn.ParseConfig(conn.with("disable"))
 	if err != nil {
 		return nil, fail("cannot read the connection settings", err)
 	}
 	if probe.Password != "" {
 		c.secrets = append(c.secrets, probe.Password)
 	}
-	hosts := []string{probe.Host}
-	for _, f := range probe.Fallbacks {
-		hosts = append(hosts, f.Host)
+	asked, from, err := sslModeAsked(libpq["sslmode"], serviceMode)
+	if err != nil {
+		return nil, u.Errorf("%v", err)
 	}
-	local := true
-	for _, h := range hosts {
-		local = local && isLocal(h)
-	}
-	// As libpq: the URL's sslmode, else the service's, else PGSSLMODE.
-	asked, from := libpq["sslmode"], "sslmode"
-	if asked == "" && serviceMode != "" {
-		if !slices.Contains(sslModes, serviceMode) {
-			return nil, u.Errorf("the service's sslmode=%q: expected one of %s", serviceMode, strings.Join(sslModes, ", "))
-		}
-		asked, from = serviceMode, "the service's sslmode"
-	}
-	if env := os.Getenv("PGSSLMODE"); asked == "" && env != "" {
-		if !slices.Contains(sslModes, env) {
-			return nil, u.Errorf("PGSSLMODE=%q: expected one of %s", env, strings.Join(sslModes, ", "))
-		}
-		asked, from = env, "PGSSLMODE"
-	}
-	mode, fallback := tlsPolicy(asked, local)
-	pc, err := pgxpool.ParseConfig(connString(mode))
+	mode, fallback := tlsPolicy(asked, allLocal(probe))
+	pc, err := pgxpool.ParseConfig(conn.with(mode))
 	if err != nil {
 		return nil, fail("cannot read the connection settings", err)
 	}
@@ -235,21 +130,174 @@ func parseURL(raw string) (*config, error) {
 	if err := checkTLS(cc, mode); err != nil {
 		return nil, u.Errorf("%v", err)
 	}
-	// Every commit is durable before Write returns, whatever the server's
-	// default: the crawl state counts on it.
+	c.pool = poolOf(pc, c.maxConns)
+	c.description = describe(cc, c.qualified())
+	c.tls = tlsWords(cc, asked, mode, from, fallback)
+	return c, nil
+}
+
+// readParams reads the URL's parameters: the sink's own (table, timeout,
+// max_conns) into the config, libpq's into a map for the driver; secrets
+// in parameters are refused with where they go instead.
+func readParams(u *sinkurl.URL) (*config, map[string]string, error) {
+	c := &config{table: defaultTable, timeout: defaultTimeout, maxConns: defaultMaxConns}
+	for _, k := range slices.Sorted(maps.Keys(u.Query)) { // the same error each time
+		if why, ok := secretParams[k]; ok {
+			return nil, nil, u.Errorf("parameter %q is not taken: %s", k, why)
+		}
+	}
+	table := defaultTable
+	libpq := map[string]string{}
+	params := []sinkurl.Param{
+		sinkurl.String("table", &table),
+		sinkurl.Duration("timeout", &c.timeout, "30s"),
+		sinkurl.Int("max_conns", &c.maxConns, 1, maxMaxConns, "a number of connections"),
+	}
+	for _, name := range libpqParams {
+		params = append(params, sinkurl.Param{Name: name, Set: func(v string) error {
+			if err := checkLibpq(name, v); err != nil {
+				return err
+			}
+			libpq[name] = v
+			return nil
+		}})
+	}
+	if err := u.Apply(params...); err != nil {
+		return nil, nil, err
+	}
+	if c.timeout > maxTimeout {
+		return nil, nil, u.Errorf("timeout=%v: expected at most %v", c.timeout, maxTimeout)
+	}
+	if err := c.setTable(u, table); err != nil {
+		return nil, nil, err
+	}
+	if u.Name == "" && libpq["dbname"] == "" && os.Getenv("PGDATABASE") == "" && libpq["service"] == "" && os.Getenv("PGSERVICE") == "" {
+		return nil, nil, u.Errorf("expected a database after the host: postgres://USER@HOST:PORT/DATABASE?table=papers")
+	}
+	return c, libpq, nil
+}
+
+// checkLibpq checks a libpq parameter's value where the sink knows its
+// rules.
+func checkLibpq(name, v string) error {
+	switch name {
+	case "sslmode":
+		if !slices.Contains(sslModes, v) {
+			return fmt.Errorf("expected one of %s", strings.Join(sslModes, ", "))
+		}
+	case "sslrootcert", "sslcert", "sslkey":
+		if name == "sslrootcert" && v == "system" {
+			return nil
+		}
+		return smallFile(v)
+	case "application_name":
+		if len(v) > 63 {
+			return fmt.Errorf("expected at most 63 bytes (the server keeps no more)")
+		}
+	case "sslsni":
+		if v != "0" && v != "1" {
+			return fmt.Errorf("expected 0 or 1")
+		}
+	case "connect_timeout":
+		var n int
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || n > maxConnectTimeout || fmt.Sprint(n) != v {
+			return fmt.Errorf("expected a number of seconds from 1 to %d", maxConnectTimeout)
+		}
+	}
+	return nil
+}
+
+// setTable reads table=[SCHEMA.]NAME.
+func (c *config) setTable(u *sinkurl.URL, table string) error {
+	schema, name, qualified := strings.Cut(table, ".")
+	if !qualified {
+		schema, name = "", table
+	}
+	if !reIdent.MatchString(name) || len(name) > maxTableName || qualified && !reIdent.MatchString(schema) {
+		return u.Errorf("table=%q: expected a table name of lower-case letters, digits and _ (at most %d: its index names add to it), optionally after a schema name and a dot, e.g. table=papers or table=lit.papers", table, maxTableName)
+	}
+	if strings.HasPrefix(name, "litcrawl_") {
+		return u.Errorf("table=%q: names starting with litcrawl_ are the sink's own tables", table)
+	}
+	c.schema, c.table = schema, name
+	return nil
+}
+
+// baseURL is the URL the driver connects by, without parameters.
+func baseURL(u *sinkurl.URL) string {
+	base := "postgres://"
+	if u.User != "" || u.HasPass {
+		ui := url.User(u.User)
+		if u.HasPass {
+			ui = url.UserPassword(u.User, u.Pass)
+		}
+		base += ui.String() + "@"
+	}
+	return base + strings.Join(u.Hosts, ",") + "/" + url.PathEscape(u.Name)
+}
+
+// connString is the driver's connection string: the base URL with the
+// libpq parameters and an sslmode of the sink's choosing.
+type connString struct {
+	base  string
+	libpq map[string]string
+}
+
+func (cs connString) with(sslmode string) string {
+	q := url.Values{}
+	for k, v := range cs.libpq {
+		q.Set(k, v)
+	}
+	q.Set("sslmode", sslmode)
+	if q.Get("connect_timeout") == "" {
+		q.Set("connect_timeout", fmt.Sprint(defaultConnectTimeout))
+	}
+	return cs.base + "?" + q.Encode()
+}
+
+// allLocal: every host the connection may go to is this machine.
+func allLocal(probe *pgconn.Config) bool {
+	local := isLocal(probe.Host)
+	for _, f := range probe.Fallbacks {
+		local = local && isLocal(f.Host)
+	}
+	return local
+}
+
+// sslModeAsked is the sslmode asked for, as libpq takes it: the URL's,
+// else the service's, else PGSSLMODE ("" when none); from names where it
+// came from.
+func sslModeAsked(inURL, serviceMode string) (asked, from string, err error) {
+	asked, from = inURL, "sslmode"
+	if asked == "" && serviceMode != "" {
+		if !slices.Contains(sslModes, serviceMode) {
+			return "", "", fmt.Errorf("the service's sslmode=%q: expected one of %s", serviceMode, strings.Join(sslModes, ", "))
+		}
+		asked, from = serviceMode, "the service's sslmode"
+	}
+	if env := os.Getenv("PGSSLMODE"); asked == "" && env != "" {
+		if !slices.Contains(sslModes, env) {
+			return "", "", fmt.Errorf("PGSSLMODE=%q: expected one of %s", env, strings.Join(sslModes, ", "))
+		}
+		asked, from = env, "PGSSLMODE"
+	}
+	return asked, from, nil
+}
+
+// poolOf sets the pool's bounds, and what every connection of it runs
+// with: every commit durable before Write returns, whatever the server's
+// default (the crawl state counts on it).
+func poolOf(pc *pgxpool.Config, maxConns int) *pgxpool.Config {
+	cc := &pc.ConnConfig.Config
 	cc.RuntimeParams["synchronous_commit"] = "on"
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = "litcrawl"
 	}
-	pc.MaxConns = int32(c.maxConns)
+	pc.MaxConns = int32(maxConns)
 	pc.MinConns = 0
 	pc.MaxConnIdleTime = 5 * time.Minute
 	pc.HealthCheckPeriod = 30 * time.Second
-	c.pool = pc
-
-	c.description = describe(cc, c.qualified())
-	c.tls = tlsWords(cc, asked, mode, from, fallback)
-	return c, nil
+	return pc
 }
 
 // mistyped refuses, without showing it, a URL whose password was likely

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/sink/sinkurl"
 )
 
@@ -262,5 +263,25 @@ func TestDescriptionFollowsTheSettings(t *testing.T) {
 	}
 	if cfg.description != "postgres://other@db.example.com:5432/lit?table=papers" {
 		t.Errorf("description %q", cfg.description)
+	}
+}
+
+// One rule for a URL in a line: the sink's errors (its description) and
+// the log lines' sink= (redact.URL) show the same user — a role, not a
+// secret — and neither the password.
+func TestErrorsAndLogLinesShowTheURLAlike(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://crawler@db.example.com:5433/lit?table=papers",
+		"postgres://crawler:Sup3r-s3cret@db.example.com:5433/lit?table=papers",
+	} {
+		cfg, err := parseURL(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := redact.URL(raw)
+		if !strings.Contains(cfg.description, "://crawler@") || !strings.Contains(shown, "://crawler") ||
+			strings.Contains(cfg.description+shown, "Sup3r") {
+			t.Errorf("%s: error shows %q, log line %q", redact.URL(raw), cfg.description, shown)
+		}
 	}
 }

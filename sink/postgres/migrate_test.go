@@ -22,11 +22,13 @@ import (
 
 func openInternal(t *testing.T, url string, log *slog.Logger) (*pgSink, error) {
 	t.Helper()
-	s, err := open(context.Background(), url, sink.Options{Writer: "w", Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	return s.(*pgSink), nil
+	return openBuild(t, url, log, thisBuild)
+}
+
+// openBuild opens the sink as a build of schema ts would.
+func openBuild(t *testing.T, url string, log *slog.Logger, ts tableSchema) (*pgSink, error) {
+	t.Helper()
+	return openSchema(context.Background(), url, sink.Options{Writer: "w", Logger: log}, ts)
 }
 
 // A later build that adds a column migrates a table made by an earlier
@@ -45,20 +47,18 @@ func TestForwardMigration(t *testing.T) {
 	}
 	s.Close()
 
-	saved, savedCols := migrations, columns
-	next := latest() + 1
-	migrations = append(migrations[:len(migrations):len(migrations)], migration{next, "test: add a column",
-		"ALTER TABLE {t} ADD COLUMN added_later text"})
-	columns = append(columns[:len(columns):len(columns)], column{"added_later", "text", true})
+	next := thisBuild.latest() + 1
+	later := tableSchema{
+		migrations: append(slices.Clone(migrations), migration{next, "test: add a column", "ALTER TABLE {t} ADD COLUMN added_later text"}),
+		columns:    append(slices.Clone(columns), column{"added_later", "text", true}),
+	}
 	var logs bytes.Buffer
-	s, err = openInternal(t, url, slog.New(slog.NewTextHandler(&logs, nil)))
+	s, err = openBuild(t, url, slog.New(slog.NewTextHandler(&logs, nil)), later)
 	if err != nil {
-		migrations, columns = saved, savedCols
 		t.Fatal(err)
 	}
 	err = s.Write(context.Background(), []record.Record{{SchemaVersion: 1, ID: "2", Title: "new"}})
 	s.Close()
-	migrations, columns = saved, savedCols
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,19 +168,17 @@ func TestHostileRecordsAreStored(t *testing.T) {
 func TestLargeBatchInChunks(t *testing.T) {
 	srv := pgtest.Shared(t)
 	db := srv.NewDB(t)
-	saved := maxChunk
-	maxChunk = 4096
-	defer func() { maxChunk = saved }()
 	s, err := openInternal(t, srv.URL(db, "table=papers"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	s.maxChunk = 4096
 	recs := make([]record.Record, 60)
 	for i := range recs {
 		recs[i] = record.Record{SchemaVersion: 1, ID: fmt.Sprint(i), Title: strings.Repeat("t", 200)}
 	}
-	chunks, _, err := rowsJSON(recs)
+	chunks, _, err := rowsJSON(recs, s.maxChunk)
 	if err != nil || len(chunks) < 3 {
 		t.Fatalf("%d chunks, %v", len(chunks), err)
 	}
@@ -203,10 +201,9 @@ func TestMigrationAddsIssue(t *testing.T) {
 	srv := pgtest.Shared(t)
 	db := srv.NewDB(t)
 	url := srv.URL(db, "table=papers")
-	saved, savedCols := migrations, columns
-	migrations = migrations[:1]
-	columns = slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "issue" || c.name == "site_doi" })
-	s, err := openInternal(t, url, nil)
+	schema1 := tableSchema{migrations: migrations[:1],
+		columns: slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "issue" || c.name == "site_doi" })}
+	s, err := openBuild(t, url, nil, schema1)
 	if err == nil {
 		err = s.Write(context.Background(), []record.Record{
 			{SchemaVersion: 1, ID: "1", Title: "old", Journal: &record.Journal{Volume: "8 1"}},
@@ -215,7 +212,6 @@ func TestMigrationAddsIssue(t *testing.T) {
 		})
 		s.Close()
 	}
-	migrations, columns = saved, savedCols
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,10 +265,9 @@ func TestMigrationAddsSiteDOI(t *testing.T) {
 	srv := pgtest.Shared(t)
 	db := srv.NewDB(t)
 	url := srv.URL(db, "table=papers")
-	saved, savedCols := migrations, columns
-	migrations = migrations[:2]
-	columns = slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "site_doi" })
-	s, err := openInternal(t, url, nil)
+	schema2 := tableSchema{migrations: migrations[:2],
+		columns: slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "site_doi" })}
+	s, err := openBuild(t, url, nil, schema2)
 	if err == nil {
 		err = s.Write(context.Background(), []record.Record{
 			{SchemaVersion: 2, ID: "doi:arxiv-2409.07232", DOI: "arxiv-2409.07232", ArxivID: "2409.07232", Title: "old, DOI only"},
@@ -283,7 +278,6 @@ func TestMigrationAddsSiteDOI(t *testing.T) {
 		})
 		s.Close()
 	}
-	migrations, columns = saved, savedCols
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,8 @@ type pgSink struct {
 	log    *slog.Logger
 
 	insertSQL, writerSQL string
+	maxChunk             int         // bytes of JSON an INSERT takes (maxChunk; tests lower it)
+	schema               tableSchema // the table's (thisBuild; tests play other builds)
 
 	mu      sync.Mutex
 	commits int64    // the writer's commit count after the last Write that committed
@@ -62,6 +64,11 @@ type pgSink struct {
 }
 
 func open(ctx context.Context, raw string, opts sink.Options) (sink.Sink, error) {
+	return openSchema(ctx, raw, opts, thisBuild)
+}
+
+// openSchema opens the sink over a table of schema ts.
+func openSchema(ctx context.Context, raw string, opts sink.Options, ts tableSchema) (*pgSink, error) {
 	cfg, err := parseURL(raw)
 	if err != nil {
 		return nil, err
@@ -70,7 +77,7 @@ func open(ctx context.Context, raw string, opts sink.Options) (sink.Sink, error)
 	if err != nil {
 		return nil, fmt.Errorf("postgres %s: %s", cfg.description, cfg.scrub(err.Error()))
 	}
-	s := &pgSink{cfg: cfg, pool: pool, writer: opts.Writer, log: opts.Log()}
+	s := &pgSink{cfg: cfg, pool: pool, writer: opts.Writer, log: opts.Log(), maxChunk: maxChunk, schema: ts}
 	if err := s.prepare(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -116,12 +123,12 @@ func (s *pgSink) prepare(ctx context.Context) error {
 		}
 	}
 	s.n = newNames(s.cfg.schema, s.cfg.table)
-	s.insertSQL, s.writerSQL = upsertSQL(s.n), writerSQL(s.n)
-	applied, err := migrate(ctx, conn, s.n)
+	s.insertSQL, s.writerSQL = upsertSQL(s.n, s.schema.columns), writerSQL(s.n)
+	applied, err := migrate(ctx, conn, s.n, s.schema)
 	if err != nil {
 		return s.fail(ctx, opMigrate, err)
 	}
-	if err := checkShape(ctx, conn, s.n); err != nil {
+	if err := checkShape(ctx, conn, s.n, s.schema); err != nil {
 		return s.fail(ctx, "check the table", err)
 	}
 	if err := checkPrivileges(ctx, conn, s.n); err != nil {
@@ -175,7 +182,7 @@ func (s *pgSink) Write(ctx context.Context, recs []record.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	chunks, keys, err := rowsJSON(recs)
+	chunks, keys, err := rowsJSON(recs, s.maxChunk)
 	if err != nil {
 		return fmt.Errorf("postgres %s: %w", s.n.display, err)
 	}
@@ -344,7 +351,7 @@ func (s *pgSink) Close() error {
 // by column) and, for a paper already there, updates what the site says
 // of it when that changed, unless the row holds a newer fetch. first_run
 // and first_seen are never updated.
-func upsertSQL(n names) string {
+func upsertSQL(n names, columns []column) string {
 	var cols, sel, set []string
 	for _, c := range columns {
 		switch c.name {
@@ -415,13 +422,13 @@ type row struct {
 
 // maxChunk bounds the JSON of one INSERT statement: a batch of larger
 // pages is sent as several statements, in the same transaction.
-var maxChunk = 32 << 20
+const maxChunk = 32 << 20
 
 // rowsJSON is the batch as JSON arrays of rows (one per statement, each
-// at most maxChunk unless one row is larger): a paper given twice is kept
+// at most max bytes unless one row is larger): a paper given twice is kept
 // once (its last), rows in key order so that concurrent writers lock rows
 // in one order. keys are the rows' keys.
-func rowsJSON(recs []record.Record) (chunks [][]byte, keys []string, err error) {
+func rowsJSON(recs []record.Record, max int) (chunks [][]byte, keys []string, err error) {
 	last := make(map[string]int, len(recs))
 	for i := range recs {
 		last[rowKey(recs[i].ID)] = i
@@ -452,7 +459,7 @@ func rowsJSON(recs []record.Record) (chunks [][]byte, keys []string, err error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(buf) > 0 && len(buf)+len(row) > maxChunk {
+		if len(buf) > 0 && len(buf)+len(row) > max {
 			chunks = append(chunks, append(buf, ']'))
 			buf = nil
 		}

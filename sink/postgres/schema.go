@@ -101,8 +101,19 @@ CREATE TABLE {s}.litcrawl_writers (
 );
 COMMENT ON TABLE {s}.litcrawl_writers IS 'litcrawl: per table and crawl state (writer), the number of commits it made; the crawl state keeps the same number with the pages it committed';`
 
-// latest is the version this build writes.
-func latest() int { return migrations[len(migrations)-1].version }
+// tableSchema is a table's history and its shape at its latest version:
+// thisBuild, the one this build writes (a test plays an earlier or a
+// later build with another).
+type tableSchema struct {
+	migrations []migration
+	columns    []column
+}
+
+// thisBuild is the schema this build writes.
+var thisBuild = tableSchema{migrations: migrations, columns: columns}
+
+// latest is the version the schema writes.
+func (ts tableSchema) latest() int { return ts.migrations[len(ts.migrations)-1].version }
 
 // column is one column of the table at the latest version.
 type column struct {
@@ -184,7 +195,7 @@ func (n names) expand(sql string) string {
 
 // migrate brings the table to the latest version, creating it on first
 // use. It returns the versions it applied.
-func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err error) {
+func migrate(ctx context.Context, conn *pgx.Conn, n names, ts tableSchema) (applied []int, err error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -193,78 +204,29 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
 		return nil, err
 	}
-	var haveMigr, haveTable, haveWriters bool
-	err = tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL",
-		n.qMigr, n.qTable, n.qWriters).Scan(&haveMigr, &haveTable, &haveWriters)
+	h, err := readHave(ctx, tx, n)
 	if err != nil {
 		return nil, err
 	}
-	version := 0
-	if haveMigr {
-		if err := need(ctx, tx, n, "SELECT", "table", n.qMigr, n.displayMigrations, "GRANT SELECT ON "+n.qMigr+" TO {user}"); err != nil {
-			return nil, err
-		}
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+n.qMigr+" WHERE table_name = $1",
-			n.table).Scan(&version); err != nil {
-			return nil, err
-		}
-	}
-	if version > 0 && haveTable && !haveWriters {
-		// The commit counts are gone, not the papers: made again empty,
-		// each crawl's Restore finds its last commit's papers in the
-		// table and counts on from its state's count.
-		if err := need(ctx, tx, n, "CREATE", "schema", n.schema, n.schema, n.writers+" is gone (dropped by hand?) and must be made again: run this once as a user who may"); err != nil {
-			return nil, err
-		}
-		if _, err := tx.Exec(ctx, n.expand(writersTable)); err != nil {
-			return nil, err
-		}
-		haveWriters = true
-	}
 	switch {
-	case version > 0 && !haveTable:
-		return nil, &shapeError{n.display, fmt.Sprintf("is gone but %s says it is at schema version %d (dropped by hand?): delete its rows there (DELETE FROM %s WHERE table_name = '%s') to make it anew", n.displayMigrations, version, n.qMigr, n.table)}
-	case version == 0 && haveTable:
+	case h.version > 0 && !h.table:
+		return nil, &shapeError{n.display, fmt.Sprintf("is gone but %s says it is at schema version %d (dropped by hand?): delete its rows there (DELETE FROM %s WHERE table_name = '%s') to make it anew", n.displayMigrations, h.version, n.qMigr, n.table)}
+	case h.version == 0 && h.table:
 		return nil, &shapeError{n.display, "exists but was not made by this sink (it has no version in " + n.displayMigrations +
 			"): name another table with ?table=NAME, or drop this one"}
-	case version > latest():
-		return nil, &shapeError{n.display, fmt.Sprintf("is at schema version %d, made by a newer litcrawl; this build knows versions up to %d: upgrade litcrawl", version, latest())}
-	case version == latest():
+	case h.version > ts.latest():
+		return nil, &shapeError{n.display, fmt.Sprintf("is at schema version %d, made by a newer litcrawl; this build knows versions up to %d: upgrade litcrawl", h.version, ts.latest())}
+	case h.version == ts.latest():
 		return nil, tx.Commit(ctx)
 	}
-	if err := mayMigrate(ctx, tx, n, version, haveTable); err != nil {
+	if err := mayMigrate(ctx, tx, n, h.version, ts.latest(), h.table); err != nil {
 		return nil, err
 	}
-	if !haveMigr {
-		if _, err := tx.Exec(ctx, n.expand(companions)); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := need(ctx, tx, n, "INSERT", "table", n.qMigr, n.displayMigrations, "a table made or migrated is recorded there: GRANT INSERT ON "+n.qMigr+" TO {user}"); err != nil {
-			return nil, err
-		}
+	if err := companionsFor(ctx, tx, n, h); err != nil {
+		return nil, err
 	}
-	if !haveWriters {
-		if _, err := tx.Exec(ctx, n.expand(writersTable)); err != nil {
-			return nil, err
-		}
-	}
-	if version == 0 {
-		// A table made anew has no commits from anyone: counts left by a
-		// dropped table of the same name must not vouch for it, or a
-		// crawl state that counts its papers as delivered would not see
-		// that they are gone.
-		if haveWriters {
-			if err := checkPrivilegesOn(ctx, tx, n, n.qWriters, n.writers); err != nil {
-				return nil, err
-			}
-		}
-		if _, err := tx.Exec(ctx, "UPDATE "+n.qWriters+" SET commits = 0, updated_at = pg_catalog.now() WHERE table_name = $1 AND commits <> 0", n.table); err != nil {
-			return nil, err
-		}
-	}
-	for _, m := range migrations {
-		if m.version <= version {
+	for _, m := range ts.migrations {
+		if m.version <= h.version {
 			continue
 		}
 		if _, err := tx.Exec(ctx, n.expand(m.sql)); err != nil {
@@ -279,9 +241,76 @@ func migrate(ctx context.Context, conn *pgx.Conn, n names) (applied []int, err e
 	return applied, tx.Commit(ctx)
 }
 
+// have is what a schema holds of the sink's tables: the table's version
+// (0: none recorded) and which tables exist.
+type have struct {
+	version              int
+	migr, table, writers bool
+}
+
+// readHave reads what the schema holds; a writers table gone while the
+// papers stay is made again (empty: each crawl's Restore finds its last
+// commit's papers in the table and counts on from its state's count).
+func readHave(ctx context.Context, tx pgx.Tx, n names) (have, error) {
+	var h have
+	err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL",
+		n.qMigr, n.qTable, n.qWriters).Scan(&h.migr, &h.table, &h.writers)
+	if err != nil {
+		return h, err
+	}
+	if h.migr {
+		if err := need(ctx, tx, n, "SELECT", "table", n.qMigr, n.displayMigrations, "GRANT SELECT ON "+n.qMigr+" TO {user}"); err != nil {
+			return h, err
+		}
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+n.qMigr+" WHERE table_name = $1",
+			n.table).Scan(&h.version); err != nil {
+			return h, err
+		}
+	}
+	if h.version > 0 && h.table && !h.writers {
+		if err := need(ctx, tx, n, "CREATE", "schema", n.schema, n.schema, n.writers+" is gone (dropped by hand?) and must be made again: run this once as a user who may"); err != nil {
+			return h, err
+		}
+		if _, err := tx.Exec(ctx, n.expand(writersTable)); err != nil {
+			return h, err
+		}
+		h.writers = true
+	}
+	return h, nil
+}
+
+// companionsFor makes the sink's own tables where they are missing, and
+// for a table made anew zeroes the commit counts a dropped table of the
+// same name left: they must not vouch for it, or a crawl state that
+// counts its papers as delivered would not see that they are gone.
+func companionsFor(ctx context.Context, tx pgx.Tx, n names, h have) error {
+	if !h.migr {
+		if _, err := tx.Exec(ctx, n.expand(companions)); err != nil {
+			return err
+		}
+	} else if err := need(ctx, tx, n, "INSERT", "table", n.qMigr, n.displayMigrations, "a table made or migrated is recorded there: GRANT INSERT ON "+n.qMigr+" TO {user}"); err != nil {
+		return err
+	}
+	if !h.writers {
+		if _, err := tx.Exec(ctx, n.expand(writersTable)); err != nil {
+			return err
+		}
+	}
+	if h.version != 0 {
+		return nil
+	}
+	if h.writers {
+		if err := checkPrivilegesOn(ctx, tx, n, n.qWriters, n.writers); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, "UPDATE "+n.qWriters+" SET commits = 0, updated_at = pg_catalog.now() WHERE table_name = $1 AND commits <> 0", n.table)
+	return err
+}
+
 // mayMigrate: making a table takes CREATE on the schema; migrating one
 // (ALTER TABLE) takes owning it.
-func mayMigrate(ctx context.Context, tx pgx.Tx, n names, version int, haveTable bool) error {
+func mayMigrate(ctx context.Context, tx pgx.Tx, n names, version, latest int, haveTable bool) error {
 	if !haveTable {
 		return need(ctx, tx, n, "CREATE", "schema", n.schema, n.schema,
 			"to create the table, run crawl sink check (or the first crawl) as a user who may, or GRANT CREATE ON SCHEMA "+n.qSchema+" TO {user}")
@@ -292,7 +321,7 @@ func mayMigrate(ctx context.Context, tx pgx.Tx, n names, version int, haveTable 
 	}
 	if !owns {
 		return &privilegeError{table: n.display, user: currentUser(ctx, tx), privilege: "ownership", on: "table " + n.display,
-			fix: fmt.Sprintf("migrating it from schema version %d to %d alters it, which takes its owner: run this build once as the table's owner", version, latest())}
+			fix: fmt.Sprintf("migrating it from schema version %d to %d alters it, which takes its owner: run this build once as the table's owner", version, latest)}
 	}
 	return nil
 }
@@ -306,7 +335,7 @@ func currentUser(ctx context.Context, q querier) string {
 // checkShape makes sure the table has the columns the sink writes, with
 // their types, and id as its primary key. Columns a user added are fine
 // (nullable or with a default).
-func checkShape(ctx context.Context, conn *pgx.Conn, n names) error {
+func checkShape(ctx context.Context, conn *pgx.Conn, n names, ts tableSchema) error {
 	rows, err := conn.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
 		WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, n.qTable)
 	if err != nil {
@@ -324,7 +353,7 @@ func checkShape(ctx context.Context, conn *pgx.Conn, n names) error {
 		return err
 	}
 	var problems []string
-	for _, c := range columns {
+	for _, c := range ts.columns {
 		switch typ, ok := have[c.name]; {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("column %s is missing", c.name))

@@ -31,13 +31,12 @@ const Name = "quarantine.jsonl"
 // refused records without end cannot fill the disk.
 const MaxBytes = 256 << 20
 
-var limit int64 = MaxBytes // tests lower it
-
 // File is a quarantine file. Its Put is safe for concurrent use, also by
 // several processes (a lock file beside it, Locked).
 type File struct {
-	path string
-	mu   sync.Mutex
+	path  string
+	limit int64 // the file's bound: MaxBytes (tests lower it)
+	mu    sync.Mutex
 }
 
 // Locked runs fn holding the quarantine at path for this process alone
@@ -59,7 +58,7 @@ func Locked(path string, fn func() error) error {
 }
 
 // New is the quarantine kept at path (made on the first Put).
-func New(path string) *File { return &File{path: path} }
+func New(path string) *File { return &File{path: path, limit: MaxBytes} }
 
 // In is the quarantine of the state directory dir.
 func In(dir string) *File { return New(filepath.Join(dir, Name)) }
@@ -105,8 +104,8 @@ func (f *File) put(buf bytes.Buffer) error {
 		return fmt.Errorf("quarantine: %w", err)
 	}
 	size := st.Size()
-	if size+int64(buf.Len()) > limit {
-		return fmt.Errorf("quarantine %s is full (%d bytes, at most %d): see crawl quarantine list, retry or remove what it holds", f.path, size, limit)
+	if size+int64(buf.Len()) > f.limit {
+		return fmt.Errorf("quarantine %s is full (%d bytes, at most %d): see crawl quarantine list, retry or remove what it holds", f.path, size, f.limit)
 	}
 	// A line torn by a crash is ended, so the new entries start a line.
 	if size > 0 {
@@ -198,13 +197,13 @@ func Read(path string) (Contents, error) {
 	}
 }
 
-// readLine reads one line. A line is at most the file's bound (Put never
-// writes a longer one), so every entry Put wrote is read back.
+// readLine reads one line. A line is at most MaxBytes (Put never writes a
+// longer one), so every entry Put wrote is read back.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if int64(len(line)+len(chunk)) <= limit {
+		if int64(len(line)+len(chunk)) <= MaxBytes {
 			line = append(line, chunk...)
 		}
 		if err == bufio.ErrBufferFull {

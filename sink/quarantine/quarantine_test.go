@@ -86,9 +86,8 @@ func TestBoundsAndNonRegularFiles(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, Name)
-	defer func(l int64) { limit = l }(limit)
-	limit = 2000
 	q := New(path)
+	q.limit = 2000
 	if err := q.Put(ctx, refusals("q", 1)); err != nil {
 		t.Fatal(err)
 	}
