@@ -2,13 +2,14 @@ package record
 
 import (
 	"strings"
-	"unicode"
+
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 )
 
 // HasControl reports whether s holds a control character (C0, DEL or C1:
-// NUL, ESC, a line break and the like).
+// NUL, ESC, a line break and the like: textsafe.Control).
 func HasControl(s string) bool {
-	return strings.IndexFunc(s, unicode.IsControl) >= 0
+	return strings.ContainsFunc(s, textsafe.Control)
 }
 
 // StripControl is s without its control characters.
@@ -17,7 +18,7 @@ func StripControl(s string) string {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if textsafe.Control(r) {
 			return -1
 		}
 		return r

@@ -19,6 +19,9 @@
 //   - multi.go: fan-out to several sinks, acknowledged when all acknowledge
 //   - retry.go: bounded retries with full-jitter backoff for retryable errors
 //   - observe.go: a Write observer (metrics)
+//   - quarantine.go: what a sink refuses for a record's content
+//     (ErrRefused, Refused) and the quarantine that keeps it (Quarantine,
+//     Quarantined)
 //
 // sinkurl parses the broker drivers' URLs and query parameters; sinktest
 // is the conformance suite every driver runs.

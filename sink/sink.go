@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/record"
 )
 
@@ -134,7 +135,7 @@ func CheckPath(scheme, p, form, what string) error {
 		return bad(fmt.Sprintf("expected a %s after %s:", what, scheme))
 	case urlLike.MatchString(p):
 		return bad(fmt.Sprintf("expected %s:%s, a %s, not a URL", scheme, form, what))
-	case strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }):
+	case strings.ContainsFunc(p, textsafe.Control):
 		return bad(fmt.Sprintf("the %s has control characters", what))
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +16,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 )
 
@@ -83,14 +84,14 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 					fmt.Fprintf(out, "%d records in the quarantine %s:\n", len(rs), path)
 				}
 				for _, r := range rs {
-					sinkName := shown(redact.URL(r.Sink), 200)
+					sinkName := cmp.Or(textsafe.Cut(redact.URL(r.Sink), 200), "-")
 					reason := r.Reason
 					// The driver's error names the sink again: once is enough.
 					if i := strings.Index(reason, r.Sink+": "); i >= 0 && i < 16 {
 						reason = reason[i+len(r.Sink)+2:]
 					}
-					fmt.Fprintf(out, "%s  %s  doi %s  %s  refused %d× by %s: %s\n", r.At.Format(time.RFC3339), shown(r.Record.ID, 80),
-						shown(r.Record.DOI, 80), shown(r.Record.Title, 60), r.Tries, sinkName, shown(reason, 300))
+					fmt.Fprintf(out, "%s  %s  doi %s  %s  refused %d× by %s: %s\n", r.At.Format(time.RFC3339), cmp.Or(textsafe.Cut(r.Record.ID, 80), "-"),
+						cmp.Or(textsafe.Cut(r.Record.DOI, 80), "-"), cmp.Or(textsafe.Cut(r.Record.Title, 60), "-"), r.Tries, sinkName, cmp.Or(textsafe.Cut(reason, 300), "-"))
 				}
 			}
 			if bad > 0 {
@@ -115,25 +116,6 @@ func quarantineDirExists(dir string) error {
 		return nil // a fleet worker's quarantine: no state beside it
 	}
 	return err
-}
-
-// shown is s made safe and short for a terminal line: no control or
-// format character (an ESC, a bidi override, a zero-width space), no line
-// or paragraph separator, no invisible filler.
-func shown(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point) {
-			return -1
-		}
-		return r
-	}, s)
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func newQuarantineRetryCmd() *cobra.Command {

@@ -111,8 +111,8 @@ func limits(cfg *config.Config, journals []int64, backfill bool) map[int64]engin
 // summary printed, kept and written to --report). It returns the run's
 // summary (nil when the run did not start) and an error that says how it
 // ended, which maps to the exit code (exitcode.Of): nil, a usage error,
-// a *quality.Alarm, ErrPagesFailed or ErrQuarantined (wrapped), ctx's
-// error, or another (fatal) error.
+// the quality gate's alarm (exitcode.QualityError), ErrPagesFailed or
+// ErrQuarantined (wrapped), ctx's error, or another (fatal) error.
 func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	cfg := e.Config
 	if err := c.validate(cfg); err != nil {

@@ -3,11 +3,29 @@
 // state and the sinks (rolling the sinks back to the state's token),
 // chooses the transport (live, recording an archive, or offline from one),
 // builds the fetcher from the configuration, records the run history with
-// its errors checked, applies the quality gate, writes the run report and
-// prints the summary. The local crawl (Crawl) and the fleet worker (Work)
-// share all of it; a command is flags → options → an exit code.
+// its errors checked, applies the quality gate, writes the --report file
+// and prints the summary. The local crawl (Crawl) and the fleet worker
+// (Work) are one run session (session.go) each; a command is flags →
+// options → an error that is its exit code (internal/exitcode).
 //
-// Files: app.go (Env, errors), crawl.go (Crawl), fleet.go (Work, Enqueue,
-// Status), parts.go (fetcher, transport, sinks), quality.go (the gate),
-// report.go (--report), summary.go (the summary, text or JSON), metrics.go.
+// Files:
+//   - app.go: Env (what every use case is given), the errors of a run's end
+//     (ErrPagesFailed, ErrQuarantined), run ids
+//   - session.go: the run session: what a run opens and how it ends (the
+//     quality gate's verdict, the summary kept, printed and written)
+//   - crawl.go: Crawl, a local backfill or nightly run
+//   - fleet.go: Work (a fleet worker's session), Enqueue, the fleet's view
+//     (status, its runs)
+//   - parts.go: the fetcher's configuration, the transport (live, recording
+//     an archive, offline), the sinks opened and restored to the state
+//   - summary.go: a run's summary (history.RunSummary), printed, and the
+//     verdict (verdict: the one rule of how a run ends)
+//   - summaryfile.go: the --report file (the summary with its page log)
+//   - offline.go: delivering pages a run does not fetch (parse, replay)
+//     through the engine's step with a ledger in memory; Replay
+//   - parse.go: Parse (crawl parse)
+//   - output.go: the check that an output file is a file of its own
+//   - quarantine.go: RetryQuarantine (crawl quarantine retry)
+//   - rebuild.go: Rebuild (crawl state rebuild)
+//   - metrics.go: the Prometheus metrics of a run
 package app

@@ -119,7 +119,8 @@ type SinkOptions struct {
 // OpenSinks opens each sink URL, each retried with the default policy
 // (every retry logged), observed by the metrics and, with a quarantine,
 // quarantining what it refuses; fanned out behind one sink; standard
-// output when there are none. A malformed URL is a *ConfigError.
+// output when there are none. A malformed URL is a usage error
+// (exitcode.UsageError: exit 2).
 func OpenSinks(ctx context.Context, urls []string, o SinkOptions) (sink.Sink, error) {
 	log, m := o.Log, o.Metrics
 	opts := sink.Options{Stdout: o.Stdout, Logger: log, Writer: o.Writer}

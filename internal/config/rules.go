@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/site"
 )
 
@@ -253,7 +254,7 @@ func checkBackoff(c *Config) error {
 }
 
 func checkUserAgent(c *Config) error {
-	if ua := c.Fetch.UserAgent; strings.TrimSpace(ua) == "" || strings.ContainsFunc(ua, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+	if ua := c.Fetch.UserAgent; strings.TrimSpace(ua) == "" || strings.ContainsFunc(ua, textsafe.Control) {
 		return bad("fetch.user_agent", fmt.Sprintf("%q", ua), "a user agent naming the crawler, on one line")
 	}
 	return nil

@@ -1,9 +1,13 @@
 // Package history reads and shows the run history: the runs a state
 // directory recorded (state.Run), each as a RunView with its summary
-// (RunReport, which a run writes to the history and to --report), and
-// --report files read back. The report and crawl runs draw from it; it
-// links no sink, broker or archive package.
+// (RunSummary, which a run writes to the history and to its --report
+// file), and --report files read back. RunView is the one run every
+// reader of the history gets: crawl runs, crawl runs show, the report.
+// The report and crawl runs draw from it; it links no sink, broker or
+// archive package.
 //
-// Files: history.go (History, RunView, Read), report.go (RunReport, the
-// quality verdict), reportfile.go (--report files).
+// Files:
+//   - history.go: History, RunView, Read
+//   - summary.go: Kind, RunSummary, the quality verdict of a summary
+//   - summaryfile.go: --report files read back (SummaryFile)
 package history

@@ -6,17 +6,29 @@ package textsafe
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
+// Control reports whether r is a control character: C0 (NUL, ESC, the
+// line breaks, …), DEL or C1. It is the one rule of what a record's
+// fields (record.CleanControl), a file path (sink.CheckPath), a link or id
+// in a feed and a header value (fetch.user_agent) may not hold.
+func Control(r rune) bool {
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0
+}
+
 // Unsafe reports whether r would change how a terminal or a log viewer
-// shows the text around it: a C0 or C1 control character, DEL, the line
-// and paragraph separators, and the bidirectional marks (the Arabic
-// letter mark too), embeddings, overrides and isolates.
+// shows the text around it, or hide in it: a control character (Control),
+// the line and paragraph separators, the format characters (the
+// bidirectional marks, embeddings, overrides and isolates, zero-width
+// characters, the byte order mark) and the other characters that show as
+// nothing (fillers, the combining grapheme joiner).
 func Unsafe(r rune) bool {
-	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 ||
-		r == 0x2028 || r == 0x2029 ||
-		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+	if r < 0x80 {
+		return r < 0x20 || r == 0x7f
+	}
+	return Control(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // Line is s as one line of a message: broken UTF-8 and each unsafe

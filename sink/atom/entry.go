@@ -60,7 +60,7 @@ const (
 // ids never become one entry id).
 func validID(id string) bool {
 	return len(id) <= maxIDBytes && strings.TrimSpace(id) != "" && utf8.ValidString(id) &&
-		!strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 })
+		!strings.ContainsFunc(id, textsafe.Control)
 }
 
 // tagAuthority names this program in the tag: URIs of feeds and entries
@@ -145,7 +145,7 @@ func webLink(urls ...string) string {
 		}
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
-			strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			strings.ContainsFunc(raw, textsafe.Control) {
 			continue
 		}
 		if out := u.String(); len(out) <= maxLinkBytes { // as written: escaped
