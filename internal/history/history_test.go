@@ -43,7 +43,7 @@ func TestReportFilePageLogIsStreamed(t *testing.T) {
 	if h.Counts[2] != n*9/10 || h.Counts[len(h.Counts)-1] != n/10 {
 		t.Errorf("histogram: %v", h.Counts)
 	}
-	if len(rf.PageLog.Failed) != MaxSummaryFileBytes || rf.PageLog.Failed[0].Page != 1 {
+	if len(rf.PageLog.Failed) != MaxFailedPagesRead || rf.PageLog.Failed[0].Page != 1 {
 		t.Errorf("%d failed pages kept", len(rf.PageLog.Failed))
 	}
 	for _, bad := range []string{`[]`, `{"page_log":{}}`, `{"page_log":[1]}`, `{"run_id":`} {

@@ -31,11 +31,11 @@ type PageLogSummary struct {
 	Failed       []engine.PageLine
 }
 
-// MaxSummaryFileBytes bounds the failed pages kept from one page log.
-const MaxSummaryFileBytes = 1000
+// MaxFailedPagesRead bounds the failed pages kept from one page log.
+const MaxFailedPagesRead = 1000
 
-// MaxReportFileBytes bounds a --report file read back (by crawl report).
-const MaxReportFileBytes = 512 << 20
+// MaxSummaryFileBytes bounds a --report file read back (by crawl report).
+const MaxSummaryFileBytes = 512 << 20
 
 // ReadSummaryFile reads a --report file.
 func ReadSummaryFile(path string) (*SummaryFile, error) {
@@ -54,8 +54,8 @@ func ReadSummaryFile(path string) (*SummaryFile, error) {
 		return nil, err
 	} else if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
-	} else if info.Size() > MaxReportFileBytes {
-		return nil, fmt.Errorf("%s: %d bytes, more than a run report may hold (%d)", path, info.Size(), MaxReportFileBytes)
+	} else if info.Size() > MaxSummaryFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than a run report may hold (%d)", path, info.Size(), MaxSummaryFileBytes)
 	}
 	rf, err := decodeSummaryFile(bufio.NewReaderSize(f, 64<<10))
 	if err != nil {
@@ -116,7 +116,7 @@ func decodeSummaryFile(r io.Reader) (*SummaryFile, error) {
 				i, _ := slices.BinarySearch(engine.FetchSecondsBounds, pr.Seconds)
 				rf.PageLog.FetchSeconds.Counts[i]++
 			}
-			if pr.Result == "failed" && len(rf.PageLog.Failed) < MaxSummaryFileBytes {
+			if pr.Result == "failed" && len(rf.PageLog.Failed) < MaxFailedPagesRead {
 				rf.PageLog.Failed = append(rf.PageLog.Failed, pr)
 			}
 		}
