@@ -21,7 +21,8 @@
 //   - robots.go: robots.txt per host (temoto/robotstxt), fetched with
 //     retries through the transport
 //   - fetcher.go: Config, Fetcher (one page: robots, breaker, limiter,
-//     pacer, retries, fetch, judge, parse), Request and Result
+//     pacer, retries, fetch, judge, parse), implementing the fetch port
+//     (fetch.Request, fetch.Result, fetch.Failure)
 //   - metrics.go: fetches by status class, breaker state
 //
 // Where colly serves and where it does not: colly executes the requests

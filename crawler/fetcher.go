@@ -15,7 +15,6 @@ import (
 
 	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/internal/backoff"
-	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/site"
 )
@@ -105,9 +104,9 @@ func New(cfg Config, log *slog.Logger) (*Fetcher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	base, err := url.Parse(cfg.BaseURL)
-	if err != nil || base.Scheme == "" || base.Host == "" {
-		return nil, fmt.Errorf("base URL %q: expected an absolute URL such as https://m.booksci.cn", redact.URL(cfg.BaseURL))
+	base, err := site.CheckBaseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("base URL %w", err)
 	}
 	auth := base.User
 	base.User = nil

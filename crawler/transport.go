@@ -84,10 +84,8 @@ type transport struct {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.User != nil {
 		// A URL with user information (a redirect that carries some):
-		// refused, and never shown with it.
-		shown := *req.URL
-		shown.User = nil
-		return nil, &FetchError{URL: shown.String(), Err: fmt.Errorf("%w: a URL with user information", ErrOffsite)}
+		// refused, and shown redacted (the one rule: redact.URL).
+		return nil, &FetchError{URL: redact.URL(req.URL.String()), Err: fmt.Errorf("%w: a URL with user information", ErrOffsite)}
 	}
 	if !t.allowed[hostPort(req.URL)] {
 		return nil, &FetchError{URL: redact.URL(req.URL.String()), Err: fmt.Errorf("%w: %s", ErrOffsite, req.URL.Host)}

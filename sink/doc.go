@@ -1,9 +1,10 @@
 // Package sink is the delivery core: it knows nothing of pages or HTTP,
 // and links no broker client. The drivers live in packages of their own
 // and register themselves by URL scheme when a program imports them
-// (cmd/crawl imports all four):
+// (cmd/crawl imports all five):
 //
 //   - sink/jsonl: jsonl:PATH and - (standard output)
+//   - sink/atom: atom:DIR (an Atom feed per journal, and an OPML list)
 //   - sink/nats: nats://… and tls://… (NATS JetStream)
 //   - sink/kafka: kafka://… (Kafka)
 //   - sink/postgres: postgres://… and postgresql://… (a PostgreSQL table)

@@ -13,6 +13,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/history"
+	"github.com/litcrawl/litcrawl/site"
 )
 
 // crawlFlags are the flags the crawling commands share.
@@ -51,7 +52,7 @@ func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 // apply overrides the configuration with the flags given.
 func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if f.baseURL != "" {
-		u, err := config.CheckBaseURL(f.baseURL) // the file's rule (site.base_url)
+		u, err := site.CheckBaseURL(f.baseURL) // the file's rule (site.base_url)
 		if err != nil {
 			return exitcode.UsageError(fmt.Errorf("--base-url %w", err))
 		}

@@ -30,7 +30,7 @@ type frontierFlags struct {
 func (f *frontierFlags) register(cmd *cobra.Command, consumer bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "frontier", "", "the shared frontier: nats://[user:pass@]host:port[,host:port…] (JetStream, nats-server 2.9.10 or newer)")
-	typedVar(fl, newIntIn(&f.replicas, 0, 1, 5, ""), "replicas", "replicas of the frontier's streams and buckets, 1 to 5, on a cluster: new ones are created with it, existing ones moved in place (default: frontier.replicas; as they are, 1 when created)")
+	typedVar(fl, newIntIn(&f.replicas, 0, 1, config.MaxReplicas, ""), "replicas", "replicas of the frontier's streams and buckets, 1 to 5, on a cluster: new ones are created with it, existing ones moved in place (default: frontier.replicas; as they are, 1 when created)")
 	if consumer {
 		typedVar(fl, newDuration(&f.ackWait, 0, true, "30s").within(config.MinAckWait, config.MaxAckWait), "ack-wait", "how long a worker may hold a job without a heartbeat before it goes to another worker, 1s to 10m; workers heartbeat every third of it (default: frontier.ack_wait; as the frontier has it, 30s when created)")
 		typedVar(fl, newIntIn(&f.maxDeliver, 0, 1, 100, "tries"), "max-deliver", "tries of a job before it is dead-lettered (default: as the frontier has it; 5 when it is created)")

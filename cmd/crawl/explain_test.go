@@ -40,3 +40,21 @@ func TestExplainPrintsNoControlFromThePage(t *testing.T) {
 		}
 	}
 }
+
+// Messages quote outside text too (a file name found in a directory): no
+// control character or reordering mark of it reaches the terminal.
+func TestMessagesPrintNoControlFromAFileName(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ev\u202eil\u009bx\u2066.htm"), []byte("<html><body><p>nothing here</p></body></html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, errs := crawl(t, "parse", dir)
+	if !strings.Contains(errs, "no records") {
+		t.Fatalf("stderr %q", errs)
+	}
+	for _, r := range []rune{0x202e, 0x9b, 0x2066} {
+		if strings.ContainsRune(errs, r) {
+			t.Errorf("a message printed U+%04X from a file name: %q", r, errs)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/app"
 	"github.com/litcrawl/litcrawl/internal/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if jsonNotices(stderr) {
 			say(stderr, slog.LevelError, "crawl: "+err.Error(), "exit", code, "hint", hint)
 		} else {
-			fmt.Fprintf(stderr, "crawl: %v\n%s\n", err, hint)
+			fmt.Fprintf(stderr, "crawl: %s\n%s\n", textsafe.Lines(err.Error()), hint)
 		}
 		return code
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -30,7 +31,11 @@ func wantsJSON(args []string) bool {
 // from the command line before the command runs, so that every line on
 // stderr is one JSON object, not only the logger's: notices) one JSON
 // object with text as its msg and attrs as its fields.
+//
+// The text is made safe for a terminal (textsafe.Lines): a message may
+// quote outside text (a file name found in a directory, a server's reply).
 func say(w io.Writer, level slog.Level, text string, attrs ...any) {
+	text = textsafe.Lines(text)
 	if jsonNotices(w) {
 		slog.New(slog.NewJSONHandler(w, nil)).Log(context.Background(), level, text, attrs...)
 		return

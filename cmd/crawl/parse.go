@@ -200,7 +200,7 @@ func runExplain(ctx context.Context, stdout io.Writer, env *app.Env, o app.Parse
 	// (no control character, C1 ones included, and no mark that reorders
 	// what follows), as every message is.
 	fmt.Fprintf(stdout, "%s: %d papers, %d blocks, %d dropped%s%s%s (LINE: the page's visible lines, counted from 1)\n", textsafe.Line(paths[0]), len(p.Records), p.BlocksFound, p.BlocksDropped,
-		map[bool]string{true: "; listing heading seen"}[p.HeadingSeen], map[bool]string{true: "; footer seen"}[p.FooterSeen], textsafe.Line(formatList("; page warnings: ", p.Warnings)))
+		map[bool]string{true: "; listing heading seen"}[p.HeadingSeen], map[bool]string{true: "; footer seen"}[p.FooterSeen], textsafe.Line(formatList(" page warnings: ", p.Warnings)))
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINE\tPAPER\tKIND\tTAKEN FOR\tTEXT")
 	for _, l := range ex.Lines {

@@ -11,15 +11,16 @@
 // Files:
 //   - app.go: Env (what every use case is given), the errors of a run's end
 //     (ErrPagesFailed, ErrQuarantined), run ids
-//   - session.go: the run session: what a run opens and how it ends (the
-//     quality gate's verdict, the summary kept, printed and written)
+//   - session.go: the run session: what a run opens and how it ends
+//     (verdict, the one rule of it: the run's error, the quality gate,
+//     failed pages, records quarantined; the summary kept, printed and
+//     written)
 //   - crawl.go: Crawl, a local backfill or nightly run
 //   - fleet.go: Work (a fleet worker's session), Enqueue, the fleet's view
 //     (status, its runs)
 //   - parts.go: the fetcher's configuration, the transport (live, recording
 //     an archive, offline), the sinks opened and restored to the state
-//   - summary.go: a run's summary (history.RunSummary), printed, and the
-//     verdict (verdict: the one rule of how a run ends)
+//   - summary.go: a run's summary (history.RunSummary), printed
 //   - summaryfile.go: the --report file (the summary with its page log)
 //   - offline.go: delivering pages a run does not fetch (parse, replay)
 //     through the engine's step with a ledger in memory; Replay

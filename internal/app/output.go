@@ -51,20 +51,17 @@ func CheckOutputFile(path, stateDir string) error {
 // resolving dir's links).
 func inside(path, dir string) bool {
 	d := fspath.Real(dir)
-	p := filepath.Join(fspath.Real(filepath.Dir(path)), filepath.Base(path))
-	rel, err := filepath.Rel(d, p)
+	rel, err := filepath.Rel(d, fspath.File(path))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// samePath says whether two paths name the same file (as written, made
-// absolute; or, when both exist, the same file on disk).
+// samePath says whether two paths name the same file (one place:
+// fspath.File; or, when both exist, the same file on disk).
 func samePath(a, b string) bool {
 	if ia, err := os.Stat(a); err == nil {
 		if ib, err := os.Stat(b); err == nil {
 			return os.SameFile(ia, ib)
 		}
 	}
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
-	return err1 == nil && err2 == nil && aa == bb
+	return fspath.File(a) == fspath.File(b)
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/litcrawl/litcrawl/internal/config"
-
 	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/frontier"
 	"github.com/litcrawl/litcrawl/internal/history"
@@ -98,26 +96,4 @@ func pluralPages(n int64) string {
 		return "1 page"
 	}
 	return fmt.Sprintf("%d pages", n)
-}
-
-// verdict is how a run ends, the same rule for a local run and a fleet
-// worker's: the run's own error; else the quality gate's alarm (exit 4);
-// else, for a local run (failedCounts), its failed pages (a worker's are
-// retried or dead-lettered); else the records a sink refused, kept in the
-// quarantine at quarPath (named in rep).
-func verdict(q config.Quality, runErr error, sum *engine.Summary, rep *history.RunSummary, quarPath string, failedCounts bool) error {
-	final := runErr
-	if final == nil {
-		final = history.QualityAlarm(q, sum.QualityCounts())
-	}
-	if final == nil && failedCounts && sum.Failed.Load() > 0 {
-		final = failedPages(sum.Failed.Load())
-	}
-	if n := sum.Quarantined.Load(); n > 0 {
-		rep.Quarantine = quarPath
-		if final == nil {
-			final = quarantinedRecords(n, quarPath)
-		}
-	}
-	return final
 }

@@ -92,6 +92,10 @@ type Parse struct {
 	MaxInputBytes int64 `yaml:"max_input_bytes"`
 }
 
+// MaxReplicas bounds frontier.replicas (and --replicas): JetStream keeps
+// at most five replicas of a stream.
+const MaxReplicas = 5
+
 // Bounds of frontier.ack_wait (and --ack-wait).
 const (
 	MinAckWait = time.Second

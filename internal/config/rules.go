@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -83,8 +82,8 @@ var rules = []rule{
 		durs("shutdown_timeout", func(c *Config) Duration { return c.ShutdownTimeout }, 0, MaxWait, "a duration from 0 to 1h")},
 	{[]string{"frontier.replicas"}, "`0`", "replicas (1 to 5) of the distributed frontier's streams and buckets; `0` keeps what exists and creates with 1; `--replicas` overrides it",
 		func(c *Config) error {
-			if n := c.Frontier.Replicas; n < 0 || n > 5 {
-				return bad("frontier.replicas", n, "1 to 5 replicas (0: as the frontier has them, 1 when created)")
+			if n := c.Frontier.Replicas; n < 0 || n > MaxReplicas {
+				return bad("frontier.replicas", n, fmt.Sprintf("1 to %d replicas (0: as the frontier has them, 1 when created)", MaxReplicas))
 			}
 			return nil
 		}},
@@ -178,29 +177,8 @@ func durs(key string, get func(*Config) Duration, lo, hi time.Duration, want str
 	}
 }
 
-// CheckBaseURL is the one rule of the site's base URL, in the file
-// (site.base_url) and on the command line (--base-url): an http(s) URL
-// with a host, a port from 1 to 65535 when it names one, no query or
-// fragment. The error shows the URL redacted and says what is expected.
-func CheckBaseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(raw, "?#") {
-		shown := "(unreadable URL)"
-		if err == nil {
-			shown = redact.URL(raw)
-		}
-		return nil, fmt.Errorf("%q: expected an http(s) URL such as https://m.booksci.cn, without query or fragment", shown)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%q: expected a port from 1 to 65535", redact.URL(raw))
-		}
-	}
-	return u, nil
-}
-
 func checkBaseURLForm(c *Config) error {
-	if _, err := CheckBaseURL(c.Site.BaseURL); err != nil {
+	if _, err := site.CheckBaseURL(c.Site.BaseURL); err != nil {
 		return fmt.Errorf("site.base_url: %w", err)
 	}
 	return nil

@@ -100,7 +100,7 @@ func Connect(ctx context.Context, url string, o Options) (*Frontier, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			o.Log.Warn("frontier reconnected", "server", nc.ConnectedUrlRedacted())
+			o.Log.Warn("frontier reconnected", "server", redact.URL(nc.ConnectedUrl()))
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("frontier %s: connect: %s (is a nats-server with JetStream on, 2.9.10 or newer, listening there?)", red, redact.Error(err, url))
@@ -283,7 +283,7 @@ func (f *Frontier) MaxDeliver() int        { return f.cons.CachedInfo().Config.M
 
 // Server is the URL of the server the connection is on now (it changes
 // when a server goes away and the client reconnects to another).
-func (f *Frontier) Server() string { return f.nc.ConnectedUrlRedacted() }
+func (f *Frontier) Server() string { return redact.URL(f.nc.ConnectedUrl()) }
 
 // ServerVersion is the version of the server the connection is on.
 func (f *Frontier) ServerVersion() string { return f.nc.ConnectedServerVersion() }

@@ -17,3 +17,14 @@ func Real(p string) string {
 	}
 	return abs
 }
+
+// File is the place of a file that may not exist yet: its directory
+// Real, its name as given, and the whole resolved when it is a link that
+// exists. Two spellings of one file path are one File.
+func File(p string) string {
+	path := filepath.Join(Real(filepath.Dir(p)), filepath.Base(p))
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
+}

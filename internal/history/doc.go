@@ -3,8 +3,8 @@
 // (RunSummary, which a run writes to the history and to its --report
 // file), and --report files read back. RunView is the one run every
 // reader of the history gets: crawl runs, crawl runs show, the report.
-// The report and crawl runs draw from it; it links no sink, broker or
-// archive package.
+// The report and crawl runs draw from it; it links no sink driver,
+// broker client or archive reader.
 //
 // Files:
 //   - history.go: History, RunView, Read

@@ -145,9 +145,12 @@ func (t table) violations(pkgs []pkg) []string {
 
 func goList(t *testing.T) []pkg {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles,Imports,Deps", module+"...").Output()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles,Imports,Deps", module+"...")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list: %v\n%s", err, stderr.String()) // an import cycle is said here
 	}
 	var pkgs []pkg
 	dec := json.NewDecoder(strings.NewReader(string(out)))

@@ -45,6 +45,19 @@ func Line(s string) string {
 	}, strings.ToValidUTF8(s, "?"))
 }
 
+// Lines is s as lines of a message: Line of each of its lines, the line
+// breaks (\n) kept.
+func Lines(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && Unsafe(r) }) && utf8.ValidString(s) {
+		return s
+	}
+	ls := strings.Split(s, "\n")
+	for i, l := range ls {
+		ls[i] = Line(l)
+	}
+	return strings.Join(ls, "\n")
+}
+
 // Cut is Line(s) of at most max characters, "…" marking a cut.
 func Cut(s string, max int) string {
 	s = Line(s)

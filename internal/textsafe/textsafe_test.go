@@ -53,3 +53,14 @@ func FuzzLine(f *testing.F) {
 		}
 	})
 }
+
+// Lines keeps a message's line breaks and makes each line safe.
+func TestLines(t *testing.T) {
+	in := "crawl parse: ev\u202eil\u009bx.htm: no records\nsecond\x1b[2J line\u2028"
+	if got, want := Lines(in), "crawl parse: ev?il?x.htm: no records\nsecond?[2J line?"; got != want {
+		t.Errorf("Lines = %q, want %q", got, want)
+	}
+	if s := "plain\ntwo lines"; Lines(s) != s {
+		t.Errorf("a safe message changed: %q", Lines(s))
+	}
+}

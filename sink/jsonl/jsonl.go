@@ -56,11 +56,7 @@ func same(rawURL string) string {
 	if p == "-" {
 		return "jsonl:-"
 	}
-	path := filepath.Join(fspath.Real(filepath.Dir(p)), filepath.Base(p))
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		path = r
-	}
-	return "jsonl:" + path
+	return "jsonl:" + fspath.File(p)
 }
 
 func open(_ context.Context, rawURL string, opts sink.Options) (sink.Sink, error) {
@@ -99,17 +95,14 @@ type jsonlSink struct {
 	path      string   // the current file
 	offset    int64    // its size after the last Write
 	buf       bytes.Buffer
-	maxLine   int // the longest line written (sink.MaxLine; tests lower it)
+	maxLine   int // the longest line written (sink.MaxLine)
 }
-
-// maxLine is the maxLine of the sinks opened from now on.
-var maxLine = sink.MaxLine
 
 const datePlaceholder = "{date}"
 
 // openFile opens the sink for a pattern that check accepted.
 func openFile(pattern string, opts sink.Options) (*jsonlSink, error) {
-	s := &jsonlSink{pattern: pattern, opts: opts, maxLine: maxLine}
+	s := &jsonlSink{pattern: pattern, opts: opts, maxLine: sink.MaxLine}
 	// Fail at start on a path that cannot be written.
 	if err := s.ensureFile(s.pathFor()); err != nil {
 		return nil, err

@@ -133,7 +133,7 @@ func (c *config) connectOptions(log func(msg string, args ...any)) ([]natsgo.Opt
 			}
 		}),
 		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
-			log("nats reconnected", "sink", c.description, "server", nc.ConnectedUrlRedacted())
+			log("nats reconnected", "sink", c.description, "server", redact.URL(nc.ConnectedUrl()))
 		}),
 		natsgo.ErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
 			log("nats error", "sink", c.description, "error", redact.Error(err, c.raw))
