@@ -85,13 +85,16 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 				}
 				for _, r := range rs {
 					sinkName := cmp.Or(textsafe.Cut(redact.URL(r.Sink), 200), "-")
-					reason := r.Reason
+					reason := redact.Text(r.Reason, r.Sink)
 					// The driver's error names the sink again: once is enough.
-					if i := strings.Index(reason, r.Sink+": "); i >= 0 && i < 16 {
-						reason = reason[i+len(r.Sink)+2:]
+					for _, name := range []string{r.Sink, redact.URL(r.Sink)} {
+						if i := strings.Index(reason, name+": "); i >= 0 && i < 16 {
+							reason = reason[i+len(name)+2:]
+							break
+						}
 					}
 					fmt.Fprintf(out, "%s  %s  doi %s  %s  refused %d× by %s: %s\n", r.At.Format(time.RFC3339), cmp.Or(textsafe.Cut(r.Record.ID, 80), "-"),
-						cmp.Or(textsafe.Cut(r.Record.DOI, 80), "-"), cmp.Or(textsafe.Cut(r.Record.Title, 60), "-"), r.Tries, sinkName, cmp.Or(textsafe.Cut(reason, 300), "-"))
+						cmp.Or(textsafe.Cut(r.Record.DOI, 80), "-"), cmp.Or(textsafe.Cut(r.Record.Title, 60), "-"), max(r.Tries, 0), sinkName, cmp.Or(textsafe.Cut(reason, 300), "-"))
 				}
 			}
 			if bad > 0 {

@@ -139,3 +139,18 @@ func TestQuarantineListIsSafeForATerminal(t *testing.T) {
 		t.Errorf("exit %d: %q", code, stdout)
 	}
 }
+
+// crawl quarantine list shows a refusal's reason as every message is
+// shown: a URL's password in it redacted (a file written by hand, or by an
+// older version, may hold one).
+func TestQuarantineListRedactsTheReason(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := sinktest.Records("e", 1)[0]
+	quarantine.Replace(filepath.Join(dir, quarantine.Name), quarantine.Contents{Entries: []sink.Refusal{{
+		Sink: "nats://u:SINKPW@h:1/s?stream=S", Reason: "publish to nats://u:REASONPW@h:1 failed", Tries: -5, Record: rec}}})
+	code, stdout, _ := crawl(t, "quarantine", "list", "--state-dir", dir)
+	if code != exitcode.OK || strings.Contains(stdout, "REASONPW") || strings.Contains(stdout, "SINKPW") || strings.Contains(stdout, "-5×") {
+		t.Errorf("exit %d: %q", code, stdout)
+	}
+}

@@ -276,3 +276,21 @@ journals:
 		t.Errorf("after DropJournalSinks: %v", c.For(2).Sinks)
 	}
 }
+
+// A whole-number key takes a whole number as YAML writes one: 64.9, 1e1
+// or 1.5 are refused, not cut to a whole number without a word.
+func TestWholeNumbersAreWrittenWhole(t *testing.T) {
+	for text, want := range map[string]string{
+		"fetch:\n  concurrency: 64.9\n":   `fetch.concurrency: "64.9": expected a whole number`,
+		"fetch:\n  max_body_bytes: 1e6\n": `fetch.max_body_bytes: "1e6": expected a whole number`,
+		"journals: [1.5]\n":               `journals[0]: "1.5": expected a journal id`,
+		"nightly:\n  max_pages: 50.0\n":   `nightly.max_pages: "50.0": expected a whole number`,
+	} {
+		if _, err := config.Load(write(t, text), false, sink.Registered{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+	if c, err := config.Load(write(t, "fetch:\n  concurrency: 0x10\n"), false, sink.Registered{}); err != nil || c.Fetch.Concurrency != 16 {
+		t.Errorf("a hexadecimal whole number: %v", err)
+	}
+}

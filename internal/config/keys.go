@@ -39,7 +39,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 	switch {
 	case t == reflect.TypeOf(Journal{}) && n.Kind == yaml.ScalarNode:
 		var id int64
-		if err := n.Decode(&id); err != nil {
+		if err := n.Decode(&id); err != nil || n.ShortTag() != "!!int" {
 			return fmt.Errorf("%s: %q: expected a journal id, or a section with id: and the journal's own settings (line %d)", path, shown(n.Value), n.Line)
 		}
 		return nil
@@ -85,7 +85,10 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("%s: expected %s, not a list or a section", path, kindName(t))
 	}
-	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+	// A whole number is written as one: 64.9, 1e1 or 0.5 for a count
+	// would be cut to a whole number without a word.
+	wholeWanted := t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64
+	if err := n.Decode(reflect.New(t).Interface()); err != nil || wholeWanted && n.ShortTag() != "!!int" {
 		return fmt.Errorf("%s: %q: expected %s (line %d)", path, shown(n.Value), kindName(t), n.Line)
 	}
 	return nil

@@ -232,7 +232,7 @@ func checkBackoff(c *Config) error {
 }
 
 func checkUserAgent(c *Config) error {
-	if ua := c.Fetch.UserAgent; strings.TrimSpace(ua) == "" || strings.ContainsFunc(ua, textsafe.Control) {
+	if ua := c.Fetch.UserAgent; strings.TrimSpace(ua) == "" || strings.ContainsFunc(ua, textsafe.Unsafe) {
 		return bad("fetch.user_agent", fmt.Sprintf("%q", ua), "a user agent naming the crawler, on one line")
 	}
 	return nil

@@ -23,12 +23,12 @@ func Control(r rune) bool {
 // the line and paragraph separators, the format characters (the
 // bidirectional marks, embeddings, overrides and isolates, zero-width
 // characters, the byte order mark) and the other characters that show as
-// nothing (fillers, the combining grapheme joiner).
+// nothing (fillers, the combining grapheme joiner, variation selectors).
 func Unsafe(r rune) bool {
 	if r < 0x80 {
 		return r < 0x20 || r == 0x7f
 	}
-	return Control(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point)
+	return Control(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // Line is s as one line of a message: broken UTF-8 and each unsafe

@@ -146,6 +146,9 @@ func (c *config) connectOptions(log func(msg string, args ...any)) ([]natsgo.Opt
 	}
 	switch {
 	case creds != "":
+		if err := sinkurl.SmallFile(creds); err != nil {
+			return nil, fmt.Errorf("creds (or NATS_CREDS) %s: %w", creds, err)
+		}
 		opts = append(opts, natsgo.UserCredentials(creds))
 	case user != "":
 		opts = append(opts, natsgo.UserInfo(user, pass))

@@ -3,7 +3,6 @@ package postgres
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/url"
@@ -71,9 +70,6 @@ type config struct {
 // (postgresql:// alike). The password comes from the user information or
 // the libpq environment.
 func parseURL(raw string) (*config, error) {
-	if err := mistyped(raw); err != nil {
-		return nil, err
-	}
 	u, err := sinkurl.Parse(raw)
 	if err != nil {
 		return nil, err
@@ -189,7 +185,7 @@ func checkLibpq(name, v string) error {
 		if name == "sslrootcert" && v == "system" {
 			return nil
 		}
-		return smallFile(v)
+		return sinkurl.SmallFile(v)
 	case "application_name":
 		if len(v) > 63 {
 			return fmt.Errorf("expected at most 63 bytes (the server keeps no more)")
@@ -300,31 +296,6 @@ func poolOf(pc *pgxpool.Config, maxConns int) *pgxpool.Config {
 	return pc
 }
 
-// mistyped refuses, without showing it, a URL whose password was likely
-// mistyped: one slash after the scheme, an @ after the host part (a
-// password holding ?, # or / unencoded), or an encoded @ where the host
-// is. Any of these would make a message quote the password.
-func mistyped(raw string) error {
-	scheme, rest, _ := strings.Cut(raw, ":")
-	shown := scheme + "://…"
-	if !strings.HasPrefix(rest, "//") {
-		return &sink.URLError{URL: shown, Reason: "expected " + scheme + "://USER@HOST:PORT/DB?table=papers (two slashes after the scheme)"}
-	}
-	rest = rest[2:]
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	authority, after := rest[:end], rest[end:]
-	switch {
-	case strings.Contains(after, "@"):
-		return &sink.URLError{URL: shown, Reason: "an @ after the host (a password holding ?, # or / must be percent-encoded, or given in PGPASSWORD): the URL is not shown, it may hold the password"}
-	case !strings.Contains(authority, "@") && strings.Contains(strings.ToLower(authority), "%40"):
-		return &sink.URLError{URL: shown, Reason: "an encoded @ (%40) where the host is, and no @: the URL is not shown, it may hold the password"}
-	}
-	return nil
-}
-
 // checkEnvFiles holds the files named by the libpq environment, by a
 // service (the URL's, else PGSERVICE) and the default ones in the home
 // directory to what the URL's own must be, and returns the service's
@@ -346,7 +317,7 @@ func checkEnvFiles(service string) (sslmode string, err error) {
 		if _, err := os.Stat(files[what]); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		if err := smallFile(files[what]); err != nil {
+		if err := sinkurl.SmallFile(files[what]); err != nil {
 			return "", fmt.Errorf("%s (%s): %v", what, files[what], err)
 		}
 	}
@@ -370,58 +341,12 @@ func checkEnvFiles(service string) (sslmode string, err error) {
 	}
 	for _, k := range []string{"sslrootcert", "sslcert", "sslkey", "passfile"} {
 		if v := svc.Settings[k]; v != "" && v != "system" {
-			if err := smallFile(v); err != nil {
+			if err := sinkurl.SmallFile(v); err != nil {
 				return "", fmt.Errorf("service %s's %s (%s): %v", service, k, v, err)
 			}
 		}
 	}
 	return svc.Settings["sslmode"], nil
-}
-
-// smallFile: a certificate or key file must be a regular file of at most
-// 1 MiB (not a device, a FIFO or a directory the driver would read).
-func smallFile(p string) error {
-	info, err := os.Stat(p)
-	switch {
-	case err != nil:
-		return fmt.Errorf("expected a readable file: %v", err)
-	case !info.Mode().IsRegular():
-		return fmt.Errorf("expected a regular file, not %s", fileKind(info.Mode()))
-	case info.Size() > maxFile:
-		return fmt.Errorf("expected a file of at most 1 MiB, not %d bytes", info.Size())
-	}
-	// A regular file's size can lie (/proc files say 0): read it, to the
-	// bound, as the driver would read it whole.
-	f, err := os.Open(p)
-	if err != nil {
-		return fmt.Errorf("expected a readable file: %v", err)
-	}
-	defer f.Close()
-	n, err := io.Copy(io.Discard, io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return fmt.Errorf("expected a readable file: %v", err)
-	}
-	if n > maxFile {
-		return fmt.Errorf("expected a file of at most 1 MiB, not one that reads longer")
-	}
-	return nil
-}
-
-// maxFile bounds the certificate, key, password and service files.
-const maxFile = 1 << 20
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeDevice != 0 || m&os.ModeCharDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a " + m.Type().String()
 }
 
 // tlsPolicy is the sslmode the driver is given for the one asked ("" for

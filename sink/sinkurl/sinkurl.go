@@ -9,6 +9,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"sort"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/fskind"
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/internal/suggest"
 	"github.com/litcrawl/litcrawl/sink"
@@ -35,7 +38,13 @@ type URL struct {
 
 // Parse splits raw. A malformed URL is a *sink.URLError naming the
 // redacted URL.
+//
+// A URL whose secret was likely mistyped is refused without being shown
+// (Mistyped).
 func Parse(raw string) (*URL, error) {
+	if err := Mistyped(raw); err != nil {
+		return nil, err
+	}
 	u := &URL{Redacted: redact.URL(raw)}
 	_, rest, _ := strings.Cut(raw, "://")
 	rest, query, _ := strings.Cut(rest, "?")
@@ -54,6 +63,11 @@ func Parse(raw string) (*URL, error) {
 			if h == "" || strings.ContainsAny(h, " /") {
 				return nil, u.Errorf("bad server %q in the host list", h)
 			}
+			if _, port, err := net.SplitHostPort(h); err == nil {
+				if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+					return nil, u.Errorf("server %q: expected a port from 1 to 65535", h)
+				}
+			}
 			u.Hosts = append(u.Hosts, h)
 		}
 	}
@@ -65,6 +79,31 @@ func Parse(raw string) (*URL, error) {
 		return nil, u.Errorf("unreadable query: %v", err)
 	}
 	return u, nil
+}
+
+// Mistyped refuses, without showing it, a URL whose password or token was
+// likely mistyped: one slash after the scheme, an @ after the host part (a
+// secret holding ?, # or / unencoded, whose start a client would take for
+// the host and echo in its errors), or an encoded @ where the host is.
+func Mistyped(raw string) error {
+	scheme, rest, _ := strings.Cut(raw, ":")
+	shown := scheme + "://…"
+	if !strings.HasPrefix(rest, "//") {
+		return &sink.URLError{URL: shown, Reason: "expected " + scheme + "://[USER[:PASSWORD]@]HOST:PORT/… (two slashes after the scheme)"}
+	}
+	rest = rest[2:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, after := rest[:end], rest[end:]
+	switch {
+	case strings.Contains(after, "@"):
+		return &sink.URLError{URL: shown, Reason: "an @ after the host (a password or token holding ?, # or / must be percent-encoded, or given in the environment): the URL is not shown, it may hold the secret"}
+	case !strings.Contains(authority, "@") && strings.Contains(strings.ToLower(authority), "%40"):
+		return &sink.URLError{URL: shown, Reason: "an encoded @ (%40) where the host is, and no @: the URL is not shown, it may hold the secret"}
+	}
+	return nil
 }
 
 // Errorf makes a *sink.URLError for this URL.
@@ -214,6 +253,14 @@ func (t *TLS) Config() (*tls.Config, error) {
 		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	for _, f := range []struct{ name, path string }{{"tls_ca", t.CA}, {"tls_cert", t.Cert}, {"tls_key", t.KeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if err := SmallFile(f.path); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", f.name, f.path, err)
+		}
+	}
 	if t.CA != "" {
 		pem, err := os.ReadFile(t.CA)
 		if err != nil {
@@ -232,4 +279,39 @@ func (t *TLS) Config() (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// MaxFileBytes bounds a file a sink URL names (a certificate, a key, a
+// credentials, password or service file): they are a few KB.
+const MaxFileBytes = 1 << 20
+
+// SmallFile is the one rule of a file a sink URL (or the environment a
+// driver reads) names: a regular file of at most MaxFileBytes, read to the
+// bound — never a device, a FIFO or a directory the driver would read
+// without end.
+func SmallFile(p string) error {
+	info, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("expected a readable file: %v", err)
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("expected a regular file, not %s", fskind.Of(info.Mode()))
+	case info.Size() > MaxFileBytes:
+		return fmt.Errorf("expected a file of at most 1 MiB, not %d bytes", info.Size())
+	}
+	// A regular file's size can lie (/proc files say 0): read it, to the
+	// bound, as the driver would read it whole.
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("expected a readable file: %v", err)
+	}
+	defer f.Close()
+	n, err := io.Copy(io.Discard, io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("expected a readable file: %v", err)
+	}
+	if n > MaxFileBytes {
+		return fmt.Errorf("expected a file of at most 1 MiB, not one that reads longer")
+	}
+	return nil
 }
