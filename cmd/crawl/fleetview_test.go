@@ -289,7 +289,7 @@ func TestFleetRunsAgainstHostileSummaries(t *testing.T) {
 }
 
 // A fleet worker ends by the rule a local run does: over a page whose
-// blocks lost their meta lines (no DOI), it says why and exits 4 (with
+// blocks lost their meta lines (no DOI, no authors), it says why and exits 4 (with
 // --exit-when-idle), its run in crawl runs --frontier shows exit 4 with the
 // alarm, and --report writes its summary with the page log.
 func TestWorkerQualityGate(t *testing.T) {
@@ -306,7 +306,7 @@ func TestWorkerQualityGate(t *testing.T) {
 	rep := filepath.Join(dir, "worker.json")
 	code, _, errs := crawl(t, "worker", "--frontier", n.URL(), "--base-url", srv.URL, "--delay", "0", "--exit-when-idle", "1s",
 		"--sink", n.URL()+"/papers.q?stream=Q", "--report", rep)
-	if code != exitcode.Quality || !strings.Contains(errs, "have a DOI (quality.min_doi_share 0.50)") {
+	if code != exitcode.Quality || !strings.Contains(errs, "have a DOI (quality.min_doi_share 0.50)") || !strings.Contains(errs, "have authors (quality.min_authors_share 0.80)") {
 		t.Fatalf("worker: exit %d, want %d: %s", code, exitcode.Quality, errs)
 	}
 	var r struct {
