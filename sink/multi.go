@@ -125,6 +125,24 @@ func tokenKey(s Sink) string {
 // sink it came from, whatever the order or number of sinks next time.
 type multiToken struct {
 	Sinks map[string]json.RawMessage `json:"sinks"`
+	// Mark, when set, tells one commit from another that leaves every
+	// sink where it was (a quarantine retry into sinks that keep no
+	// position: NATS, Kafka); restores ignore it.
+	Mark string `json:"mark,omitempty"`
+}
+
+// MarkToken is tok (a Multi's token) with mark set, so that a commit of it
+// differs from the last even when no sink moved.
+func MarkToken(tok []byte, mark string) ([]byte, error) {
+	var t multiToken
+	if err := json.Unmarshal(tok, &t); err != nil {
+		return nil, fmt.Errorf("mark token: bad token: %w", err)
+	}
+	if t.Sinks == nil {
+		t.Sinks = map[string]json.RawMessage{}
+	}
+	t.Mark = mark
+	return json.Marshal(t)
 }
 
 // KeepTokens carries the entries of prev (the token the last commit

@@ -214,6 +214,12 @@ func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Stor
 		if tok, err = sink.MergeTokens(before, tok); err != nil {
 			return fmt.Errorf("sink token: %w", err)
 		}
+		// The commit differs from the one the entries were marked at even
+		// when no sink moved (NATS and Kafka keep no position): a retry
+		// killed after it is settled as delivered, not delivered again.
+		if tok, err = sink.MarkToken(tok, "quarantine-retry-"+digest); err != nil {
+			return fmt.Errorf("sink token: %w", err)
+		}
 		if _, err := st.Commit(ctx, ledger.Group{SinkToken: tok}); err != nil {
 			return fmt.Errorf("commit the sinks' token: %w", err)
 		}

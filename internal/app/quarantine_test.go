@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/litcrawl/litcrawl/internal/config"
@@ -11,8 +12,12 @@ import (
 	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/sink"
 	_ "github.com/litcrawl/litcrawl/sink/jsonl"
+	_ "github.com/litcrawl/litcrawl/sink/kafka"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 	"github.com/litcrawl/litcrawl/sink/sinktest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A retry killed between marking its records and rewriting the quarantine
@@ -94,5 +99,65 @@ func TestRetryKilledMidwayLosesAndDuplicatesNothing(t *testing.T) {
 				t.Errorf("delivered %v, want k-0 and k-1 once each", got)
 			}
 		})
+	}
+}
+
+// A retry into a sink that keeps no position (Kafka), killed after its
+// commit and before the quarantine was rewritten, is settled as delivered
+// by the next run, not published again: its commit changed the state's
+// token although no sink moved.
+func TestRetryIntoKafkaKilledAfterItsCommitPublishesOnce(t *testing.T) {
+	ctx := context.Background()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "papers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	sinkURL := "kafka://" + brokers + "/papers"
+	s, err := sink.Open(ctx, sinkURL, sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := sink.Describe(s)
+	s.Close()
+	dir := t.TempDir()
+	var entries []sink.Refusal
+	for _, r := range sinktest.Records("k", 2) {
+		entries = append(entries, sink.Refusal{Sink: name, Reason: "r", Tries: 1, Record: r})
+	}
+	if err := quarantine.Replace(filepath.Join(dir, quarantine.Name), quarantine.Contents{Entries: entries}); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Config: config.Default()}
+	kill := func(s string) error {
+		if s == "committed" {
+			return errors.New("killed")
+		}
+		return nil
+	}
+	if _, err := env.RetryQuarantine(ctx, QuarantineRetry{StateDir: dir, Sinks: []string{sinkURL}, stage: kill}); err == nil {
+		t.Fatal("the retry was not stopped")
+	}
+	res, err := env.RetryQuarantine(ctx, QuarantineRetry{StateDir: dir, Sinks: []string{sinkURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := quarantine.Read(filepath.Join(dir, quarantine.Name)); len(left.Entries) != 0 || res.Delivered != 0 {
+		t.Errorf("after the rerun: %d entries left, %d delivered again", len(left.Entries), res.Delivered)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "papers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { published += o.Offset })
+	if published != 2 {
+		t.Errorf("the topic holds %d messages, want the 2 records once each", published)
 	}
 }
