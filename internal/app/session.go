@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/internal/config"
@@ -86,13 +87,7 @@ func (s *session) openSinks(ctx context.Context, urls []string, o SinkOptions) e
 	if err != nil {
 		return err
 	}
-	closed, closeErr := false, error(nil)
-	s.out, s.closeOut = out, func() error {
-		if !closed {
-			closed, closeErr = true, out.Close()
-		}
-		return closeErr
-	}
+	s.out, s.closeOut = out, sync.OnceValue(out.Close)
 	return nil
 }
 
