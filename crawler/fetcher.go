@@ -190,7 +190,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 		}
 		var err error
 		res.Tries = attempt
-		res.Page, err = f.fetchPage(ctx, u, r)
+		res.Page, res.Body, err = f.fetchPage(ctx, u, r)
 		if err != nil && backoff.IsRetryable(err) && r.OnTryFailed != nil {
 			r.OnTryFailed(Cause(err))
 		}
@@ -213,16 +213,16 @@ func (f *Fetcher) Fetch(ctx context.Context, r fetch.Request) (fetch.Result, err
 
 // fetchPage makes one try at a page: robots.txt, the host's circuit, its
 // politeness, the fetch, and the checks on what came back.
-func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*parser.Page, error) {
+func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*parser.Page, []byte, error) {
 	host := u.Hostname()
 	lim := f.limiter(host)
 	if f.cfg.Robots {
 		allowed, crawlDelay, err := f.robots.check(ctx, u)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !allowed {
-			return nil, &FetchError{URL: u.String(), Err: ErrRobotsDisallowed}
+			return nil, nil, &FetchError{URL: u.String(), Err: ErrRobotsDisallowed}
 		}
 		if lim.atLeast(crawlDelay) {
 			f.log.Info(fmt.Sprintf("robots.txt of %s asks a Crawl-delay of %v: its requests go at least that far apart (fetch.delay is %v)", host, crawlDelay, f.cfg.Delay),
@@ -231,9 +231,9 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 	}
 	switch gate, wait := f.breaker.Allow(host, time.Now()); gate {
 	case Wait:
-		return nil, &FetchError{URL: u.String(), RetryAfter: wait, Err: ErrCircuitOpen}
+		return nil, nil, &FetchError{URL: u.String(), RetryAfter: wait, Err: ErrCircuitOpen}
 	case Down:
-		return nil, &FetchError{URL: u.String(), Err: ErrHostDown}
+		return nil, nil, &FetchError{URL: u.String(), Err: ErrHostDown}
 	}
 	release, err := lim.acquire(ctx, func(d time.Duration, cause string) {
 		if d >= longWait {
@@ -241,12 +241,12 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.cfg.Pacer != nil {
 		if err := f.cfg.Pacer.Wait(ctx, host, lim.gap()); err != nil {
 			release()
-			return nil, fmt.Errorf("fleet pacer (the frontier's pace bucket): %w", err)
+			return nil, nil, fmt.Errorf("fleet pacer (the frontier's pace bucket): %w", err)
 		}
 	}
 	fetched, err := f.fetcher.fetch(ctx, u.String())
@@ -264,7 +264,7 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 		var fe *FetchError
 		if errors.As(err, &fe) && (fe.Status == http.StatusNotFound || fe.Status == http.StatusGone) && r.Page > 1 {
 			f.breaker.Success(host) // the site answered: the listing just ends here
-			return nil, fetch.ErrEndOfListing
+			return nil, nil, fetch.ErrEndOfListing
 		}
 		if ctx.Err() == nil && backoff.IsRetryable(err) {
 			if f.failed(host, err) == "down" {
@@ -272,24 +272,24 @@ func (f *Fetcher) fetchPage(ctx context.Context, u *url.URL, r fetch.Request) (*
 					"host", host, "breaker_opens", f.breaker.Opens(host), "error", err)
 			}
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	page, err := parser.Parse(fetched.Body, parser.Options{URL: u.String(), Journal: r.Journal, Page: r.Page,
 		ContentType: fetched.ContentType, FetchedAt: fetched.FetchedAt, RunID: r.RunID})
 	if err != nil {
-		return nil, &FetchError{URL: u.String(), Status: fetched.Status, Err: err}
+		return nil, nil, &FetchError{URL: u.String(), Status: fetched.Status, Err: err}
 	}
 	if !page.IsListing() {
 		lim.slowDown(f.cfg.SlowdownMax)
 		f.failed(host, ErrSoftBlock)
-		return nil, &FetchError{URL: u.String(), Status: fetched.Status, Err: ErrSoftBlock}
+		return nil, nil, &FetchError{URL: u.String(), Status: fetched.Status, Err: ErrSoftBlock}
 	}
 	f.breaker.Success(host)
 	lim.recover()
 	if r.Page > 1 && len(page.Records) == 0 {
-		return page, fetch.ErrEndOfListing
+		return page, fetched.Body, fetch.ErrEndOfListing
 	}
-	return page, nil
+	return page, fetched.Body, nil
 }
 
 // longWait is the least wait that is said in the log and shown on the

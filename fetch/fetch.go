@@ -40,6 +40,9 @@ type Result struct {
 	Page  *parser.Page // nil when the fetch failed
 	Tries int          // tries made
 	URL   string
+	// Body is what Page was parsed from: a record held back for what the
+	// parser found in it keeps its page's bytes, to be parsed again.
+	Body []byte
 }
 
 var (

@@ -20,14 +20,30 @@ import (
 // Version 2 added journal.issue and the text-truncated and doi-conflict
 // warnings. Version 3: doi holds only a DOI (arXiv papers get arXiv's
 // 10.48550/arXiv.… DOI), site_doi what the site gave that is none.
-const SchemaVersion = 3
+// Version 4: revision, changed and replaces (a paper the site changed is
+// delivered again as its next revision; the last revision of an id wins).
+const SchemaVersion = 4
 
 // Record is one paper as seen on one listing page.
 type Record struct {
 	SchemaVersion int    `json:"schema_version"`
 	ID            string `json:"id"`
-	DOI           string `json:"doi,omitempty"`
-	DOIURL        string `json:"doi_url,omitempty"`
+	// Revision numbers the deliveries of the paper's content: 1 when first
+	// delivered, one more each time the site changed it. Set when the
+	// record is delivered (0, omitted, in a record not yet delivered).
+	Revision int `json:"revision,omitempty"`
+	// Changed names the fields that differ from the previous revision
+	// (revision 2 and later): field names, "doi" for the DOI fields,
+	// "journal" for the journal object, "ranking" for impact_factor, zone,
+	// subject and the JCR fields, "id" when the paper got its site id, and
+	// "content" when the change could not be told apart by field.
+	Changed []string `json:"changed,omitempty"`
+	// Replaces is the id the paper was delivered under before, when it
+	// changed (a paper first delivered without its JSON, "doi:…", now with
+	// its site id): that id's records are this paper's earlier revisions.
+	Replaces string `json:"replaces,omitempty"`
+	DOI      string `json:"doi,omitempty"`
+	DOIURL   string `json:"doi_url,omitempty"`
 	// SiteDOI is what the site gave as the paper's DOI when it is no DOI
 	// (kept as given); doi and doi_url are then empty.
 	SiteDOI       string   `json:"site_doi,omitempty"`

@@ -106,7 +106,7 @@ func TestSchemaVersion1Kept(t *testing.T) {
 // and arxiv_id to arXiv's, and changes nothing else.
 func TestSchemaVersion2Kept(t *testing.T) {
 	load := func(path string) map[string]any { return loadSchema(t, path)["properties"].(map[string]any) }
-	v2, v3 := load("../schema/record.v2.schema.json"), load("../schema/record.schema.json")
+	v2, v3 := load("../schema/record.v2.schema.json"), load("../schema/record.v3.schema.json")
 	if c := v2["schema_version"].(map[string]any)["const"]; c != 2.0 {
 		t.Errorf("v2 schema_version const %v", c)
 	}
@@ -212,6 +212,35 @@ func TestDOIForms(t *testing.T) {
 	for in, arxiv := range map[string]bool{"arxiv-2409.07232": true, "arxiv-2413.00001": false, "arxiv-2409.7232": false, "arxiv-1412.1234": true, "arxiv-1412.12345": false} {
 		if got := record.ParseDOI(in).ArxivID != ""; got != arxiv {
 			t.Errorf("ParseDOI(%q) arXiv: %v, want %v", in, got, arxiv)
+		}
+	}
+}
+
+// The schema of version 3 stays shipped to validate records written
+// before version 4: version 4 adds revision, changed and replaces, and
+// changes nothing else.
+func TestSchemaVersion3Kept(t *testing.T) {
+	load := func(path string) map[string]any { return loadSchema(t, path)["properties"].(map[string]any) }
+	v3, v4 := load("../schema/record.v3.schema.json"), load("../schema/record.schema.json")
+	if c := v3["schema_version"].(map[string]any)["const"]; c != 3.0 {
+		t.Errorf("v3 schema_version const %v", c)
+	}
+	for _, k := range []string{"revision", "changed", "replaces"} {
+		if _, ok := v4[k]; !ok {
+			t.Errorf("v4 has no %s", k)
+		}
+	}
+	if len(v4) != len(v3)+3 {
+		t.Errorf("v4 has %d properties, v3 %d: want exactly revision, changed and replaces more", len(v4), len(v3))
+	}
+	for k, p := range v3 {
+		if k == "schema_version" {
+			continue
+		}
+		a, _ := json.Marshal(p)
+		b, _ := json.Marshal(v4[k])
+		if string(a) != string(b) {
+			t.Errorf("property %s differs between v3 and v4:\n%s\n%s", k, a, b)
 		}
 	}
 }

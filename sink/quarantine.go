@@ -44,7 +44,33 @@ type Refusal struct {
 	// finds whether that delivery was committed (the token changed since).
 	Pending string        `json:"pending,omitempty"`
 	Record  record.Record `json:"record"`
+	// Page, for a record held back for what the parser found in it (Sink
+	// HeldBy), is the page it was read from, to be parsed again.
+	Page *HeldPage `json:"page,omitempty"`
 }
+
+// HeldBy is the Sink of a refusal that no sink made: a record the quality
+// gate held back (quality.hold), for a field that does not look like what
+// it is. It was delivered nowhere; crawl quarantine retry --reparse parses
+// its page again and delivers it to every sink once it reads right.
+const HeldBy = "quality.hold"
+
+// HeldPage is the page a held record was read from: where, when, and its
+// bytes, gzip-compressed (Gzip is nil when they compress to more than
+// MaxHeldPageBytes: the record is held without them).
+type HeldPage struct {
+	URL         string `json:"url,omitempty"`
+	Capture     string `json:"capture,omitempty"`
+	Journal     int64  `json:"journal,omitempty"`
+	Page        int    `json:"page,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	FetchedAt   string `json:"fetched_at,omitempty"`
+	Gzip        []byte `json:"gzip,omitempty"`
+}
+
+// MaxHeldPageBytes bounds a held page's compressed bytes (a listing page
+// of 20 papers is about 15 KB compressed).
+const MaxHeldPageBytes = 2 << 20
 
 // maxReason bounds the reason a refusal keeps.
 const maxReason = 1000

@@ -67,7 +67,7 @@ func TestWorkerProcesses(t *testing.T) {
 				t.Errorf("worker: %v\n%s", err, out)
 			}
 			// The summary reads like a crawl's.
-			if !regexp.MustCompile(`crawl worker \S+: pages: \d+ ok, \d+ failed, 0 skipped \(done before\), \d+ past the end; papers: \d+ new, \d+ known; .*; jobs: \d+ done`).Match(out) ||
+			if !regexp.MustCompile(`crawl worker \S+: pages: \d+ ok, \d+ failed, 0 skipped \(done before\), \d+ past the end; papers: \d+ new, \d+ updated, \d+ known; .*; jobs: \d+ done`).Match(out) ||
 				strings.Contains(string(out), "map[") {
 				t.Errorf("worker summary:\n%s", out)
 			}

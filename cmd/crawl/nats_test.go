@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/natstest"
+	"github.com/litcrawl/litcrawl/record"
 )
 
 // crawl parse fixtures/ with a JSONL sink and a NATS sink fanned out,
@@ -27,12 +29,15 @@ func TestParseToJSONLAndNATS(t *testing.T) {
 	lines := strings.Count(string(data), "\n")
 	ids := map[string]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		i := strings.Index(l, `"id":"`)
-		ids[l[i+6:i+6+strings.Index(l[i+6:], `"`)]] = true
+		var r record.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		ids[natstest.RevisionKey(r.ID, r.Revision)] = true
 	}
 	inStream := natstest.RecordIDs(t, n.URL(), "PAPERS")
 	if lines == 0 || len(inStream) != len(ids) {
-		t.Errorf("JSONL has %d lines with %d distinct ids; the stream has %d ids, want one per id", lines, len(ids), len(inStream))
+		t.Errorf("JSONL has %d lines with %d distinct revisions; the stream has %d, want each once", lines, len(ids), len(inStream))
 	}
 	for id, c := range inStream {
 		if c != 1 || !ids[id] {

@@ -124,8 +124,9 @@ func quarantineDirExists(dir string) error {
 func newQuarantineRetryCmd() *cobra.Command {
 	var dir string
 	var sinks []string
+	var reparse bool
 	cmd := &cobra.Command{
-		Use:   "retry [--state-dir DIR] [--sink URL …]",
+		Use:   "retry [--reparse] [--state-dir DIR] [--sink URL …]",
 		Short: "Deliver the quarantined records again",
 		Long: `retry delivers each quarantined record to the sink that refused it — one
 of the configured sinks (or --sink), known by its URL with secrets
@@ -135,10 +136,18 @@ Records delivered leave the quarantine; records refused again stay, their
 tries counted; records whose sink is not given stay as they are. A crash
 at any point leaves each record delivered once or still quarantined.
 
+Records the quality gate held back (quality.hold: a field that does not
+look like what it is) were delivered nowhere: --reparse parses their
+pages, kept with them, again with this build's parser (after a parser
+fix) and delivers those that now read right to every sink (the config's,
+or --sink), as a crawl would; those the parser still has a finding on
+stay. See docs/operations.md, "Exit 4".
+
 Exit codes: 0 the quarantine is empty, 1 a sink or the state failed, 2
 usage, 3 records remain in the quarantine.`,
 		Example: `  crawl quarantine retry --state-dir crawl-state
-  crawl quarantine retry --sink 'postgres://crawler@db/papers?table=papers'`,
+  crawl quarantine retry --sink 'postgres://crawler@db/papers?table=papers'
+  crawl quarantine retry --reparse --state-dir crawl-state`,
 		Args: noArgs("quarantine retry"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, env, err := stateDirOf(cmd, dir)
@@ -148,13 +157,33 @@ usage, 3 records remain in the quarantine.`,
 			if err := quarantineDirExists(dir); err != nil {
 				return err
 			}
+			if reparse {
+				var perJournal map[int64][]string
+				if len(sinks) == 0 {
+					perJournal = env.Config.JournalSinks()
+				}
+				res, err := env.RetryHeld(cmd.Context(), app.QuarantineRetry{StateDir: dir, Sinks: sinks, JournalSinks: perJournal})
+				if err != nil {
+					return err
+				}
+				left := res.Held + res.NoPage
+				fmt.Fprintf(cmd.ErrOrStderr(), "quarantine %s: %d held records delivered (read right now), %d held still (the parser still has a finding on them), %d without their page; %d held left\n",
+					res.Path, res.Delivered, res.Held, res.NoPage, left)
+				if left > 0 {
+					return exitcode.Quiet(exitcode.Incomplete)
+				}
+				return nil
+			}
 			res, err := env.RetryQuarantine(cmd.Context(), app.QuarantineRetry{StateDir: dir, Sinks: sinks})
 			if err != nil {
 				return err
 			}
-			left := res.Refused + res.Unmatched
-			fmt.Fprintf(cmd.ErrOrStderr(), "quarantine %s: %d delivered, %d refused again, %d for sinks not given; %d left\n",
-				res.Path, res.Delivered, res.Refused, res.Unmatched, left)
+			left := res.Refused + res.Unmatched + res.Held
+			msg := fmt.Sprintf("quarantine %s: %d delivered, %d refused again, %d for sinks not given; %d left", res.Path, res.Delivered, res.Refused, res.Unmatched, left)
+			if res.Held > 0 {
+				msg += fmt.Sprintf(" (%d held back by the quality gate: crawl quarantine retry --reparse)", res.Held)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), msg)
 			if left > 0 {
 				return exitcode.Quiet(exitcode.Incomplete)
 			}
@@ -163,5 +192,6 @@ usage, 3 records remain in the quarantine.`,
 	}
 	stateDirVar(cmd.Flags(), &dir)
 	cmd.Flags().StringArrayVar(&sinks, "sink", nil, "a sink `URL` (repeatable; default: the config's sinks)")
+	cmd.Flags().BoolVar(&reparse, "reparse", false, "parse the held records' pages again with this build's parser and deliver those that read right")
 	return cmd
 }

@@ -111,8 +111,8 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 		t.Errorf("after retry the stream holds %d papers, want %d", len(got), len(sizes))
 	}
 	for _, r := range rs {
-		if got[r.Record.ID] != 1 {
-			t.Errorf("paper %s is %d times in the stream", r.Record.ID, got[r.Record.ID])
+		if k := natstest.RevisionKey(r.Record.ID, r.Record.Revision); got[k] != 1 {
+			t.Errorf("paper %s is %d times in the stream", k, got[k])
 		}
 	}
 	if _, err := os.Stat(qpath); !os.IsNotExist(err) {

@@ -12,10 +12,11 @@ import (
 )
 
 func newReplayCmd() *cobra.Command {
-	var dir string
+	var dir, stateDir string
+	var updates bool
 	var sinks sinkFlags
 	cmd := &cobra.Command{
-		Use:   "replay --archive DIR [--sink URL …]",
+		Use:   "replay --archive DIR [--updates [--state-dir DIR]] [--sink URL …]",
 		Short: "Re-parse archived listing pages offline and deliver their records",
 		Long: `replay reads the WARC files of --archive (written by --archive on a
 crawl), parses every archived listing page that came back whole (HTTP 200,
@@ -23,17 +24,36 @@ a genuine listing page) with this build's parser, and delivers the
 records to the sinks: each paper once, where it first appears, as a live
 run delivers them. Records keep the page URL and the archive's fetch
 time; source.run_id names the replay. Nothing is fetched. Use it after a
-parser fix to re-derive records from what was fetched.`,
-		Example: `  crawl replay --archive out/warc --sink jsonl:out/replayed.jsonl`,
-		Args:    noArgs("replay"),
+parser fix to re-derive records from what was fetched.
+
+With --updates the replay delivers against the crawl state (--state-dir,
+else state_dir from the config) into the crawl's sinks: the papers its
+runs never delivered, and, as their next revision, the papers they
+delivered whose records today's parser reads differently from the
+archived pages (a parser fix reaching what was delivered). The sinks are
+rolled back to the state's last commit first, and each page is committed
+to the state with its records, as a crawl's: killed and run again, it
+delivers each revision once. See docs/revisions.md.`,
+		Example: `  crawl replay --archive out/warc --sink jsonl:out/replayed.jsonl
+  crawl replay --archive data/warc --updates --state-dir data/state --sink jsonl:data/papers.jsonl`,
+		Args: noArgs("replay"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return exitcode.UsageError(errors.New("--archive DIR is required"))
+			}
+			if stateDir != "" && !updates {
+				return exitcode.Usagef("--state-dir %s: a replay delivers against a crawl state only with --updates (without it, every paper of the archive once)", stateDir)
+			}
+			if err := noEmptyValues(cmd); err != nil {
+				return err
 			}
 			env, err := newEnv(cmd)
 			if err != nil {
 				return err
 			}
+			// Against a state, the sinks are a crawl's: rolled back to
+			// the state's token, a JSONL file holding records is theirs.
+			sinks.stateless = !updates
 			urls, err := sinks.resolve(cmd, env.Config.Sinks)
 			if err != nil {
 				return err
@@ -44,16 +64,28 @@ parser fix to re-derive records from what was fetched.`,
 			}
 			ctx, cancel := stopOnSignal(cmd.Context(), 0)
 			defer cancel()
-			res, err := env.Replay(ctx, app.Replay{Archive: dir, Sinks: urls, JournalSinks: perJournal})
+			r := app.Replay{Archive: dir, Sinks: urls, JournalSinks: perJournal}
+			if updates {
+				r.StateDir = stateDir
+				if r.StateDir == "" {
+					r.StateDir = env.Config.StateDir
+				}
+			}
+			res, err := env.Replay(ctx, r)
 			if err != nil {
 				return err
 			}
-			say(cmd.ErrOrStderr(), slog.LevelInfo, fmt.Sprintf("crawl replay %s: %d listing pages, %d papers delivered", res.RunID, res.Pages, res.Papers),
-				"run_id", res.RunID, "pages", res.Pages, "papers", res.Papers)
+			msg := fmt.Sprintf("crawl replay %s: %d listing pages; papers: %d new, %d updated", res.RunID, res.Pages, res.New, res.Updated)
+			if res.Waiting > 0 {
+				msg += fmt.Sprintf("; %d changed but shown poorer than delivered (not delivered: docs/revisions.md)", res.Waiting)
+			}
+			say(cmd.ErrOrStderr(), slog.LevelInfo, msg, "run_id", res.RunID, "pages", res.Pages, "papers_new", res.New, "papers_updated", res.Updated)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")
+	cmd.Flags().BoolVar(&updates, "updates", false, "deliver against the crawl state: papers never delivered, and changed ones as their next revision")
+	stateDirVar(cmd.Flags(), &stateDir)
 	sinks.register(cmd.Flags(), true)
 	return cmd
 }

@@ -38,7 +38,7 @@ func TestDamagedStateCheckAndRebuild(t *testing.T) {
 	if code, msg := backfill(stateDir, "1-25"); code != exitcode.OK {
 		t.Fatalf("backfill: exit %d: %s", code, msg)
 	}
-	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitcode.OK || !strings.Contains(msg, "sound, format 2: 500 papers (1000 ids and DOIs)") {
+	if code, msg := crawlBin("state", "check", "--state-dir", stateDir); code != exitcode.OK || !strings.Contains(msg, "sound, format 3: 500 papers (1000 ids and DOIs)") {
 		t.Fatalf("check of a sound state: exit %d: %s", code, msg)
 	}
 	// A delivered paper is found by its id and by its DOI, with its run;
@@ -82,7 +82,7 @@ func TestDamagedStateCheckAndRebuild(t *testing.T) {
 	if code, msg := crawlBin("state", "rebuild", "--state-dir", rebuilt, "--from", "jsonl:"+out); code != exitcode.Usage || !strings.Contains(msg, "already holds a state") {
 		t.Errorf("rebuild into a state: exit %d: %s", code, msg)
 	}
-	if code, msg := backfill(rebuilt, "1-26"); code != exitcode.OK || !strings.Contains(msg, "papers: 20 new, 500 known") {
+	if code, msg := backfill(rebuilt, "1-26"); code != exitcode.OK || !strings.Contains(msg, "papers: 20 new, 0 updated, 500 known") {
 		t.Fatalf("backfill over the rebuilt state: exit %d: %s", code, msg)
 	}
 	if ids := papersIn(t, out); len(ids) != 520 {

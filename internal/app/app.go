@@ -99,6 +99,12 @@ func (e quarantined) Is(target error) bool { return target == ErrQuarantined }
 
 // quarantinedRecords is the error of a run that left n records in the
 // quarantine at path (exit 3).
+// heldRecords says that n records were held back for their findings
+// (quality.hold), in the quarantine at path.
+func heldRecords(n int64, path string) error {
+	return fmt.Errorf("%d %s held back, not delivered: the parser has a finding on them (quality.hold); they are in the quarantine %s with their pages: crawl quarantine list shows them, and after a parser fix crawl quarantine retry --reparse delivers them (docs/operations.md#exit-4)", n, plural(n, "record", "records"), path)
+}
+
 func quarantinedRecords(n int64, path string) error {
 	return exitcode.IncompleteError(quarantined{n, path})
 }
@@ -110,4 +116,12 @@ func NewRunID(now time.Time) string {
 	var b [4]byte
 	rand.Read(b[:])
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// plural is one or many, for n.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

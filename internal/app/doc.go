@@ -23,10 +23,13 @@
 //   - summary.go: a run's summary (history.RunSummary), printed
 //   - summaryfile.go: the --report file (the summary with its page log)
 //   - offline.go: delivering pages a run does not fetch (parse, replay)
-//     through the engine's step with a ledger in memory; Replay
+//     through the engine's step, with a ledger in memory or the crawl
+//     state (replay --updates); Replay
 //   - parse.go: Parse (crawl parse)
 //   - output.go: the check that an output file is a file of its own
 //   - quarantine.go: RetryQuarantine (crawl quarantine retry)
+//   - held.go: RetryHeld (crawl quarantine retry --reparse: the records the
+//     quality gate held back, their pages parsed again)
 //   - rebuild.go: Rebuild (crawl state rebuild)
 //   - metrics.go: the Prometheus metrics of a run
 package app

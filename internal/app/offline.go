@@ -8,35 +8,39 @@ import (
 	"github.com/litcrawl/litcrawl/internal/archive"
 	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/ledger"
+	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
-// memoryDelivery delivers pages a run does not fetch (crawl parse, crawl replay)
-// through the engine's one delivery step, with a ledger in memory: each
-// paper once (by id and by DOI), where it first appears, exactly as a crawl
-// delivers the same pages. Not safe for concurrent use: pages are
-// delivered in the order given.
-type memoryDelivery struct {
-	ledger *ledger.Memory
-	out    sink.Sink
-	runID  string
+// pageDelivery delivers pages a run does not fetch (crawl parse, crawl
+// replay) through the engine's one delivery step: with a ledger in memory
+// (each paper once, by id and by DOI, where it first appears, and again as
+// its next revision where a later page shows it changed, exactly as a crawl
+// delivers the same pages), or with the crawl state (crawl replay
+// --updates: what the state's runs did not deliver, and the papers they
+// delivered that the pages now show changed). Not safe for concurrent use:
+// pages are delivered in the order given.
+type pageDelivery struct {
+	ledger    ledger.Ledger
+	out       sink.Sink
+	runID     string
+	citations bool
 }
 
 // newMemoryDelivery delivers to out, the records carrying runID.
-func newMemoryDelivery(out sink.Sink, runID string) *memoryDelivery {
-	return &memoryDelivery{ledger: ledger.NewMemory(), out: out, runID: runID}
+func newMemoryDelivery(out sink.Sink, runID string) *pageDelivery {
+	return &pageDelivery{ledger: ledger.NewMemory(), out: out, runID: runID}
 }
 
-// Deliver delivers one page's records not delivered before; it returns how
-// many it sent.
-func (p *memoryDelivery) Deliver(ctx context.Context, page *parser.Page) (int, error) {
+// Deliver delivers one page: what it sent, and what of it was a revision.
+func (p *pageDelivery) Deliver(ctx context.Context, page *parser.Page) (engine.Delivered, error) {
 	ds, err := engine.Deliver(ctx, p.ledger, p.out, []engine.Item{{
-		Key: ledger.PageKey{Journal: page.JournalID, Page: page.PageNo}, Page: page, RunID: p.runID}})
+		Key: ledger.PageKey{Journal: page.JournalID, Page: page.PageNo}, Page: page, RunID: p.runID, Citations: p.citations}})
 	if err != nil {
-		return 0, err
+		return engine.Delivered{}, err
 	}
-	return ds[0].Sent, nil
+	return ds[0], nil
 }
 
 // Replay is a replay of an archive's listing pages.
@@ -46,12 +50,21 @@ type Replay struct {
 	// JournalSinks are the sinks of the journals whose records go to
 	// sinks of their own.
 	JournalSinks map[int64][]string
+	// StateDir, when set, is the crawl state the replay delivers against
+	// (crawl replay --updates): papers its runs never delivered, and the
+	// next revision of those the pages show changed; the sinks are rolled
+	// back to the state's last commit first, as a crawl's are.
+	StateDir string
 }
 
 // Replayed is what a replay did.
 type Replayed struct {
-	RunID         string
-	Pages, Papers int
+	RunID string
+	Pages int
+	// New and Updated count the records delivered: papers delivered for
+	// the first time, and known ones as their next revision; Waiting
+	// counts papers a page shows changed but lacking what was delivered.
+	New, Updated, Waiting int
 }
 
 // Replay re-parses every archived listing page that came back whole (HTTP
@@ -59,11 +72,29 @@ type Replayed struct {
 // replay are those an offline backfill of the same archive delivers.
 func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 	res := Replayed{RunID: "replay-" + NewRunID(time.Now())}
-	out, err := OpenSinks(ctx, r.Sinks, SinkOptions{Stdout: e.Stdout, Log: e.log(), Metrics: e.Metrics, PerJournal: r.JournalSinks})
+	opts := SinkOptions{Stdout: e.Stdout, Log: e.log(), Metrics: e.Metrics, PerJournal: r.JournalSinks}
+	pages := newMemoryDelivery(nil, res.RunID)
+	pages.citations = e.Config.Updates.Citations
+	if r.StateDir != "" {
+		st, err := state.Open(r.StateDir)
+		if err != nil {
+			return res, err
+		}
+		defer st.Close()
+		opts.Writer = st.WriterID()
+		pages.ledger = st
+	}
+	out, err := OpenSinks(ctx, r.Sinks, opts)
 	if err != nil {
 		return res, err
 	}
-	pages := newMemoryDelivery(out, res.RunID)
+	pages.out = out
+	if r.StateDir != "" {
+		if err := restore(ctx, pages.ledger, out, false, e.log()); err != nil {
+			out.Close()
+			return res, err
+		}
+	}
 	scheme := e.Config.Site.Scheme()
 	err = archive.Responses(r.Archive, func(a archive.Response) error {
 		if err := ctx.Err(); err != nil {
@@ -78,9 +109,11 @@ func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 		if err != nil || !page.IsListing() {
 			return nil // a soft block or an error page, as the live run saw it
 		}
-		n, err := pages.Deliver(ctx, page)
+		d, err := pages.Deliver(ctx, page)
 		res.Pages++
-		res.Papers += n
+		res.New += d.Sent - d.Updated
+		res.Updated += d.Updated
+		res.Waiting += d.Poorer
 		return err
 	})
 	if cerr := out.Close(); err == nil {

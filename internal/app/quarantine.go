@@ -10,6 +10,7 @@ import (
 
 	"github.com/litcrawl/litcrawl/internal/ledger"
 	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
@@ -86,9 +87,16 @@ type QuarantineRetry struct {
 	// Sinks are the sink URLs: each record goes to the sink it was refused
 	// by, when one of them is that sink (by its name); none: the config's.
 	Sinks []string
+	// JournalSinks are the sinks of the journals whose records go to
+	// sinks of their own (RetryHeld: a held record goes where a crawl
+	// would have delivered it).
+	JournalSinks map[int64][]string
 	// stage, when set (tests), is called at each step of a retry that a
 	// crash may follow; an error ends the retry there, as a kill would.
 	stage func(stage string) error
+	// findings, when set (tests), is the parser's findings on a page
+	// parsed again (RetryHeld): a test swaps a rule as a parser fix would.
+	findings func(*parser.Page, time.Time) []parser.Finding
 }
 
 // QuarantineResult is what a retry did.
@@ -97,6 +105,7 @@ type QuarantineResult struct {
 	Delivered int // delivered and gone from the quarantine
 	Refused   int // refused again, kept
 	Unmatched int // their sink is not among the sinks given, kept
+	Held      int // held back by the quality gate: retried by RetryHeld (--reparse), kept
 	Bad       int // lines of the file that are no entry
 }
 
@@ -156,19 +165,7 @@ func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Stor
 		return err
 	}
 	digest := tokenDigest(before)
-	var order []string
-	groups := map[string][]int{}
-	for i := range rs {
-		if byName[rs[i].Sink] == nil {
-			res.Unmatched++
-			continue
-		}
-		if groups[rs[i].Sink] == nil {
-			order = append(order, rs[i].Sink)
-		}
-		groups[rs[i].Sink] = append(groups[rs[i].Sink], i)
-		rs[i].Pending = digest
-	}
+	order, groups := bySink(rs, byName, digest, res)
 	if len(order) == 0 {
 		return quarantine.Replace(path, c)
 	}
@@ -237,6 +234,31 @@ func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Stor
 	}
 	c.Entries = keep
 	return quarantine.Replace(path, c)
+}
+
+// bySink groups the entries by the sink that refused them, in the order
+// the sinks first appear, marking each with digest (Pending): those of no
+// sink given, and those the quality gate held (RetryHeld's), are counted
+// and left.
+func bySink(rs []sink.Refusal, byName map[string]sink.Sink, digest string, res *QuarantineResult) ([]string, map[string][]int) {
+	var order []string
+	groups := map[string][]int{}
+	for i := range rs {
+		if rs[i].Sink == sink.HeldBy {
+			res.Held++
+			continue
+		}
+		if byName[rs[i].Sink] == nil {
+			res.Unmatched++
+			continue
+		}
+		if groups[rs[i].Sink] == nil {
+			order = append(order, rs[i].Sink)
+		}
+		groups[rs[i].Sink] = append(groups[rs[i].Sink], i)
+		rs[i].Pending = digest
+	}
+	return order, groups
 }
 
 // collected keeps refusals in memory.

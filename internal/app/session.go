@@ -1,12 +1,16 @@
 package app
 
 import (
+	"errors"
+
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"sync"
+
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/internal/config"
@@ -106,8 +110,13 @@ func (s *session) fetcher(rt http.RoundTripper, adjust func(*crawler.Config)) (*
 
 // start starts the engine over the session's fetcher, ledger and sinks.
 func (s *session) start(f *crawler.Fetcher, l ledger.Ledger, stopWhenUnreachable bool) *engine.Run {
-	return engine.Start(engine.Options{ID: s.id, Fetcher: f, Ledger: l, Sink: s.out, StopWhenUnreachable: stopWhenUnreachable,
-		Concurrency: s.e.Config.Fetch.Concurrency, Log: s.e.log(), Metrics: s.e.Metrics.engine(), Summary: s.sum})
+	o := engine.Options{ID: s.id, Fetcher: f, Ledger: l, Sink: s.out, StopWhenUnreachable: stopWhenUnreachable,
+		Concurrency: s.e.Config.Fetch.Concurrency, Log: s.e.log(), Metrics: s.e.Metrics.engine(), Summary: s.sum,
+		Citations: s.e.Config.Updates.Citations}
+	if s.e.Config.Quality.Holds() && s.quarantine != nil {
+		o.Hold = s.quarantine
+	}
+	return engine.Start(o)
 }
 
 // summary is the run's summary now, as the history keeps it: ended by
@@ -202,6 +211,13 @@ func verdict(q config.Quality, runErr error, sum *engine.Summary, rep *history.R
 		rep.Quarantine = quarPath
 		if final == nil {
 			final = quarantinedRecords(n, quarPath)
+		}
+	}
+	if n := sum.Held.Load(); n > 0 {
+		rep.Quarantine = quarPath
+		held := heldRecords(n, quarPath)
+		if final == nil || exitcode.Of(final) == exitcode.Quality {
+			final = exitcode.QualityError(errors.Join(final, held))
 		}
 	}
 	return final

@@ -15,8 +15,9 @@ import (
 func newRunSummary(runID string, kind history.Kind, s *engine.Summary, jobs *frontier.JobCounts, err error) history.RunSummary {
 	r := history.RunSummary{RunID: runID, Kind: kind, Started: s.Started.UTC().Format(time.RFC3339),
 		DurationSeconds: time.Since(s.Started).Seconds(), BusySeconds: s.BusySeconds(),
-		Pages:   map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
-		Papers:  map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load()},
+		Pages: map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
+		Papers: map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load(), "updated": s.PapersUpdated.Load(),
+			"updates_waiting": s.PapersPoorer.Load()},
 		Retries: s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
 		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
 	r.WalkNotes, r.WalkNotesOmitted = s.WalkNotes()
@@ -68,7 +69,7 @@ func (e *Env) printSummary(r history.RunSummary, s *engine.Summary) {
 		fmt.Fprintf(e.Stderr, "  incomplete: %s\n", history.IncompleteText(w))
 	}
 	if n := r.Pages["skipped"]; n > 0 {
-		fmt.Fprintf(e.Stderr, "  skipped: %s done by earlier runs were not fetched again; --no-resume re-reads them (papers never delivered are delivered, none twice)\n", pluralPages(n))
+		fmt.Fprintf(e.Stderr, "  skipped: %s done by earlier runs were not fetched again; --no-resume re-reads them (papers never delivered are delivered, and changed ones as their next revision; none twice)\n", pluralPages(n))
 	}
 	for i, n := range r.WalkNotes {
 		if i == maxNotesPrinted {

@@ -55,6 +55,8 @@ type Config struct {
 	Nightly Nightly `yaml:"nightly"`
 	// Quality are the alarms on what the parsed records hold.
 	Quality Quality `yaml:"quality"`
+	// Updates say what makes a known paper's next revision.
+	Updates Updates `yaml:"updates"`
 	// StateDir holds the crawl state (known papers, page status, tokens).
 	StateDir string `yaml:"state_dir"`
 	// ShutdownTimeout is how long the pages in flight may take to finish
@@ -83,6 +85,13 @@ type Backfill struct {
 	// MaxPages: an open-ended walk never goes past page A+MaxPages-1
 	// (crawl enqueue too).
 	MaxPages int `yaml:"max_pages" json:"max_pages"`
+}
+
+// Updates say what makes a delivered paper's next revision (see
+// docs/revisions.md).
+type Updates struct {
+	// Citations: a change of the citation count alone is a new revision.
+	Citations bool `yaml:"citations" json:"citations"`
 }
 
 // Parse bounds crawl parse.
@@ -260,7 +269,7 @@ func (c *Config) setDefaults() {
 	c.Backfill = Backfill{StopAfterRepeatPages: 20, MaxPages: 100_000}
 	c.Parse = Parse{MaxInputBytes: 64 << 20}
 	c.Nightly = Nightly{StopAfterKnownPages: 1, MaxPages: 50, AuditPages: 1}
-	c.Quality = Quality{MinPapersPerPage: 5, MinTitleShare: 0.9, MinDOIShare: 0.5, MinAuthorsShare: 0.8, MinPublishedShare: 0.8}
+	c.Quality = Quality{MinPapersPerPage: 5, MinTitleShare: 0.9, MinDOIShare: 0.5, MinAuthorsShare: 0.8, MinPublishedShare: 0.8, Hold: quality.HoldImplausible}
 	c.StateDir = "crawl-state"
 	c.ShutdownTimeout = Duration(30 * time.Second)
 }

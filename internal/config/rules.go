@@ -77,6 +77,8 @@ var rules = []rule{
 	{[]string{"quality.min_title_share", "quality.min_doi_share", "quality.min_authors_share", "quality.min_published_share"}, "`0.9`, `0.5`, `0.8`, `0.8`", "a run whose parsed papers have these fields less often exits 4", nil},
 	{[]string{"quality.max_implausible_share"}, "`0`", "a run in which more than this share of papers has a field that does not look like what it is (a title that reads as names, authors that are prose, an abstract that is a title line, page furniture in a field, a date outside 1900 to a year ahead, a lost block) exits 4, naming the field and one value; `0`: any such paper alarms",
 		func(c *Config) error { return c.Quality.Validate() }}, // the gate's thresholds are the gate's (quality.Thresholds)
+	{[]string{"quality.hold"}, "`implausible`", "a record with a finding (a field that does not look like what it is) is held in the quarantine with its page's bytes, not delivered, and the run exits 4; `crawl quarantine retry --reparse` delivers it once the parser reads it right ([revisions](revisions.md#held-records)); `none`: delivered, and alarmed", nil},
+	{[]string{"updates.citations"}, "`false`", "a paper whose citation count alone changed is delivered again as its next revision; `false`: the count is brought up to date only with a revision another change makes ([revisions](revisions.md))", nil},
 	{[]string{"state_dir"}, "`crawl-state`", "the crawl state (bbolt file `crawl.db`)", checkStateDir},
 	{[]string{"shutdown_timeout"}, "`30s`", "after the first SIGINT/SIGTERM, pages in flight finish within this",
 		durs("shutdown_timeout", func(c *Config) Duration { return c.ShutdownTimeout }, 0, MaxWait, "a duration from 0 to 1h")},

@@ -18,6 +18,9 @@ type Item struct {
 	RunID string // the run its records carry, and that the ledger records
 	// Redeliver sends the page's records even if delivered before.
 	Redeliver bool
+	// Citations makes a change of a paper's citation count alone a new
+	// revision (updates.citations).
+	Citations bool
 	// Hold, when set, is asked with the page's papers and what the ledger
 	// knows of them whether to hold the page back: then nothing of it is
 	// delivered or committed (a walk whose jump landed below the gap it
@@ -37,6 +40,8 @@ type Delivered struct {
 	FromEarlierRuns int  // distinct papers on it delivered by an earlier run
 	NewToRun        int  // distinct papers on it not met earlier in this run (new, or known only to earlier runs)
 	Sent            int  // records sent to the sinks
+	Updated         int  // of them, known papers sent as their next revision
+	Poorer          int  // known papers the page shows changed but lacking what was delivered: not sent
 	NewToLedger     int  // papers the ledger recorded for the first time
 	Last            bool // the page's pager says it is the last page
 	Held            bool // held back (Item.Hold): nothing delivered or committed
@@ -62,18 +67,20 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 	var sent sentInGroup
 	for i, it := range items {
 		recs, papers := distinct(it.Page.Records)
-		seen, err := l.Lookup(ctx, papers, it.RunID)
+		found, err := l.Lookup(ctx, papers, it.RunID)
 		if err != nil {
 			return nil, fmt.Errorf("look up the papers of %s: %w", pageName(it.Key), err)
 		}
+		seen := ledger.Deliveries(found)
 		if it.Hold != nil && it.Hold(papers, seen) {
 			ds[i] = Delivered{Records: len(it.Page.Records), Held: true, Papers: papers, Delivery: seen,
 				Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page}
 			continue
 		}
-		fresh, knownBefore, freshToRun := decide(recs, seen, it.Redeliver, &sent)
-		send = append(send, fresh...)
-		ds[i] = Delivered{Records: len(it.Page.Records), FromEarlierRuns: knownBefore, NewToRun: freshToRun, Sent: len(fresh),
+		dc := decide(recs, papers, found, it, &sent)
+		send = append(send, dc.send...)
+		ds[i] = Delivered{Records: len(it.Page.Records), FromEarlierRuns: dc.knownBefore, NewToRun: dc.freshToRun, Sent: len(dc.send),
+			Updated: dc.updated, Poorer: dc.poorer,
 			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Delivery: seen}
 		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()})
 		if it.Walk != nil {
@@ -130,45 +137,129 @@ func distinct(recs []record.Record) ([]record.Record, []ledger.Paper) {
 	return out, papers
 }
 
-// sentInGroup is what earlier pages of a group send, by id and by DOI.
-type sentInGroup map[string]bool
+// sentInGroup is what earlier pages of a group met, by id and by DOI: the
+// print each paper has after them (the one they record, else the
+// ledger's), so that a later page of the group showing the paper again is
+// judged against it.
+type sentInGroup map[string]ledger.Print
 
-func (s *sentInGroup) has(r record.Record) bool {
-	return (*s)[r.ID] || r.DOI != "" && (*s)["doi:"+ledger.DOIKey(r.DOI)]
+func (s *sentInGroup) get(r record.Record) (ledger.Print, bool) {
+	if p, ok := (*s)[r.ID]; ok {
+		return p, true
+	}
+	if r.DOI != "" {
+		p, ok := (*s)["doi:"+ledger.DOIKey(r.DOI)]
+		return p, ok
+	}
+	return ledger.Print{}, false
 }
 
-func (s *sentInGroup) add(r record.Record) {
+func (s *sentInGroup) has(r record.Record) bool {
+	_, ok := s.get(r)
+	return ok
+}
+
+func (s *sentInGroup) add(r record.Record, p ledger.Print) {
 	if *s == nil {
 		*s = sentInGroup{}
 	}
-	(*s)[r.ID] = true
+	(*s)[r.ID] = p
 	if r.DOI != "" {
-		(*s)["doi:"+ledger.DOIKey(r.DOI)] = true
+		(*s)["doi:"+ledger.DOIKey(r.DOI)] = p
 	}
 }
 
+// decision is what decide made of a page.
+type decision struct {
+	send        []record.Record // the records to send, numbered
+	knownBefore int             // papers an earlier run delivered
+	freshToRun  int             // papers this run meets for the first time
+	updated     int             // known papers sent as their next revision
+	poorer      int             // known papers changed on a read poorer than what was delivered
+}
+
 // decide is the one rule of what a page delivers. recs are its distinct
-// records and seen what the ledger knows of each. A record is sent when
-// the ledger has never seen its paper (by id or DOI) and no earlier page of
-// the same group sends it; with redeliver, always. knownBefore counts the
-// papers an earlier run delivered: the nightly stop rule asks for it
-// (papers delivered earlier in this run do not count as known). fresh
-// counts the papers this run meets for the first time (new, or known only
-// to earlier runs): the repeat rule asks for it.
-func decide(recs []record.Record, seen []ledger.Delivery, redeliver bool, sent *sentInGroup) (send []record.Record, knownBefore, fresh int) {
-	for i, r := range recs {
-		if seen[i] == ledger.DeliveredBefore {
-			knownBefore++
+// records, papers theirs, and found what the ledger knows of each. A
+// record is sent when the ledger has never seen its paper (by id or DOI)
+// and no earlier page of the same group met it: as revision 1. A paper
+// known (to the ledger, or to an earlier page of the group) whose content
+// changed (judge) is sent as its next revision. With it.Redeliver every
+// record is sent. decide sets on papers the prints the commit is to record: a new
+// paper's, a new revision's, and a first print of a paper delivered before
+// prints were kept.
+//
+// knownBefore counts the papers an earlier run delivered: the nightly stop
+// rule asks for it (papers delivered earlier in this run do not count as
+// known). freshToRun counts the papers this run meets for the first time
+// (new, or known only to earlier runs): the repeat rule asks for it.
+func decide(recs []record.Record, papers []ledger.Paper, found []ledger.Seen, it Item, sent *sentInGroup) decision {
+	var d decision
+	for i := range recs {
+		r := &recs[i]
+		seen := found[i].Delivery
+		if seen == ledger.DeliveredBefore {
+			d.knownBefore++
 		}
-		if seen[i] != ledger.DeliveredThisRun && !sent.has(r) {
-			fresh++
+		base, inGroup := sent.get(*r)
+		if seen != ledger.DeliveredThisRun && !inGroup {
+			d.freshToRun++
 		}
-		if redeliver || seen[i] == ledger.NeverDelivered && !sent.has(r) {
-			send = append(send, r)
+		if !inGroup {
+			base = found[i].Print
 		}
-		sent.add(r)
+		fp := fingerprint(r)
+		if seen == ledger.NeverDelivered && !inGroup {
+			r.Revision = 1
+			papers[i].Print = fp.withRevision(1)
+			d.send = append(d.send, *r)
+			sent.add(*r, papers[i].Print)
+			continue
+		}
+		old := print(base)
+		v, changed := judge(base, fp, it.Citations)
+		switch {
+		case v == revise:
+			r.Revision = old.revision() + 1
+			r.Changed = changedNames(changed, fp, old)
+			if fp.siteID() && !old.siteID() && r.DOI != "" {
+				r.Replaces = record.DOIID(r.DOI)
+			}
+			papers[i].Print = fp.withRevision(r.Revision)
+			d.send = append(d.send, *r)
+			d.updated++
+			sent.add(*r, papers[i].Print)
+			continue
+		case v == poorer:
+			d.poorer++
+		case v == baseline && hasSiteID(r.ID):
+			// Delivered before prints were kept: this read is its
+			// revision 1 from now on (a read without the JSON is not: it
+			// may lack what was delivered).
+			papers[i].Print = fp.withRevision(1)
+			base = papers[i].Print
+		}
+		sent.add(*r, base)
+		if it.Redeliver {
+			r.Revision = max(old.revision(), 1)
+			d.send = append(d.send, *r)
+		}
 	}
-	return send, knownBefore, fresh
+	return d
+}
+
+// changedNames names the fields of a revision that changed: those judge
+// found, "id" when the paper got its site id, "content" when the print
+// could not tell which field (two 4-bit hashes alike: about one change of
+// one field in 15).
+func changedNames(changed fieldMask, fresh, old print) []string {
+	names := changed.names()
+	if fresh.siteID() && !old.siteID() {
+		names = append(names, "id")
+	}
+	if len(names) == 0 {
+		names = []string{"content"}
+	}
+	return names
 }
 
 func pageName(k ledger.PageKey) string { return fmt.Sprintf("journal %d page %d", k.Journal, k.Page) }

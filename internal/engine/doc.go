@@ -7,6 +7,11 @@
 //   - deliver.go: Deliver, the one delivery step (look up → decide → sink
 //     write → ledger commit), and decide, the one rule of what a page
 //     delivers
+//   - revise.go: the revision rule: a paper's print (fingerprint), and
+//     judge, which says whether a later read of it is the same, its next
+//     revision, or poorer than what was delivered
+//   - hold.go: holding back the records the parser has a finding on
+//     (quality.hold), with their page's bytes, in the quarantine
 //   - committer.go: the group committer (pages that queue up while a commit
 //     runs go out in one sink write and one ledger commit)
 //   - run.go: Run (one run over shared parts: fetcher, ledger, sink) and

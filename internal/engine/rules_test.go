@@ -54,21 +54,41 @@ func TestDecide(t *testing.T) {
 	} {
 		var sent sentInGroup
 		for _, id := range tt.sent {
-			sent.add(record.Record{ID: id})
+			sent.add(record.Record{ID: id}, ledger.Print{})
 		}
-		got, known, _ := decide(tt.recs, tt.seen, tt.redeliver, &sent)
+		got, known := decideSeen(tt.recs, tt.seen, tt.redeliver, &sent)
 		if !slices.Equal(ids(got), tt.want) || known != tt.known {
 			t.Errorf("%s: sent %v known %d; want %v, %d", tt.name, ids(got), known, tt.want, tt.known)
 		}
 	}
-	// The same paper under two ids (seen first without its JSON) is sent
-	// once in a group, whatever page it is on.
+	// The same paper under two ids in a group: seen first without its
+	// JSON, then with its site id, it is one paper, whose second sighting
+	// is its revision 2 under the site id, replacing the first; seen the
+	// other way round, the poorer sighting sends nothing.
 	var sent sentInGroup
-	first, _, _ := decide([]record.Record{{ID: "doi:10.1/x", DOI: "10.1/X"}}, []ledger.Delivery{u}, false, &sent)
-	second, _, _ := decide([]record.Record{{ID: "42", DOI: "10.1/x"}}, []ledger.Delivery{u}, false, &sent)
-	if len(first) != 1 || len(second) != 0 {
-		t.Errorf("one paper under two ids: sent %v then %v", ids(first), ids(second))
+	first, _ := decideSeen([]record.Record{{ID: "doi:10.1/x", DOI: "10.1/X"}}, []ledger.Delivery{u}, false, &sent)
+	second, _ := decideSeen([]record.Record{{ID: "42", DOI: "10.1/x"}}, []ledger.Delivery{u}, false, &sent)
+	if len(first) != 1 || len(second) != 1 || second[0].Revision != 2 || second[0].Replaces != "doi:10.1/x" {
+		t.Errorf("one paper under two ids: sent %v then %v", first, second)
 	}
+	sent = nil
+	first, _ = decideSeen([]record.Record{{ID: "42", DOI: "10.1/x"}}, []ledger.Delivery{u}, false, &sent)
+	second, _ = decideSeen([]record.Record{{ID: "doi:10.1/x", DOI: "10.1/X"}}, []ledger.Delivery{u}, false, &sent)
+	if len(first) != 1 || len(second) != 0 {
+		t.Errorf("one paper under two ids, the site id first: sent %v then %v", ids(first), ids(second))
+	}
+}
+
+// decideSeen is decide over papers known without prints.
+func decideSeen(recs []record.Record, seen []ledger.Delivery, redeliver bool, sent *sentInGroup) ([]record.Record, int) {
+	found := make([]ledger.Seen, len(seen))
+	papers := make([]ledger.Paper, len(seen))
+	for i, d := range seen {
+		found[i].Delivery = d
+		papers[i] = ledger.Paper{ID: recs[i].ID, DOI: recs[i].DOI}
+	}
+	d := decide(slices.Clone(recs), papers, found, Item{Redeliver: redeliver}, sent)
+	return d.send, d.knownBefore
 }
 
 // Walk.Next is the nightly stop rule.

@@ -38,6 +38,12 @@ type Options struct {
 	// crawl with a wrong base URL ends at once with exit 1. A fleet worker
 	// leaves it unset: its jobs wait for the host.
 	StopWhenUnreachable bool
+	// Hold, when set, is where records with a finding are held back
+	// (quality.hold: implausible) instead of delivered.
+	Hold sink.Quarantine
+	// Citations makes a change of a paper's citation count alone a new
+	// revision (updates.citations).
+	Citations bool
 }
 
 // Run is one crawl run over shared parts: a fetcher, a ledger and a sink.
@@ -57,6 +63,8 @@ type Run struct {
 	commit  *committer
 
 	stopWhenUnreachable bool
+	hold                sink.Quarantine
+	citations           bool
 }
 
 // Start starts a run (its committer).
@@ -68,7 +76,8 @@ func Start(o Options) *Run {
 		o.Summary = NewSummary()
 	}
 	r := &Run{id: o.ID, fetch: o.Fetcher, ledger: o.Ledger, conc: max(o.Concurrency, 1), log: o.Log,
-		metrics: o.Metrics, sum: o.Summary, commit: startCommitter(o.Ledger, o.Sink), stopWhenUnreachable: o.StopWhenUnreachable}
+		metrics: o.Metrics, sum: o.Summary, commit: startCommitter(o.Ledger, o.Sink), stopWhenUnreachable: o.StopWhenUnreachable,
+		hold: o.Hold, citations: o.Citations}
 	r.pages, _ = o.Ledger.(ledger.PageBook)
 	return r
 }
@@ -202,11 +211,27 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 		then(Outcome{Result: Failed, Err: err}, nil)
 		return nil
 	}
-	r.sum.addQuality(res.Page)
+	now := time.Now()
+	findings := res.Page.Findings(now)
+	r.sum.addQuality(res.Page, findings)
 	if fetched != nil {
 		fetched(res.Page)
 	}
-	it := Item{Key: key, Page: res.Page, RunID: o.RunID, Redeliver: o.Redeliver, Hold: o.Hold, Walk: o.Walk}
+	page := res.Page
+	if r.hold != nil {
+		var held int
+		if page, held, err = holdBack(ctx, r.hold, res, findings, now); err != nil {
+			r.sum.addFailure(key, err)
+			report(Failed, res.Tries, len(res.Page.Records), err)
+			then(Outcome{}, err)
+			return nil
+		}
+		if held > 0 {
+			r.sum.Held.Add(int64(held))
+			r.log.Warn("records held back: the parser has a finding on them (quality.hold)", "journal", key.Journal, "page", key.Page, "held", held)
+		}
+	}
+	it := Item{Key: key, Page: page, RunID: o.RunID, Redeliver: o.Redeliver, Citations: r.citations, Hold: o.Hold, Walk: o.Walk}
 	committed := func(d Delivered, err error) {
 		if err != nil {
 			if ctx.Err() == nil {
@@ -221,7 +246,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			then(Outcome{Result: Done, Delivered: d}, nil)
 			return
 		}
-		r.sum.addDone(key.Journal, d.Sent, d.Records-d.NewToLedger)
+		r.sum.addDone(key.Journal, d)
 		r.log.Info("page committed", "journal", key.Journal, "page", key.Page, "records", d.Records, "delivered", d.Sent, "batch", d.Group)
 		report(Done, res.Tries, d.Records, nil)
 		then(Outcome{Result: Done, Delivered: d}, nil)

@@ -27,6 +27,14 @@ type Summary struct {
 	// Failed.
 	Done, Skipped, Ended, Failed atomic.Int64
 	PapersNew, PapersKnown       atomic.Int64
+	// PapersUpdated counts known papers delivered again as their next
+	// revision (the site changed them); PapersPoorer, known papers a page
+	// showed changed but lacking what was delivered (not delivered: see
+	// docs/revisions.md).
+	PapersUpdated, PapersPoorer atomic.Int64
+	// Held counts the records held back for a finding (quality.hold),
+	// kept in the quarantine.
+	Held atomic.Int64
 	// Quarantined counts the records a sink refused for their content,
 	// kept in the quarantine (sink.Quarantined).
 	Quarantined atomic.Int64
@@ -64,6 +72,8 @@ type JournalCounts struct {
 	PagesPastEnd int64 `json:"pages_past_end"`
 	PapersNew    int64 `json:"papers_new"`
 	PapersKnown  int64 `json:"papers_known"`
+	// PapersUpdated are known papers delivered as a new revision.
+	PapersUpdated int64 `json:"papers_updated,omitempty"`
 }
 
 // IncompleteWalk is a nightly walk that stopped short of known papers
@@ -302,11 +312,10 @@ func (s *Summary) addPage(r PageLine) {
 	s.logErr = s.pageLog.Encode(r)
 }
 
-func (s *Summary) addQuality(page *parser.Page) {
-	now := time.Now()
+func (s *Summary) addQuality(page *parser.Page, findings []parser.Finding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.quality.Add(page, now)
+	s.quality.AddFound(page, findings)
 }
 
 // PageFailure is a page that failed permanently in this run.
@@ -360,15 +369,19 @@ func (s *Summary) addEnded(j int64) {
 	s.mu.Unlock()
 }
 
-func (s *Summary) addDone(j int64, delivered, known int) {
+func (s *Summary) addDone(j int64, d Delivered) {
+	fresh, known := d.Sent-d.Updated, d.Records-d.NewToLedger
 	s.Done.Add(1)
-	s.PapersNew.Add(int64(delivered))
+	s.PapersNew.Add(int64(fresh))
 	s.PapersKnown.Add(int64(known))
+	s.PapersUpdated.Add(int64(d.Updated))
+	s.PapersPoorer.Add(int64(d.Poorer))
 	s.mu.Lock()
 	c := s.journal(j)
 	c.PagesDone++
-	c.PapersNew += int64(delivered)
+	c.PapersNew += int64(fresh)
 	c.PapersKnown += int64(known)
+	c.PapersUpdated += int64(d.Updated)
 	s.mu.Unlock()
 }
 
@@ -550,8 +563,8 @@ func (s *Summary) String() string {
 		retries = strings.Join(rs, " ")
 	}
 	pps := float64(s.Done.Load()) / max(d.Seconds(), 1e-9)
-	return fmt.Sprintf("pages: %d ok, %d failed, %d skipped (done before), %d past the end; papers: %d new, %d known; retries: %s; %v (%.1f pages/s)",
-		s.Done.Load(), s.Failed.Load(), s.Skipped.Load(), s.Ended.Load(), s.PapersNew.Load(), s.PapersKnown.Load(),
+	return fmt.Sprintf("pages: %d ok, %d failed, %d skipped (done before), %d past the end; papers: %d new, %d updated, %d known; retries: %s; %v (%.1f pages/s)",
+		s.Done.Load(), s.Failed.Load(), s.Skipped.Load(), s.Ended.Load(), s.PapersNew.Load(), s.PapersUpdated.Load(), s.PapersKnown.Load(),
 		retries, d.Round(time.Millisecond), pps)
 }
 

@@ -103,15 +103,42 @@ func each(ctx context.Context, keys []keyOf, do func(ctx context.Context, paper 
 	return p.Wait()
 }
 
+// A paper key's value is the id of the run that first delivered the
+// paper, then, when the key holds the paper's print, a zero byte and the
+// print (a value written before prints were kept has none). The print is
+// kept under the id's key, and under the DOI's when the paper was known
+// by its DOI alone (an id "doi:…"), as ledger.Ledger says.
+func encodeEntry(run string, p ledger.Print) []byte {
+	if p.IsZero() {
+		return []byte(run)
+	}
+	return append(append([]byte(run), 0), p[:]...)
+}
+
+func decodeEntry(v []byte) (run string, p ledger.Print) {
+	if n := len(v) - ledger.PrintSize - 1; n >= 0 && v[n] == 0 {
+		copy(p[:], v[n+1:])
+		return string(v[:n]), p
+	}
+	return string(v), p
+}
+
+// printsUnder tells whether a paper's print belongs under key k: its id's
+// key, or its DOI's when its id is its DOI.
+func printsUnder(p ledger.Paper, k string) bool {
+	return k[0] == 'i' || strings.HasPrefix(p.ID, "doi:")
+}
+
 // Lookup asks the bucket for every paper's id and DOI at once; a paper is
 // known by its id's entry, else by its DOI's.
-func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string) ([]ledger.Delivery, error) {
+func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string) ([]ledger.Seen, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	// byID and byDOI hold each paper's answers: 0 not found, else 1 +
 	// whether the entry is this run's.
 	byID, byDOI := make([]uint8, len(papers)), make([]uint8, len(papers))
+	idPrint, doiPrint := make([]ledger.Print, len(papers)), make([]ledger.Print, len(papers))
 	err := each(ctx, allKeys(papers), func(ctx context.Context, i int, k string) error {
 		e, err := l.kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -120,21 +147,22 @@ func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string
 		if err != nil {
 			return fmt.Errorf("papers bucket: %w", err)
 		}
+		run, pr := decodeEntry(e.Value())
 		v := uint8(1)
-		if string(e.Value()) == runID {
+		if run == runID {
 			v = 2
 		}
 		if k[0] == 'i' {
-			byID[i] = v
+			byID[i], idPrint[i] = v, pr
 		} else {
-			byDOI[i] = v
+			byDOI[i], doiPrint[i] = v, pr
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ledger.Delivery, len(papers))
+	out := make([]ledger.Seen, len(papers))
 	for i := range papers {
 		v := byID[i]
 		if v == 0 {
@@ -142,9 +170,20 @@ func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string
 		}
 		switch v {
 		case 1:
-			out[i] = ledger.DeliveredBefore
+			out[i].Delivery = ledger.DeliveredBefore
 		case 2:
-			out[i] = ledger.DeliveredThisRun
+			out[i].Delivery = ledger.DeliveredThisRun
+		}
+		// A paper known by its DOI alone ("doi:…") finds its print where
+		// its latest revision put it: under the DOI (the id's key keeps
+		// its first).
+		first, then := idPrint[i], doiPrint[i]
+		if strings.HasPrefix(papers[i].ID, "doi:") {
+			first, then = then, first
+		}
+		out[i].Print = first
+		if out[i].Print.IsZero() {
+			out[i].Print = then
 		}
 	}
 	return out, nil
@@ -159,16 +198,23 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var page []int    // the page of each paper, in group order
-	var shared []bool // whether a paper shares a key with an earlier one
-	var runs [][]byte // the run of each paper
-	var keys []keyOf  // each key once, with the first paper that has it
+	var page []int            // the page of each paper, in group order
+	var shared []bool         // whether a paper shares a key with an earlier one
+	var runs []string         // the run of each paper
+	var papers []ledger.Paper // each paper
+	var keys []keyOf          // each key once, with the first paper that has it
 	owner := map[string]int{}
+	// lastPrint is, for each key, the last print of the group's papers
+	// that belongs under it: a paper two pages show, its later revision.
+	lastPrint := map[string]ledger.Print{}
 	for i, pg := range g.Pages {
 		for _, p := range pg.Papers {
 			j := len(page)
-			page, shared, runs = append(page, i), append(shared, false), append(runs, []byte(pg.RunID))
+			page, shared, runs, papers = append(page, i), append(shared, false), append(runs, pg.RunID), append(papers, p)
 			for _, k := range keysOf(p) {
+				if !p.Print.IsZero() {
+					lastPrint[k] = p.Print
+				}
 				if _, ok := owner[k]; ok {
 					shared[j] = true
 					continue
@@ -180,10 +226,19 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 	}
 	existed := make([]atomic.Bool, len(page))
 	err := each(ctx, keys, func(ctx context.Context, j int, k string) error {
-		_, err := l.kv.Create(ctx, k, runs[j])
+		p := papers[j]
+		p.Print = lastPrint[k]
+		var pr ledger.Print
+		if printsUnder(p, k) {
+			pr = p.Print
+		}
+		_, err := l.kv.Create(ctx, k, encodeEntry(runs[j], pr))
 		switch {
 		case errors.Is(err, jetstream.ErrKeyExists):
 			existed[j].Store(true)
+			if !p.Print.IsZero() {
+				return l.rePrint(ctx, p, k)
+			}
 		case err != nil:
 			return fmt.Errorf("papers bucket: %w", err)
 		}
@@ -207,6 +262,26 @@ func (l *Ledger) Commit(ctx context.Context, g ledger.Group) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// rePrint writes a known paper's new print under its key k, keeping the
+// run that first delivered it: under its id's key, and under its DOI's
+// when the print belongs there or is there already (the paper's id
+// changed). Two workers recording a revision at once both write it; the
+// last one's stays, and both prints are of the same revision.
+func (l *Ledger) rePrint(ctx context.Context, p ledger.Paper, k string) error {
+	e, err := l.kv.Get(ctx, k)
+	if err != nil {
+		return fmt.Errorf("papers bucket: %w", err)
+	}
+	run, had := decodeEntry(e.Value())
+	if !printsUnder(p, k) && had.IsZero() {
+		return nil
+	}
+	if _, err := l.kv.Update(ctx, k, encodeEntry(run, p.Print), e.Revision()); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return fmt.Errorf("papers bucket: %w", err)
+	}
+	return nil
 }
 
 var (

@@ -25,6 +25,11 @@ type PageKey struct {
 // same paper: a ledger finds it by either.
 type Paper struct {
 	ID, DOI string
+	// Print, when not zero, is the paper's content as Commit is to
+	// remember it: recorded with a new paper, and in place of the print a
+	// known paper had (a new revision). Zero keeps what is there. Lookup
+	// ignores it.
+	Print Print
 }
 
 // DOIKey is the form of a DOI a ledger keys on (trimmed, lower-cased).
@@ -70,11 +75,14 @@ type Group struct {
 // concurrent use; every method blocks until it has an answer or ctx ends.
 //
 // Lookup tells, for each paper, whether it was delivered before, by its id
-// or its DOI, and whether by runID or by an earlier run. The engine calls
-// it once per page.
+// or its DOI, and whether by runID or by an earlier run, and gives the
+// print recorded with it (the one under its id, else under its DOI). The
+// engine calls it once per page.
 //
 // Commit records a group: each page's papers as known (the first run to
-// record a paper keeps it), each page as done, and the sinks' token. It
+// record a paper keeps it) with their prints (a paper's non-zero print
+// replaces the one it had, under its id and under its DOI), each page as
+// done, and the sinks' token. It
 // returns how many papers of each page it recorded for the first time.
 // Commit is all or nothing where the implementation can make it so (the
 // bbolt store: one transaction). One that cannot (the fleet's key-value
@@ -83,7 +91,7 @@ type Group struct {
 // delivers the rest again: delivery stays at least once, keyed by paper
 // id, which the queue sinks deduplicate on.
 type Ledger interface {
-	Lookup(ctx context.Context, papers []Paper, runID string) ([]Delivery, error)
+	Lookup(ctx context.Context, papers []Paper, runID string) ([]Seen, error)
 	Commit(ctx context.Context, g Group) (newPapers []int, err error)
 }
 

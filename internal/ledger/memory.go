@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,6 +16,7 @@ type Memory struct {
 	mu     sync.Mutex
 	ids    map[string]string // paper id → the run that delivered it first
 	dois   map[string]string // DOI key → the run that delivered it first
+	prints map[string]Print  // "i"+id or "d"+DOI key → the paper's print
 	done   map[PageKey]bool
 	failed map[PageKey]string
 	token  []byte
@@ -31,7 +33,7 @@ var (
 
 // NewMemory makes an empty ledger in memory.
 func NewMemory() *Memory {
-	return &Memory{ids: map[string]string{}, dois: map[string]string{}, done: map[PageKey]bool{},
+	return &Memory{ids: map[string]string{}, dois: map[string]string{}, prints: map[string]Print{}, done: map[PageKey]bool{},
 		failed: map[PageKey]string{}, walks: map[int64]WalkState{}}
 }
 
@@ -47,21 +49,35 @@ func (m *Memory) runOf(p Paper) (run string, ok bool) {
 	return "", false
 }
 
+// printKey is the key of a paper's print: its id, or its DOI when its id
+// is only that ("doi:…").
+func printKey(p Paper) string {
+	if strings.HasPrefix(p.ID, "doi:") || p.ID == "" {
+		return "d" + p.DOIKey()
+	}
+	return "i" + p.ID
+}
+
 // Lookup implements Ledger.
-func (m *Memory) Lookup(ctx context.Context, papers []Paper, runID string) ([]Delivery, error) {
+func (m *Memory) Lookup(ctx context.Context, papers []Paper, runID string) ([]Seen, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	seen := make([]Delivery, len(papers))
+	seen := make([]Seen, len(papers))
 	for i, p := range papers {
 		switch r, ok := m.runOf(p); {
 		case !ok:
 		case r == runID:
-			seen[i] = DeliveredThisRun
+			seen[i].Delivery = DeliveredThisRun
 		default:
-			seen[i] = DeliveredBefore
+			seen[i].Delivery = DeliveredBefore
+		}
+		if pr, ok := m.prints[printKey(p)]; ok {
+			seen[i].Print = pr
+		} else if k := p.DOIKey(); k != "" {
+			seen[i].Print = m.prints["d"+k]
 		}
 	}
 	return seen, nil
@@ -88,6 +104,12 @@ func (m *Memory) Commit(ctx context.Context, g Group) ([]int, error) {
 			if k := p.DOIKey(); k != "" {
 				if _, ok := m.dois[k]; !ok {
 					m.dois[k] = run
+				}
+			}
+			if !p.Print.IsZero() {
+				m.prints[printKey(p)] = p.Print
+				if k := p.DOIKey(); k != "" && m.prints["d"+k] != (Print{}) {
+					m.prints["d"+k] = p.Print
 				}
 			}
 		}

@@ -23,7 +23,7 @@ func TestMemoryRunWithoutID(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen, _ := l.Lookup(ctx, []ledger.Paper{{ID: "2", DOI: "10.1/A"}}, "")
-	if seen[0] != ledger.DeliveredThisRun {
+	if seen[0].Delivery != ledger.DeliveredThisRun {
 		t.Fatalf("a paper delivered by the run without an id: %v", seen[0])
 	}
 }

@@ -430,19 +430,31 @@ func Messages(t testing.TB, url, stream string) []*jetstream.RawStreamMsg {
 	return out
 }
 
-// RecordIDs counts each record id in a stream of records (JSON bodies
-// with an "id").
+// RecordIDs counts each revision of a record in a stream of records
+// (JSON bodies with an "id"), by RevisionKey.
 func RecordIDs(t testing.TB, url, stream string) map[string]int {
 	t.Helper()
 	ids := map[string]int{}
 	for _, m := range Messages(t, url, stream) {
-		var r struct{ ID string }
+		var r struct {
+			ID       string
+			Revision int
+		}
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			t.Fatalf("stream %s message %d is not a record: %v", stream, m.Sequence, err)
 		}
-		ids[r.ID]++
+		ids[RevisionKey(r.ID, r.Revision)]++
 	}
 	return ids
+}
+
+// RevisionKey is how RecordIDs counts a record: its id, and for revision
+// 2 and later "@" and the revision (as the NATS sink's message ids).
+func RevisionKey(id string, revision int) string {
+	if revision > 1 {
+		return fmt.Sprintf("%s@%d", id, revision)
+	}
+	return id
 }
 
 // StreamConfig is a stream's configuration as the server reports it.

@@ -38,7 +38,10 @@ type Counts struct {
 }
 
 // Add counts one parsed page: its records and their findings.
-func (q *Counts) Add(page *parser.Page, now time.Time) {
+func (q *Counts) Add(page *parser.Page, now time.Time) { q.AddFound(page, page.Findings(now)) }
+
+// AddFound is Add with the page's findings found already.
+func (q *Counts) AddFound(page *parser.Page, findings []parser.Finding) {
 	q.Pages++
 	q.Records += len(page.Records)
 	for _, r := range page.Records {
@@ -56,7 +59,7 @@ func (q *Counts) Add(page *parser.Page, now time.Time) {
 		}
 	}
 	last := 0
-	for _, f := range page.Findings(now) {
+	for _, f := range findings {
 		if f.Position != last {
 			q.Implausible++
 			last = f.Position
@@ -84,7 +87,18 @@ type Thresholds struct {
 	// that is a title line, page furniture in any field) above which the
 	// run exits 4. 0, the default: any such record alarms.
 	MaxImplausibleShare float64 `yaml:"max_implausible_share" json:"max_implausible_share"`
+	// Hold says which records are held back in the quarantine rather than
+	// delivered: HoldImplausible (the default), those with a finding (a
+	// field that does not look like what it is), with their page's bytes;
+	// HoldNone, none.
+	Hold string `yaml:"hold" json:"hold,omitempty"`
 }
+
+// Values of Thresholds.Hold.
+const (
+	HoldImplausible = "implausible"
+	HoldNone        = "none"
+)
 
 // Validate checks the thresholds in the order of the file and names the
 // first bad one by its key (a run history's summary is held to it too).
@@ -104,8 +118,14 @@ func (q Thresholds) Validate() error {
 	if !(q.MinPapersPerPage >= 0 && q.MinPapersPerPage <= 10000) {
 		return fmt.Errorf("quality.min_papers_per_page: %v: expected 0 to 10000", q.MinPapersPerPage)
 	}
+	if q.Hold != "" && q.Hold != HoldImplausible && q.Hold != HoldNone {
+		return fmt.Errorf("quality.hold: %q: expected %q (records with a finding go to the quarantine, with their page) or %q (every record is delivered)", q.Hold, HoldImplausible, HoldNone)
+	}
 	return nil
 }
+
+// Holds reports whether records with a finding are held back.
+func (q Thresholds) Holds() bool { return q.Hold != HoldNone }
 
 // Check is the quality gate: it names the first field of the parsed
 // papers below its threshold, or the fields that do not look like what

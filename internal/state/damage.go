@@ -214,43 +214,51 @@ func Check(dir string) (Counts, []error, error) {
 	return c, problems, err
 }
 
-// checkKnown checks what bbolt cannot: that every slot holds whole entries
-// in increasing order within its range, and that the recent log holds
-// whole entries under its sequence numbers.
+// checkKnown checks what bbolt cannot: that every slot, of the known
+// papers and of the prints, holds whole entries in increasing order within
+// its range, and that the recent logs hold whole entries under their
+// sequence numbers.
 func checkKnown(tx *bolt.Tx) []error {
+	out := checkSlots(tx, bucketKnown, bucketRecent, entrySize, "known papers", "recent papers")
+	return append(out, checkSlots(tx, bucketPrints, bucketRecentPrints, printEntrySize, "prints", "recent prints")...)
+}
+
+// checkSlots checks one set of slots and its log.
+func checkSlots(tx *bolt.Tx, slots, log []byte, entrySize int, name, logName string) []error {
 	var out []error
 	var runs uint64 // run numbers given
 	if b := tx.Bucket(bucketRunNums); b != nil {
 		runs = b.Sequence()
 	}
+	entryRun := func(v []byte, i int) uint32 { return entryRunAt(v, i, entrySize) }
 	badRun := func(v []byte, i int) bool { r := entryRun(v, i); return r == 0 || uint64(r) > runs }
-	if b := tx.Bucket(bucketKnown); b != nil {
+	if b := tx.Bucket(slots); b != nil {
 		c := b.Cursor()
 		var prevEnd uint64
 		first := true
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(k) != hashSize || len(v)%entrySize != 0 {
-				out = append(out, fmt.Errorf("known papers: the slot %x holds %d bytes, not whole entries", k, len(v)))
+				out = append(out, fmt.Errorf("%s: the slot %x holds %d bytes, not whole entries", name, k, len(v)))
 				first = false
 				continue
 			}
 			start := binary.BigEndian.Uint64(k)
 			if first && start != 0 {
-				out = append(out, fmt.Errorf("known papers: the first slot begins at %x, not 0", k))
+				out = append(out, fmt.Errorf("%s: the first slot begins at %x, not 0", name, k))
 			}
 			if !first && start < prevEnd {
-				out = append(out, fmt.Errorf("known papers: the slot %x overlaps the one before it", k))
+				out = append(out, fmt.Errorf("%s: the slot %x overlaps the one before it", name, k))
 			}
 			first = false
 			last := start
 			for i := 0; i < len(v)/entrySize; i++ {
 				h := binary.BigEndian.Uint64(v[i*entrySize:])
 				if h < last || (i > 0 && h == last) {
-					out = append(out, fmt.Errorf("known papers: the slot %x is out of order at entry %d", k, i))
+					out = append(out, fmt.Errorf("%s: the slot %x is out of order at entry %d", name, k, i))
 					break
 				}
 				if badRun(v, i) {
-					out = append(out, fmt.Errorf("known papers: entry %d of the slot %x names run number %d, which this file never gave", i, k, entryRun(v, i)))
+					out = append(out, fmt.Errorf("%s: entry %d of the slot %x names run number %d, which this file never gave", name, i, k, entryRun(v, i)))
 					break
 				}
 				last = h
@@ -258,25 +266,25 @@ func checkKnown(tx *bolt.Tx) []error {
 			prevEnd = last
 			if n, _ := c.Next(); n != nil {
 				if len(n) == hashSize && len(v) > 0 && binary.BigEndian.Uint64(n) <= last {
-					out = append(out, fmt.Errorf("known papers: the slot %x holds entries of the next slot's range", k))
+					out = append(out, fmt.Errorf("%s: the slot %x holds entries of the next slot's range", name, k))
 				}
 				c.Prev()
 			}
 			if len(out) >= 100 {
-				return append(out, errors.New("known papers: more problems not listed"))
+				return append(out, fmt.Errorf("%s: more problems not listed", name))
 			}
 		}
 	}
-	if b := tx.Bucket(bucketRecent); b != nil {
+	if b := tx.Bucket(log); b != nil {
 		seq := b.Sequence()
 		b.ForEach(func(k, v []byte) error {
 			if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%entrySize != 0 {
-				out = append(out, fmt.Errorf("recent papers: the record %x is not what was written", k))
+				out = append(out, fmt.Errorf("%s: the record %x is not what was written", logName, k))
 				return nil
 			}
 			for i := 0; i < len(v)/entrySize; i++ {
 				if badRun(v, i) {
-					out = append(out, fmt.Errorf("recent papers: entry %d of the record %x names run number %d, which this file never gave", i, k, entryRun(v, i)))
+					out = append(out, fmt.Errorf("%s: entry %d of the record %x names run number %d, which this file never gave", logName, i, k, entryRun(v, i)))
 					break
 				}
 			}
@@ -284,6 +292,26 @@ func checkKnown(tx *bolt.Tx) []error {
 		})
 	}
 	return out
+}
+
+// newPrintsLogged counts the keys of the prints' log that the slots do
+// not have yet (a later revision of a key in the slots is no new key).
+func newPrintsLogged(tx *bolt.Tx, slots knownSet) int {
+	b := tx.Bucket(bucketRecentPrints)
+	if b == nil {
+		return 0
+	}
+	seen := map[uint64]bool{}
+	b.ForEach(func(_, v []byte) error {
+		for i := 0; i < len(v)/printEntrySize; i++ {
+			h := binary.BigEndian.Uint64(v[i*printEntrySize:])
+			if _, ok, err := slots.getPrint(h); !ok && err == nil {
+				seen[h] = true
+			}
+		}
+		return nil
+	})
+	return len(seen)
 }
 
 // Counts is what a state file holds.
@@ -313,7 +341,10 @@ func countTx(tx *bolt.Tx) Counts {
 	if c.Format == 1 {
 		c.Papers, c.DOIs = n(bucketPapers), n(bucketDOIs)
 	} else if b := tx.Bucket(bucketKnown); b != nil {
-		c.Keys = knownSet{b: b, c: b.Cursor()}.count() + recentCount(tx)
+		c.Keys = knownSet{b: b, c: b.Cursor(), size: entrySize}.count() + recentCount(tx, bucketRecent, entrySize)
+		if pb := tx.Bucket(bucketPrints); pb != nil {
+			c.Keys += knownSet{b: pb, c: pb.Cursor(), size: printEntrySize}.count() + newPrintsLogged(tx, newPrintSet(pb))
+		}
 	}
 	if b := tx.Bucket(bucketMeta); b != nil {
 		c.SinkToken = b.Get(keySinkToken) != nil

@@ -21,9 +21,11 @@ import (
 // kept each paper id and DOI as a bbolt key with the first run's id as a
 // string (about 250 bytes a paper); format 2 keeps packed 64-bit hashes
 // with run numbers (see known.go), binary page statuses, and this number
-// in the meta bucket. Opening a format-1 file migrates it (see migrate);
-// a file of a later format is refused.
-const Format = 2
+// in the meta bucket; format 3 adds the papers' prints (see prints.go),
+// and a format-2 file is upgraded to it in place when opened. Opening a
+// format-1 file migrates it (see migrate); a file of a later format is
+// refused.
+const Format = 3
 
 // FormatError means the state file is in a format this binary does not
 // know: written by a newer version. Nothing is delivered from it.
@@ -92,14 +94,17 @@ func formatTx(tx *bolt.Tx, path string) (int, error) {
 	return 0, nil
 }
 
-// initFormat2 makes the buckets of a new format-2 file.
-func initFormat2(tx *bolt.Tx) error {
+// initNewFile makes the buckets of a new file, in this format.
+func initNewFile(tx *bolt.Tx) error {
 	for _, b := range [][]byte{bucketPages, bucketMeta, bucketRuns, bucketRunIDs, bucketRunNums, bucketWalks, bucketRecent} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
 	}
 	if err := initKnown(tx); err != nil {
+		return err
+	}
+	if err := initPrints(tx); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketMeta).Put(keyFormat, []byte(strconv.Itoa(Format)))
@@ -294,7 +299,7 @@ func copyFormat1(src *bolt.Tx, dst *bolt.DB, srcPath string, batch int, hook fun
 // the meta keys, the runs (numbered in id order, which is start order),
 // the walk states and the page statuses.
 func copyFormat1Rest(src, tx *bolt.Tx, srcPath string) error {
-	if err := initFormat2(tx); err != nil {
+	if err := initNewFile(tx); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bucketMeta).Delete(keyFormat); err != nil {
@@ -409,17 +414,8 @@ func (c *format1Copy) addID(w *paperWriter, id, runID []byte) error {
 	if err != nil {
 		return err
 	}
-	hs, n := paperHashes(ledger.Paper{ID: string(id)})
-	for _, h := range hs[:n] {
-		added, err := w.addHash(h, run)
-		if err != nil {
-			return err
-		}
-		if added {
-			w.added++
-		}
-	}
-	return nil
+	_, err = w.add(ledger.Paper{ID: string(id)}, run)
+	return err
 }
 
 // firstRunFormat1 looks a paper up in a format-1 file (read-only: a file

@@ -173,10 +173,10 @@ func TestMigrateFormat1(t *testing.T) {
 	s.Close()
 	checkMigrated(t, dir)
 	c, problems, err = state.Check(dir)
-	if err != nil || len(problems) > 0 || c.Format != 2 || c.Pages != 13 || c.Runs != 4 || !c.SinkToken || c.Papers != 255 || c.Keys != 255+241-10 { // "doi:…" ids are known by their DOI alone
+	if err != nil || len(problems) > 0 || c.Format != state.Format || c.Pages != 13 || c.Runs != 4 || !c.SinkToken || c.Papers != 255 || c.Keys != 255+241-10 { // "doi:…" ids are known by their DOI alone
 		t.Errorf("check of the migrated file: %+v %v %v", c, problems, err)
 	}
-	// Reopened: format 2 already, nothing to do; still every paper.
+	// Reopened: the current format already, nothing to do; still every paper.
 	checkMigrated(t, dir)
 	// A crawl goes on from it: a new paper is new, a known one is not.
 	s = open(t, dir)
@@ -202,7 +202,7 @@ func TestNewerFormatRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("3")) }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("4")) }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -210,16 +210,16 @@ func TestNewerFormatRefused(t *testing.T) {
 	for name, open := range map[string]func(string) (*state.Store, error){"Open": state.Open, "OpenReadOnly": state.OpenReadOnly} {
 		s, err := open(dir)
 		var fe *state.FormatError
-		if !errors.As(err, &fe) || fe.Found != 3 || !strings.Contains(err.Error(), "format 3, written by a newer version") ||
-			!strings.Contains(err.Error(), "reads formats 1 to 2") {
-			t.Errorf("%s of a format-3 file: %v", name, err)
+		if !errors.As(err, &fe) || fe.Found != 4 || !strings.Contains(err.Error(), "format 4, written by a newer version") ||
+			!strings.Contains(err.Error(), "reads formats 1 to 3") {
+			t.Errorf("%s of a format-4 file: %v", name, err)
 		}
 		if s != nil {
 			s.Close()
 		}
 	}
 	if _, _, err := state.Check(dir); !errors.As(err, new(*state.FormatError)) {
-		t.Errorf("check of a format-3 file: %v", err)
+		t.Errorf("check of a format-4 file: %v", err)
 	}
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
 		t.Error("the refused file was changed")

@@ -47,8 +47,15 @@ const (
 // half way.
 const knownFill = 0.95
 
-// slotMax is the most entries a slot holds before it splits.
+// slotMax is the most known papers' entries a slot holds before it
+// splits: slots of about 1 KB, three or four to a 4 KB page.
 const slotMax = 96
+
+// slotBytes is the most bytes of entries a slot holds (a print's slot
+// splits at as many bytes as a known paper's: bbolt packs whole values
+// into its pages, and two slots of 2 KB would leave each page half
+// empty).
+const slotBytes = slotMax * entrySize
 
 var firstSlot = make([]byte, hashSize)
 
@@ -84,15 +91,20 @@ func paperHashes(p ledger.Paper) (hs [2]uint64, n int) {
 
 func isDOIID(id string) bool { return len(id) > 4 && id[:4] == "doi:" }
 
-// knownSet is the known bucket within one transaction.
+// knownSet is a bucket of slots within one transaction: the known
+// papers' (entries of entrySize bytes) or their prints' (printEntrySize:
+// see prints.go).
 type knownSet struct {
-	b *bolt.Bucket
-	c *bolt.Cursor
+	b    *bolt.Bucket
+	c    *bolt.Cursor
+	size int // bytes an entry
 }
 
-func newKnownSet(b *bolt.Bucket) knownSet {
+func newKnownSet(b *bolt.Bucket) knownSet { return newSlotSet(b, entrySize) }
+
+func newSlotSet(b *bolt.Bucket, size int) knownSet {
 	b.FillPercent = knownFill
-	return knownSet{b: b, c: b.Cursor()}
+	return knownSet{b: b, c: b.Cursor(), size: size}
 }
 
 // slot finds the slot holding h's range: its key and value (valid during
@@ -108,7 +120,7 @@ func (k knownSet) slot(h uint64) (key, val []byte, err error) {
 			key, val = k.c.Prev()
 		}
 	}
-	if key == nil || len(key) != hashSize || len(val)%entrySize != 0 {
+	if key == nil || len(key) != hashSize || len(val)%k.size != 0 {
 		return nil, nil, errSlot
 	}
 	return key, val, nil
@@ -119,27 +131,36 @@ var (
 	errRunNumber = errors.New("a run number is not what was written")
 )
 
-// search finds h in a slot's entries: its index, and whether it is there.
-func search(val []byte, h uint64) (int, bool) {
-	lo, hi := 0, len(val)/entrySize
+// search finds h in a slot's entries of size bytes: its index, and
+// whether it is there.
+func search(val []byte, h uint64, size int) (int, bool) {
+	lo, hi := 0, len(val)/size
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if binary.BigEndian.Uint64(val[m*entrySize:]) < h {
+		if binary.BigEndian.Uint64(val[m*size:]) < h {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo, lo < len(val)/entrySize && binary.BigEndian.Uint64(val[lo*entrySize:]) == h
+	return lo, lo < len(val)/size && binary.BigEndian.Uint64(val[lo*size:]) == h
 }
 
-func appendEntry(b []byte, e entry) []byte {
+func (e entry) hash() uint64 { return e.h }
+
+func (e entry) appendTo(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, e.h)
 	return append(b, byte(e.run>>16), byte(e.run>>8), byte(e.run))
 }
 
-func entryRun(val []byte, i int) uint32 {
-	e := val[i*entrySize+hashSize:]
+func appendEntry(b []byte, e entry) []byte { return e.appendTo(b) }
+
+func entryRun(val []byte, i int) uint32 { return entryRunAt(val, i, entrySize) }
+
+// entryRunAt is the run number of entry i of a slot of entries of size
+// bytes (a known paper's, or a print's: both begin hash, run).
+func entryRunAt(val []byte, i, size int) uint32 {
+	e := val[i*size+hashSize:]
 	return uint32(e[0])<<16 | uint32(e[1])<<8 | uint32(e[2])
 }
 
@@ -150,7 +171,7 @@ func (k knownSet) get(h uint64) (run uint32, ok bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	i, found := search(val, h)
+	i, found := search(val, h, entrySize)
 	if !found {
 		return 0, false, nil
 	}
@@ -160,9 +181,23 @@ func (k knownSet) get(h uint64) (run uint32, ok bool, err error) {
 // merge adds entries sorted by hash (a merge of the recent log), each
 // unless its hash is there already: each slot it touches is rewritten once,
 // split into as many slots of at most slotMax entries as it needs.
-func (k knownSet) merge(ents []entry) error {
+func (k knownSet) merge(ents []entry) error { return mergeSlots(k, ents, false) }
+
+// slotEntry is an entry of a set of slots: a known paper's key (entry) or
+// a print (printEntry).
+type slotEntry interface {
+	hash() uint64
+	appendTo(b []byte) []byte
+}
+
+// mergeSlots adds entries sorted by hash to the set: an entry whose hash
+// is there already keeps what is there, or with replace takes the new
+// one's place. Each slot it touches is rewritten once, split into as many
+// slots of at most slotMax entries as it needs.
+func mergeSlots[E slotEntry](k knownSet, ents []E, replace bool) error {
+	size := k.size
 	for len(ents) > 0 {
-		key, val, err := k.slot(ents[0].h)
+		key, val, err := k.slot(ents[0].hash())
 		if err != nil {
 			return err
 		}
@@ -173,32 +208,36 @@ func (k knownSet) merge(ents []entry) error {
 				return errSlot
 			}
 			end := binary.BigEndian.Uint64(next)
-			n, _ = slices.BinarySearchFunc(ents, end, func(e entry, h uint64) int { return cmp.Compare(e.h, h) })
+			n, _ = slices.BinarySearchFunc(ents, end, func(e E, h uint64) int { return cmp.Compare(e.hash(), h) })
 		}
 		batch := ents[:n]
 		ents = ents[n:]
-		merged := make([]byte, 0, len(val)+len(batch)*entrySize)
-		i := 0
+		merged := make([]byte, 0, len(val)+len(batch)*size)
+		i, changed := 0, false
 		for _, e := range batch {
-			for ; i < len(val)/entrySize && binary.BigEndian.Uint64(val[i*entrySize:]) < e.h; i++ {
-				merged = append(merged, val[i*entrySize:(i+1)*entrySize]...)
+			for ; i < len(val)/size && binary.BigEndian.Uint64(val[i*size:]) < e.hash(); i++ {
+				merged = append(merged, val[i*size:(i+1)*size]...)
 			}
-			if i < len(val)/entrySize && binary.BigEndian.Uint64(val[i*entrySize:]) == e.h {
-				continue // known already: keeps its first run
+			if i < len(val)/size && binary.BigEndian.Uint64(val[i*size:]) == e.hash() {
+				if !replace {
+					continue // known already: keeps its first run
+				}
+				i++ // replaced by e
 			}
-			merged = appendEntry(merged, e)
+			merged, changed = e.appendTo(merged), true
 		}
-		merged = append(merged, val[i*entrySize:]...)
-		if len(merged) == len(val) {
+		merged = append(merged, val[i*size:]...)
+		if !changed {
 			continue
 		}
 		// Split evenly into slots of at most slotMax entries; the first
 		// keeps the slot's key.
-		total := len(merged) / entrySize
-		pieces := (total + slotMax - 1) / slotMax
+		total := len(merged) / size
+		most := slotBytes / size
+		pieces := (total + most - 1) / most
 		key = bytes.Clone(key)
 		for p := range pieces {
-			from, to := p*total/pieces*entrySize, (p+1)*total/pieces*entrySize
+			from, to := p*total/pieces*size, (p+1)*total/pieces*size
 			pk := key
 			if p > 0 {
 				pk = merged[from : from+hashSize : from+hashSize]
@@ -215,7 +254,7 @@ func (k knownSet) merge(ents []entry) error {
 func (k knownSet) count() int {
 	n := 0
 	for key, val := k.c.First(); key != nil; key, val = k.c.Next() {
-		n += len(val) / entrySize
+		n += len(val) / k.size
 	}
 	return n
 }

@@ -29,50 +29,64 @@ type entry struct {
 	run uint32
 }
 
-func byHash(a, b entry) int { return cmp.Compare(a.h, b.h) }
+func byHash[E slotEntry](a, b E) int { return cmp.Compare(a.hash(), b.hash()) }
 
-// recentIndex holds the log's entries in memory as sorted runs, each at
+func sameHash[E slotEntry](a, b E) bool { return a.hash() == b.hash() }
+
+// recentIndex holds a log's entries in memory as sorted runs, each at
 // least twice as long as the next (so at most log₂ n of them), newest
-// last: 16 bytes an entry, found by a binary search of each run.
-type recentIndex struct {
-	runs [][]entry
-	n    int
+// last, found by a binary search of each run: 16 bytes a known paper's
+// entry, 24 a print's. Of two entries with one hash, the older is kept
+// (a known paper keeps the run that first recorded it), or with
+// newerWins the newer (a print: the paper's latest revision).
+type recentIndex[E slotEntry] struct {
+	runs      [][]E
+	n         int
+	newerWins bool
 }
 
-func (r *recentIndex) get(h uint64) (uint32, bool) {
+func (r *recentIndex[E]) get(h uint64) (E, bool) {
 	for i := len(r.runs) - 1; i >= 0; i-- {
 		run := r.runs[i]
-		if j, ok := slices.BinarySearchFunc(run, h, func(e entry, h uint64) int { return cmp.Compare(e.h, h) }); ok {
-			return run[j].run, true
+		if j, ok := slices.BinarySearchFunc(run, h, func(e E, h uint64) int { return cmp.Compare(e.hash(), h) }); ok {
+			return run[j], true
 		}
 	}
-	return 0, false
+	var none E
+	return none, false
 }
 
 // add adds entries not in the index (a commit's, or a log record's).
-func (r *recentIndex) add(ents []entry) {
+func (r *recentIndex[E]) add(ents []E) {
 	if len(ents) == 0 {
 		return
 	}
 	run := slices.Clone(ents)
-	slices.SortFunc(run, byHash)
-	run = slices.CompactFunc(run, func(a, b entry) bool { return a.h == b.h })
+	if r.newerWins {
+		slices.Reverse(run) // the last of one hash is the one kept
+	}
+	slices.SortStableFunc(run, byHash[E])
+	run = slices.CompactFunc(run, sameHash[E])
 	r.runs = append(r.runs, run)
 	r.n += len(run)
 	for k := len(r.runs); k >= 2 && len(r.runs[k-2]) <= 2*len(r.runs[k-1]); k = len(r.runs) {
 		a, b := r.runs[k-2], r.runs[k-1]
-		m := make([]entry, 0, len(a)+len(b))
+		m := make([]E, 0, len(a)+len(b))
 		i, j := 0, 0
 		for i < len(a) && j < len(b) {
 			switch {
-			case a[i].h < b[j].h:
+			case a[i].hash() < b[j].hash():
 				m = append(m, a[i])
 				i++
-			case a[i].h > b[j].h:
+			case a[i].hash() > b[j].hash():
 				m = append(m, b[j])
 				j++
-			default: // the older entry is the first
-				m = append(m, a[i])
+			default: // a holds the older entry
+				if r.newerWins {
+					m = append(m, b[j])
+				} else {
+					m = append(m, a[i])
+				}
 				i, j = i+1, j+1
 				r.n--
 			}
@@ -82,20 +96,30 @@ func (r *recentIndex) add(ents []entry) {
 	}
 }
 
-// sorted is every entry, in hash order.
-func (r *recentIndex) sorted() []entry {
-	out := make([]entry, 0, r.n)
-	for _, run := range r.runs {
-		out = append(out, run...)
+// sorted is every entry, in hash order, one a hash.
+func (r *recentIndex[E]) sorted() []E {
+	out := make([]E, 0, r.n)
+	if r.newerWins {
+		for i := len(r.runs) - 1; i >= 0; i-- {
+			out = append(out, r.runs[i]...)
+		}
+	} else {
+		for _, run := range r.runs {
+			out = append(out, run...)
+		}
 	}
-	slices.SortStableFunc(out, byHash)
-	return slices.CompactFunc(out, func(a, b entry) bool { return a.h == b.h })
+	slices.SortStableFunc(out, byHash[E])
+	return slices.CompactFunc(out, sameHash[E])
 }
 
-// loadRecent reads the log into memory (Open).
+// loadRecent reads the logs into memory (Open).
 func (s *Store) loadRecent() error {
-	s.mem = recentIndex{}
+	s.mem = recentIndex[entry]{}
+	s.pmem = recentIndex[printEntry]{newerWins: true}
 	return s.view(func(tx *bolt.Tx) error {
+		if err := s.loadRecentPrints(tx); err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketRecent)
 		if b == nil {
 			return nil
@@ -137,19 +161,20 @@ func appendRecent(tx *bolt.Tx, fresh []entry) error {
 
 // absorb adds a committed transaction's new entries to memory. The caller
 // holds s.logMu.
-func (s *Store) absorb(fresh []entry) {
-	if len(fresh) == 0 {
+func (s *Store) absorb(fresh []entry, prints []printEntry) {
+	if len(fresh) == 0 && len(prints) == 0 {
 		return
 	}
 	s.memMu.Lock()
 	s.mem.add(fresh)
+	s.pmem.add(prints)
 	s.memMu.Unlock()
 }
 
 // maybeMerge merges the log into the slots when it holds mergeAt entries.
 // The caller holds s.logMu, so no commit adds to the log meanwhile.
 func (s *Store) maybeMerge() error {
-	if s.mem.n < s.tune.mergeAt {
+	if s.mem.n+s.pmem.n < s.tune.mergeAt {
 		return nil
 	}
 	return s.merge()
@@ -175,31 +200,51 @@ func (s *Store) merge() error {
 		releaseMap(s.db)
 		s.step("merge")
 	}
-	err := s.update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketRecent); err != nil {
+	prints := s.pmem.sorted()
+	for len(prints) > 0 {
+		chunk := prints[:min(s.tune.mergeChunk, len(prints))]
+		prints = prints[len(chunk):]
+		err := s.update(func(tx *bolt.Tx) error {
+			// A print already there is an earlier revision's (or this
+			// one's, a merge cut short): replaced.
+			return s.damage(mergeSlots(newPrintSet(tx.Bucket(bucketPrints)), chunk, true))
+		})
+		if err != nil {
 			return err
 		}
-		_, err := tx.CreateBucket(bucketRecent)
-		return err
+		releaseMap(s.db)
+		s.step("merge")
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketRecent, bucketRecentPrints} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	s.memMu.Lock()
-	s.mem = recentIndex{}
+	s.mem = recentIndex[entry]{}
+	s.pmem = recentIndex[printEntry]{newerWins: true}
 	s.memMu.Unlock()
 	return nil
 }
 
-// recentCount is how many entries the log holds (Check).
-func recentCount(tx *bolt.Tx) int {
-	b := tx.Bucket(bucketRecent)
+// recentCount is how many entries of size bytes a log holds (Check).
+func recentCount(tx *bolt.Tx, log []byte, size int) int {
+	b := tx.Bucket(log)
 	if b == nil {
 		return 0
 	}
 	n := 0
 	b.ForEach(func(_, v []byte) error {
-		n += len(v) / entrySize
+		n += len(v) / size
 		return nil
 	})
 	return n

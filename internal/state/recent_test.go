@@ -132,7 +132,7 @@ func TestLookupsDuringMerges(t *testing.T) {
 					return
 				}
 				for j, sn := range got {
-					if sn != ledger.DeliveredBefore {
+					if sn.Delivery != ledger.DeliveredBefore {
 						t.Errorf("page %d of %d committed, paper %d: %v", p, n, j, sn)
 						return
 					}

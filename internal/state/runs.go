@@ -125,7 +125,7 @@ func OpenReadOnly(dir string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if s.fileFormat == Format {
+	if s.fileFormat >= 2 {
 		if err := s.loadRecent(); err != nil {
 			s.Close()
 			return nil, err

@@ -78,7 +78,7 @@ type Store struct {
 	released atomic.Int64                 // page bytes written at the last releaseMap
 	damaged  atomic.Pointer[DamagedError] // set once a read tripped over damage
 
-	fileFormat int       // as opened (read-only: 1 or 2)
+	fileFormat int       // as opened (read-only: 1, 2 or 3)
 	migrated   Migration // what Open migrated
 
 	// logMu is held by whoever adds to the recent log or merges it (see
@@ -87,7 +87,8 @@ type Store struct {
 	logMu    sync.Mutex
 	mergeErr error // a merge's failure, for the next commit (under logMu)
 	memMu    sync.RWMutex
-	mem      recentIndex
+	mem      recentIndex[entry]
+	pmem     recentIndex[printEntry] // the prints' log (see prints.go)
 
 	tune tuning // sizes of its batches (tests make them small)
 }
@@ -216,8 +217,16 @@ func open(dir string, tune tuning) (*Store, error) {
 	}
 	db := s.db
 	err = s.update(func(tx *bolt.Tx) error {
-		if format == 0 {
-			if err := initFormat2(tx); err != nil {
+		switch format {
+		case 0:
+			if err := initNewFile(tx); err != nil {
+				return err
+			}
+		case 2: // upgraded in place: the prints' buckets added
+			if err := initPrints(tx); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketMeta).Put(keyFormat, []byte(strconv.Itoa(Format))); err != nil {
 				return err
 			}
 		}
@@ -267,7 +276,7 @@ func create(path string) error {
 		return err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if err := initFormat2(tx); err != nil {
+		if err := initNewFile(tx); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyFreelist, []byte("synced"))
@@ -487,11 +496,11 @@ func (s *Store) FailedPages() ([]PageKey, error) {
 // by DOI, and whether by runID or an earlier run, in one read transaction.
 // A paper seen once without its JSON (id "doi:…") and later with it is the
 // same paper.
-func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]ledger.Delivery, error) {
+func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]ledger.Seen, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]ledger.Delivery, len(ps))
+	out := make([]ledger.Seen, len(ps))
 	// Held across the transaction: a merge empties memory only once the
 	// entries are in the slots this transaction reads.
 	s.memMu.RLock()
@@ -501,44 +510,25 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 		if err != nil {
 			return s.damage(err)
 		}
-		known := newKnownSet(tx.Bucket(bucketKnown))
+		ks := s.setsOf(tx)
 		for i, p := range ps {
-			run, ok, err := s.lookupTx(known, p)
+			run, ok, pr, err := s.lookupTx(ks, p)
 			switch {
 			case err != nil:
 				return s.damage(err)
 			case !ok:
-				out[i] = ledger.NeverDelivered
+				out[i].Delivery = ledger.NeverDelivered
+				continue
 			case this != 0 && run == this:
-				out[i] = ledger.DeliveredThisRun
+				out[i].Delivery = ledger.DeliveredThisRun
 			default:
-				out[i] = ledger.DeliveredBefore
+				out[i].Delivery = ledger.DeliveredBefore
 			}
+			out[i].Print = pr
 		}
 		return nil
 	})
 	return out, err
-}
-
-// lookupTx finds a paper by its id and by its DOI, among the recent
-// entries and in the slots: the run number that first recorded it. The
-// caller holds s.memMu (or s.logMu).
-func (s *Store) lookupTx(known knownSet, p ledger.Paper) (run uint32, ok bool, err error) {
-	hs, n := paperHashes(p)
-	for _, h := range hs[:n] {
-		r, found := s.mem.get(h)
-		if !found {
-			if r, found, err = known.get(h); err != nil {
-				return 0, false, err
-			}
-		}
-		// Known by both (a paper seen first without its JSON, then with
-		// it): the earlier run first delivered it.
-		if found && (!ok || r < run) {
-			run, ok = r, true
-		}
-	}
-	return run, ok, nil
 }
 
 // FirstRun tells whether a paper is known, by its id or its DOI, and which
@@ -558,7 +548,7 @@ func (s *Store) FirstRun(ctx context.Context, p ledger.Paper) (runID string, kno
 	s.memMu.RLock()
 	defer s.memMu.RUnlock()
 	err = s.view(func(tx *bolt.Tx) error {
-		run, ok, err := s.lookupTx(newKnownSet(tx.Bucket(bucketKnown)), p)
+		run, ok, _, err := s.lookupTx(s.setsOf(tx), p)
 		if err != nil {
 			return s.damage(err)
 		}
@@ -610,7 +600,7 @@ func (s *Store) Commit(ctx context.Context, g ledger.Group) (newPapers []int, er
 	if err != nil {
 		return nil, err
 	}
-	s.absorb(w.fresh)
+	s.absorb(w.fresh, w.freshPrints)
 	s.maybeReleaseMap()
 	// The group is committed whatever a merge does: its error is the
 	// next commit's (the store is then damaged, or the disk full).
@@ -632,21 +622,22 @@ func (s *Store) maybeReleaseMap() {
 	}
 }
 
-// paperWriter records papers within one write transaction: the known set,
-// the run numbers it has looked up, the count of papers it added, and the
-// entries it added (to the recent log, or straight into the slots when
-// it belongs to no store: a migration).
+// paperWriter records papers within one write transaction: the known and
+// print slots, the run numbers it has looked up, the count of papers it
+// added, and the entries it added (to the recent logs, or straight into
+// the slots when it belongs to no store: a migration).
 type paperWriter struct {
-	tx      *bolt.Tx
-	known   knownSet
-	runs    map[string]uint32
-	added   uint64
-	s       *Store
-	fresh   []entry
-	pending map[uint64]struct{}
+	tx          *bolt.Tx
+	sets        sets
+	runs        map[string]uint32
+	added       uint64
+	s           *Store
+	fresh       []entry
+	freshPrints []printEntry
+	pending     map[uint64]found // keys this writer added, as findKey finds them
 }
 
-// newWriter makes a writer that adds to the recent log; the caller holds
+// newWriter makes a writer that adds to the recent logs; the caller holds
 // s.logMu.
 func (s *Store) newWriter(tx *bolt.Tx) *paperWriter {
 	w := newWriter(tx)
@@ -657,7 +648,11 @@ func (s *Store) newWriter(tx *bolt.Tx) *paperWriter {
 // newWriter makes a writer that adds straight into the slots (merged in
 // hash order when it is flushed).
 func newWriter(tx *bolt.Tx) *paperWriter {
-	return &paperWriter{tx: tx, known: newKnownSet(tx.Bucket(bucketKnown)), runs: map[string]uint32{}, pending: map[uint64]struct{}{}}
+	ks := sets{known: newKnownSet(tx.Bucket(bucketKnown))}
+	if b := tx.Bucket(bucketPrints); b != nil {
+		ks.prints = newPrintSet(b)
+	}
+	return &paperWriter{tx: tx, sets: ks, runs: map[string]uint32{}, pending: map[uint64]found{}}
 }
 
 func (w *paperWriter) run(id string) (uint32, error) {
@@ -671,40 +666,57 @@ func (w *paperWriter) run(id string) (uint32, error) {
 	return n, err
 }
 
-// addHash records h as first recorded by run unless it is known; added
-// says it was not.
-func (w *paperWriter) addHash(h uint64, run uint32) (added bool, err error) {
+// find is what the writer knows of key h: what it added, else what the
+// store has.
+func (w *paperWriter) find(h uint64) (found, error) {
+	if f, ok := w.pending[h]; ok {
+		return f, nil
+	}
 	if w.s != nil {
-		if _, ok := w.s.mem.get(h); ok {
-			return false, nil
+		return w.s.findKey(w.sets, h)
+	}
+	if w.sets.prints.b != nil {
+		e, ok, err := w.sets.prints.getPrint(h)
+		if err != nil || ok {
+			return found{run: e.run, ok: ok, hasPrint: ok, print: e.p}, err
 		}
 	}
-	if _, ok := w.pending[h]; ok {
-		return false, nil
-	}
-	if _, ok, err := w.known.get(h); ok || err != nil {
-		return false, err
-	}
-	w.pending[h] = struct{}{}
-	w.fresh = append(w.fresh, entry{h, run})
-	return true, nil
+	r, ok, err := w.sets.known.get(h)
+	return found{run: r, ok: ok}, err
 }
 
 // add records a paper as known, first delivered by run unless it was
 // known already by its id or its DOI; isNew says it was not. A key of it
-// not yet recorded (its DOI, first seen now) is recorded either way.
+// not yet recorded (its DOI, first seen now) is recorded either way. A
+// paper with a print has it recorded under its primary key (a new entry,
+// or in place of the print it had, keeping the key's first run), and
+// under its DOI's when that had a print (its id changed).
 func (w *paperWriter) add(p ledger.Paper, run uint32) (isNew bool, err error) {
 	hs, n := paperHashes(p)
 	if n == 0 {
 		return false, nil
 	}
+	var fs [2]found
 	isNew = true
-	for _, h := range hs[:n] {
-		added, err := w.addHash(h, run)
-		if err != nil {
+	for i, h := range hs[:n] {
+		if fs[i], err = w.find(h); err != nil {
 			return false, err
 		}
-		isNew = isNew && added
+		isNew = isNew && !fs[i].ok
+	}
+	for i, h := range hs[:n] {
+		keyRun := run
+		if fs[i].ok {
+			keyRun = fs[i].run
+		}
+		switch {
+		case w.sets.prints.b != nil && !p.Print.IsZero() && (i == 0 || fs[i].hasPrint):
+			w.freshPrints = append(w.freshPrints, printEntry{h, keyRun, p.Print})
+			w.pending[h] = found{run: keyRun, ok: true, hasPrint: true, print: p.Print}
+		case !fs[i].ok:
+			w.fresh = append(w.fresh, entry{h, keyRun})
+			w.pending[h] = found{run: keyRun, ok: true}
+		}
 	}
 	if isNew {
 		w.added++
@@ -716,11 +728,20 @@ func (w *paperWriter) add(p ledger.Paper, run uint32) (isNew bool, err error) {
 // the recent log (or into the slots).
 func (w *paperWriter) flush() error {
 	if w.s == nil {
-		slices.SortFunc(w.fresh, byHash)
-		if err := w.known.merge(w.fresh); err != nil {
+		slices.SortFunc(w.fresh, byHash[entry])
+		if err := w.sets.known.merge(w.fresh); err != nil {
 			return err
 		}
+		if len(w.freshPrints) > 0 {
+			slices.Reverse(w.freshPrints) // the last print of a hash is kept
+			slices.SortStableFunc(w.freshPrints, byHash[printEntry])
+			if err := mergeSlots(w.sets.prints, slices.CompactFunc(w.freshPrints, sameHash[printEntry]), true); err != nil {
+				return err
+			}
+		}
 	} else if err := appendRecent(w.tx, w.fresh); err != nil {
+		return err
+	} else if err := appendRecentPrints(w.tx, w.freshPrints); err != nil {
 		return err
 	}
 	if w.added == 0 {
@@ -809,7 +830,7 @@ func (s *Store) AddKnown(ctx context.Context, papers []KnownPaper) (newPapers in
 	if err != nil {
 		return 0, err
 	}
-	s.absorb(w.fresh)
+	s.absorb(w.fresh, w.freshPrints)
 	return newPapers, s.maybeMerge()
 }
 

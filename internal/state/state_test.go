@@ -53,7 +53,7 @@ func seen(t *testing.T, s *state.Store, id, doi, run string) ledger.Delivery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got[0]
+	return got[0].Delivery
 }
 
 func open(t *testing.T, dir string) *state.Store {
@@ -228,7 +228,7 @@ func TestReleasedMapReadsBack(t *testing.T) {
 					return
 				default:
 				}
-				if got, err := s.Lookup(ctx, []ledger.Paper{{ID: id(0, 0)}}, "run-1"); err != nil || got[0] != ledger.DeliveredThisRun {
+				if got, err := s.Lookup(ctx, []ledger.Paper{{ID: id(0, 0)}}, "run-1"); err != nil || got[0].Delivery != ledger.DeliveredThisRun {
 					readErr <- fmt.Errorf("Lookup(%s) = %v, %v during commits", id(0, 0), got, err)
 					return
 				}
@@ -289,7 +289,7 @@ func TestLookup(t *testing.T) {
 		{ID: "", DOI: ""},           // nothing to go by
 	}, "run-2")
 	want := []ledger.Delivery{ledger.DeliveredBefore, ledger.DeliveredBefore, ledger.DeliveredBefore, ledger.DeliveredThisRun, ledger.NeverDelivered, ledger.NeverDelivered}
-	if err != nil || !slices.Equal(got, want) {
+	if err != nil || !slices.Equal(ledger.Deliveries(got), want) {
 		t.Errorf("Lookup = %v, %v; want %v", got, err, want)
 	}
 }

@@ -1,6 +1,7 @@
 package testsite
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -29,11 +30,44 @@ func Synth(journal int64, page, n int) []byte {
 // SynthPage makes a listing page holding the papers with the given ids, in
 // that order; its pager has a "next" link.
 func SynthPage(journal int64, page int, ids []string) []byte {
-	return synthPage(journal, page, ids, false)
+	return synthPage(journal, page, ids, false, nil)
+}
+
+// Variant is how the site shows one synthetic paper other than as usual,
+// for a test in which the site changes papers after they were listed.
+// The zero Variant is the usual paper.
+type Variant struct {
+	NoJSON    bool   // no embedded JSON (the site adds it days later)
+	Title     string // another title (a typo the site fixes later); "": the usual
+	NoDOI     bool   // no DOI yet, neither in the JSON nor on the page
+	Citations *int   // another citation count; nil: the usual
+	Published string // another publication date ("2099-01-02": one the parser finds implausible)
+}
+
+// SetVariant makes the synthetic paper id show as v from now on (pages
+// made by SynthJournal and SetListing are made when asked for).
+func (s *Site) SetVariant(id string, v Variant) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.variants == nil {
+		s.variants = map[string]Variant{}
+	}
+	if v == (Variant{}) {
+		delete(s.variants, id)
+	} else {
+		s.variants[id] = v
+	}
+}
+
+func (s *Site) variant(id string) Variant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.variants[id]
 }
 
 // synthPage makes a page; the last page's pager has no "next" link.
-func synthPage(journal int64, page int, ids []string, last bool) []byte {
+// variant, when set, says how each paper shows.
+func synthPage(journal int64, page int, ids []string, last bool, variant func(id string) Variant) []byte {
 	var b strings.Builder
 	jn := fmt.Sprintf("Synthetic Journal %d", journal)
 	fmt.Fprintf(&b, `<!DOCTYPE html><html><head><meta charset="utf-8"><title>%s最新文献_第%d页</title></head><body>
@@ -43,19 +77,37 @@ func synthPage(journal int64, page int, ids []string, last bool) []byte {
 `, jn, page, jn, page)
 	abstract := strings.Repeat("Distributed systems trade consistency for availability under partitions; we measure it. ", 20)
 	for i, id := range ids {
+		var v Variant
+		if variant != nil {
+			v = variant(id)
+		}
 		doi := fmt.Sprintf("10.9999/synth.%s", id)
-		title := fmt.Sprintf("Synthetic Paper %s on Scalable Crawling", id)
-		obj, _ := json.Marshal(map[string]any{
+		title := cmp.Or(v.Title, fmt.Sprintf("Synthetic Paper %s on Scalable Crawling", id))
+		cites := i
+		if v.Citations != nil {
+			cites = *v.Citations
+		}
+		date := cmp.Or(v.Published, "2024-09-02")
+		fields := map[string]any{
 			"title": title, "authors": "Ann Lee, Bo Chen", "doi": doi, "DOIUrl": "https://doi.org/" + doi, "url": nil,
 			"abstract": abstract, "PeriodicalId": journal, "journal": map[string]any{"name": jn, "volume": "1", "pages": ""},
-			"PeriodicalIF": 1.5, "publicationDate": "2024-09-02", "paperid": id,
-		})
+			"PeriodicalIF": 1.5, "publicationDate": date, "paperid": id,
+		}
+		meta := "DOI: " + doi
+		if v.NoDOI {
+			fields["doi"], fields["DOIUrl"], meta = nil, nil, ""
+		}
+		obj, _ := json.Marshal(fields)
+		jsonDiv := fmt.Sprintf(`<div class="json" style="display:none">%s</div>`, html.EscapeString(string(obj)))
+		if v.NoJSON {
+			jsonDiv = ""
+		}
 		fmt.Fprintf(&b, `<li><div class="title">%s 合成论文%s</div>
-<div class="meta">%s Pub Date : 2024-09-02 DOI: %s</div>
+<div class="meta">%s Pub Date : %s %s</div>
 <div class="authors">Ann Lee, Bo Chen</div>
-<div class="json" style="display:none">%s</div>
+%s
 <div class="cite">引用次数: %d</div></li>
-`, html.EscapeString(title), id, html.EscapeString(jn), doi, html.EscapeString(string(obj)), i)
+`, html.EscapeString(title), id, html.EscapeString(jn), date, meta, jsonDiv, cites)
 	}
 	if last {
 		fmt.Fprintf(&b, `</ul><div class="pager">上一页 %d</div>`, page)
@@ -77,7 +129,10 @@ func (s *Site) SynthJournal(journal int64, pages, n int) {
 		for i := range ids {
 			ids[i] = SynthID(journal, p, i)
 		}
-		s.SetPage(journal, p, synthPage(journal, p, ids, p == pages), "")
+		s.mu.Lock()
+		s.pages[PagePath(journal, p)] = page{contentType: "text/html; charset=utf-8",
+			render: func() []byte { return synthPage(journal, p, ids, p == pages, s.variant) }}
+		s.mu.Unlock()
 	}
 }
 
@@ -92,7 +147,7 @@ func (s *Site) SetListing(journal int64, ids []string, perPage int) {
 	for p := 1; p <= pages; p++ {
 		chunk, last := slices.Clone(ids[(p-1)*perPage:min(p*perPage, len(ids))]), p == pages
 		s.pages[PagePath(journal, p)] = page{contentType: "text/html; charset=utf-8",
-			render: func() []byte { return synthPage(journal, p, chunk, last) }}
+			render: func() []byte { return synthPage(journal, p, chunk, last, s.variant) }}
 	}
 	s.mu.Unlock()
 	for p := pages + 1; ; p++ {

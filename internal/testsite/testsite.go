@@ -83,6 +83,7 @@ type Site struct {
 	seed    int64
 
 	handlers map[string]http.Handler // by path prefix: pages made on request
+	variants map[string]Variant      // synthetic papers shown otherwise (SetVariant)
 }
 
 // HandlePrefix serves every path that starts with prefix with h (before

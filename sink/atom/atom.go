@@ -423,7 +423,7 @@ func (s *atomSink) Write(ctx context.Context, recs []record.Record) error {
 	for _, k := range order {
 		old := s.feeds[k]
 		epoch, epochAt, head, inHead := s.epochFor(k, old, byFeed[k], now)
-		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt, inHead)
+		f, u := merge(old, byFeed[k], s.o.keep, epoch, epochAt, inHead, now.Format(time.RFC3339))
 		if head != "" {
 			heads[k] = head
 		}
@@ -507,8 +507,9 @@ func onFirstPage(e *entry) bool { return e.Rank > 0 && e.Rank < 2*rankPage }
 // a head write (epochFor) the first page's papers new to the feed that
 // the listing shows above every first-page paper the feed already has
 // take the new epoch; every other new paper takes epoch 0, under every
-// head of its date, in the listing's order.
-func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (*feed, undo) {
+// head of its date, in the listing's order. A later revision of a paper
+// the feed has is revised at now (its <updated>), in its place.
+func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool, now string) (*feed, undo) {
 	var u undo
 	f := &feed{Epoch: epoch, EpochAt: epochAt}
 	if old == nil {
@@ -537,7 +538,7 @@ func merge(old *feed, es []*entry, keep, epoch int, epochAt string, head bool) (
 			e.Updated = epochAt
 		}
 		if i, ok := x.find(e); ok {
-			m.replace(x, i, e)
+			m.replace(x, i, e, now)
 		} else {
 			x.add(e)
 			m.added[e.ID] = true
@@ -614,10 +615,15 @@ type mergeUndo struct {
 }
 
 // replace puts e in the place of the feed's entry i (its paper), keeping
-// that entry's id, epoch, listing rank and, without a date, its time.
-func (m mergeUndo) replace(x *entryIndex, i int, e *entry) {
+// that entry's id, epoch, listing rank and, without a date, its time. A
+// later revision of the paper is revised at now.
+func (m mergeUndo) replace(x *entryIndex, i int, e *entry, now string) {
 	prev := x.f.Entries[i]
 	e.ID = prev.ID
+	e.Revised = prev.Revised
+	if e.rec != nil && e.rec.Revision > 1 {
+		e.Revised = max(now, prev.Revised)
+	}
 	e.Epoch, e.Rank = prev.Epoch, cmp.Or(prev.Rank, e.Rank)
 	if e.Published == "" && prev.Published == "" {
 		e.Updated = prev.Updated // the time the feed first had it
@@ -863,7 +869,7 @@ func (s *atomSink) feedURL(k string) string {
 func updated(f *feed) string {
 	u := "1970-01-01T00:00:00Z"
 	for _, e := range f.Entries {
-		u = max(u, e.Updated)
+		u = max(u, e.Updated, e.Revised)
 	}
 	return u
 }

@@ -80,7 +80,7 @@ func TestAtomConformance(t *testing.T) {
 			Open: func(t *testing.T) sink.Sink { return sinktest.Open(t, "atom:"+dir+"?keep=1000", sink.Options{}) },
 			Read: func(t *testing.T) []record.Record { return readFeeds(t, dir) },
 		}
-	}, sinktest.Features{Restore: true, DedupeByID: true, Keeps: keeps,
+	}, sinktest.Features{Restore: true, DedupeByID: true, Latest: true, Keeps: keeps,
 		Refuse: func(id string) record.Record { r := sinktest.Records(id, 1)[0]; r.ID, r.Journal = id, nil; return r }})
 }
 

@@ -27,11 +27,15 @@ type entry struct {
 	Authors   []string `json:"authors,omitempty"`
 	Published string   `json:"published,omitempty"` // RFC 3339, from the paper; "" when it gives none
 	Updated   string   `json:"updated"`             // RFC 3339: Published, else when the feed first had it
-	Link      string   `json:"link,omitempty"`      // the DOI URL, else the paper's page (http or https)
-	DOI       string   `json:"doi,omitempty"`
-	Summary   string   `json:"summary,omitempty"` // the abstract
-	Subject   string   `json:"subject,omitempty"`
-	Journal   string   `json:"journal,omitempty"` // the journal's name
+	// Revised is when the feed got a later revision of the paper (RFC
+	// 3339; "" for none): the entry's <updated>, while its place in the
+	// feed stays where Updated put it.
+	Revised string `json:"revised,omitempty"`
+	Link    string `json:"link,omitempty"` // the DOI URL, else the paper's page (http or https)
+	DOI     string `json:"doi,omitempty"`
+	Summary string `json:"summary,omitempty"` // the abstract
+	Subject string `json:"subject,omitempty"`
+	Journal string `json:"journal,omitempty"` // the journal's name
 	// Epoch is the feed's epoch when it first had the paper, Rank where
 	// the listing had it then (page × rankPage + position; 0: not known):
 	// papers of one date are newest first by them (newer).
@@ -242,7 +246,7 @@ func (e *entry) render() {
 	element(&b, "id", "", tagID("paper", e.ID))
 	title := cmp.Or(e.Title, e.TitleCN, "Untitled paper "+clean(e.ID, true, maxLineRunes))
 	element(&b, "title", ` type="text"`, title)
-	element(&b, "updated", "", e.Updated)
+	element(&b, "updated", "", max(e.Updated, e.Revised))
 	if e.Published != "" {
 		element(&b, "published", "", e.Published)
 	}

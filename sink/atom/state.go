@@ -157,6 +157,9 @@ func validEntries(es []*entry) []*entry {
 		if _, err := time.Parse(time.RFC3339, e.Published); e.Published != "" && err != nil {
 			e.Published = ""
 		}
+		if _, err := time.Parse(time.RFC3339, e.Revised); e.Revised != "" && err != nil {
+			e.Revised = ""
+		}
 		return false
 	})
 }

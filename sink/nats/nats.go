@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,6 +158,17 @@ func (c *config) connectOptions(log func(msg string, args ...any)) ([]natsgo.Opt
 	}
 	err := c.tls.With(func(cfg *tls.Config) { opts = append(opts, natsgo.Secure(cfg)) })
 	return opts, err
+}
+
+// MsgID is a record's Nats-Msg-Id: its id, and for revision 2 and later
+// "@" and the revision ("142211052@2"), so that each revision of a paper
+// is published once and a resend of one is dropped. A record of
+// revision 1 (or of a build before revisions) keeps the bare id.
+func MsgID(r *record.Record) string {
+	if r.Revision > 1 {
+		return r.ID + "@" + strconv.Itoa(r.Revision)
+	}
+	return r.ID
 }
 
 // natsSink publishes each record to a JetStream subject with the record id
@@ -321,9 +333,10 @@ func (s *natsSink) Write(ctx context.Context, recs []record.Record) error {
 		}
 		msg := natsgo.NewMsg(s.cfg.subject)
 		msg.Data = data
-		msg.Header.Set(jetstream.MsgIDHeader, recs[i].ID)
+		id := MsgID(&recs[i])
+		msg.Header.Set(jetstream.MsgIDHeader, id)
 		// The headers' wire form is a status line and one line a header.
-		if n := int64(len(data) + len(recs[i].ID) + len(jetstream.MsgIDHeader) + 64); limit > 0 && n > limit {
+		if n := int64(len(data) + len(id) + len(jetstream.MsgIDHeader) + 64); limit > 0 && n > limit {
 			return sink.Refused(fmt.Errorf("nats %s: record %s is %d bytes, over the server's max_payload (%d)", s.cfg.description, recs[i].ID, n, limit))
 		}
 		msgs[i] = msg

@@ -18,7 +18,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
-	_ "github.com/litcrawl/litcrawl/sink/nats"
+	natssink "github.com/litcrawl/litcrawl/sink/nats"
 	"github.com/litcrawl/litcrawl/sink/sinktest"
 )
 
@@ -31,8 +31,8 @@ func readStream(t *testing.T, url, stream string) []record.Record {
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			t.Fatalf("message %d is not a record: %v", m.Sequence, err)
 		}
-		if id := m.Header.Get(jetstream.MsgIDHeader); id != r.ID {
-			t.Fatalf("message %d: Nats-Msg-Id %q, record id %q", m.Sequence, id, r.ID)
+		if id := m.Header.Get(jetstream.MsgIDHeader); id != natssink.MsgID(&r) {
+			t.Fatalf("message %d: Nats-Msg-Id %q, record id %q revision %d", m.Sequence, id, r.ID, r.Revision)
 		}
 		out = append(out, r)
 	}

@@ -202,7 +202,9 @@ func TestMigrationAddsIssue(t *testing.T) {
 	db := srv.NewDB(t)
 	url := srv.URL(db, "table=papers")
 	schema1 := tableSchema{migrations: migrations[:1],
-		columns: slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "issue" || c.name == "site_doi" })}
+		columns: slices.DeleteFunc(slices.Clone(columns), func(c column) bool {
+			return c.name == "issue" || c.name == "site_doi" || c.name == "revision" || c.name == "replaces"
+		})}
 	s, err := openBuild(t, url, nil, schema1)
 	if err == nil {
 		err = s.Write(context.Background(), []record.Record{
@@ -225,7 +227,7 @@ func TestMigrationAddsIssue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "schema_versions_applied=\"[2 3]\"") && !strings.Contains(logs.String(), "schema_versions_applied=[2 3]") {
+	if !strings.Contains(logs.String(), "schema_versions_applied=\"[2 3 4]\"") && !strings.Contains(logs.String(), "schema_versions_applied=[2 3 4]") {
 		t.Errorf("migration 2 is not logged: %s", logs.String())
 	}
 	conn, err := srv.Connect(context.Background(), db)
@@ -266,7 +268,7 @@ func TestMigrationAddsSiteDOI(t *testing.T) {
 	db := srv.NewDB(t)
 	url := srv.URL(db, "table=papers")
 	schema2 := tableSchema{migrations: migrations[:2],
-		columns: slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "site_doi" })}
+		columns: slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "site_doi" || c.name == "revision" || c.name == "replaces" })}
 	s, err := openBuild(t, url, nil, schema2)
 	if err == nil {
 		err = s.Write(context.Background(), []record.Record{
@@ -354,4 +356,66 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// A table written by the build before revisions (schema 3) is migrated:
+// a paper's next revision replaces its row, an earlier revision never
+// does, and a paper that got its site id keeps one row, under it.
+func TestMigrationAddsRevisions(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	url := srv.URL(db, "table=papers")
+	schema3 := tableSchema{migrations: migrations[:3],
+		columns: slices.DeleteFunc(slices.Clone(columns), func(c column) bool { return c.name == "revision" || c.name == "replaces" })}
+	ctx := context.Background()
+	s, err := openBuild(t, url, nil, schema3)
+	if err == nil {
+		err = s.Write(ctx, []record.Record{
+			{SchemaVersion: 3, ID: "142263551", DOI: "10.1/a", Title: "Old title", Source: record.Source{FetchedAt: "2026-12-01T02:00:00Z"}},
+			{SchemaVersion: 3, ID: "doi:10.1/b", DOI: "10.1/b", Title: "No JSON yet", Source: record.Source{FetchedAt: "2026-12-01T02:00:00Z"}},
+		})
+		s.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = openInternal(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(recs ...record.Record) {
+		t.Helper()
+		if err := s.Write(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Revision 2 of the first, fetched earlier than its row (an archive
+	// replayed): a later revision wins whatever its fetch time.
+	write(record.Record{SchemaVersion: 4, ID: "142263551", Revision: 2, Changed: []string{"title"}, DOI: "10.1/a", Title: "New title",
+		Source: record.Source{FetchedAt: "2026-11-30T02:00:00Z"}},
+		record.Record{SchemaVersion: 4, ID: "142263552", Revision: 2, Changed: []string{"id", "abstract"}, Replaces: "doi:10.1/b", DOI: "10.1/b",
+			Title: "No JSON yet", Abstract: "Now with its JSON.", Source: record.Source{FetchedAt: "2026-12-02T02:00:00Z"}})
+	// Revision 1 again, fetched later (a stream replayed): never back.
+	write(record.Record{SchemaVersion: 4, ID: "142263551", Revision: 1, DOI: "10.1/a", Title: "Old title",
+		Source: record.Source{FetchedAt: "2026-12-03T02:00:00Z"}})
+	s.Close()
+	conn, err := srv.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	var title string
+	var rev, rev2 int
+	var updated bool
+	var abstract, replaces string
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM papers), title, revision, updated_at IS NOT NULL,
+		(SELECT abstract FROM papers WHERE id = '142263552'), (SELECT revision FROM papers WHERE id = '142263552'),
+		(SELECT replaces FROM papers WHERE id = '142263552') FROM papers WHERE id = '142263551'`).Scan(&n, &title, &rev, &updated, &abstract, &rev2, &replaces); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || title != "New title" || rev != 2 || !updated || abstract != "Now with its JSON." || rev2 != 2 || replaces != "doi:10.1/b" {
+		t.Errorf("after the revisions: %d rows (want 2), title %q revision %d updated %v; the replacing row: %q revision %d replaces %q",
+			n, title, rev, updated, abstract, rev2, replaces)
+	}
 }

@@ -53,6 +53,7 @@ type pgSink struct {
 	log    *slog.Logger
 
 	insertSQL, writerSQL string
+	replacedSQL          string      // "" for a schema without replaces (tests play earlier builds)
 	maxChunk             int         // bytes of JSON an INSERT takes (maxChunk; tests lower it)
 	schema               tableSchema // the table's (thisBuild; tests play other builds)
 
@@ -124,6 +125,9 @@ func (s *pgSink) prepare(ctx context.Context) error {
 	}
 	s.n = newNames(s.cfg.schema, s.cfg.table)
 	s.insertSQL, s.writerSQL = upsertSQL(s.n, s.schema.columns), writerSQL(s.n)
+	if slices.ContainsFunc(s.schema.columns, func(c column) bool { return c.name == "replaces" }) {
+		s.replacedSQL = replacedSQL(s.n)
+	}
 	applied, err := migrate(ctx, conn, s.n, s.schema)
 	if err != nil {
 		return s.fail(ctx, opMigrate, err)
@@ -196,6 +200,9 @@ func (s *pgSink) Write(ctx context.Context, recs []record.Record) error {
 	defer cancel()
 	b := &pgx.Batch{}
 	for _, c := range chunks {
+		if s.replacedSQL != "" && bytes.Contains(c, []byte(`"replaces":`)) {
+			b.Queue(s.replacedSQL, c)
+		}
 		b.Queue(s.insertSQL, c)
 	}
 	var commits int64
@@ -349,8 +356,10 @@ func (s *pgSink) Close() error {
 
 // upsertSQL inserts the rows of a JSON array (one object per row, keyed
 // by column) and, for a paper already there, updates what the site says
-// of it when that changed, unless the row holds a newer fetch. first_run
-// and first_seen are never updated.
+// of it when that changed: to a later revision always, to the same
+// revision unless the row holds a newer fetch, to an earlier one never
+// (a row without a revision is revision 1). first_run and first_seen are
+// never updated.
 func upsertSQL(n names, columns []column) string {
 	var cols, sel, set []string
 	for _, c := range columns {
@@ -373,7 +382,31 @@ func upsertSQL(n names, columns []column) string {
 		"SELECT " + strings.Join(sel, ", ") + "\nFROM pg_catalog.jsonb_populate_recordset(NULL::" + n.qTable + ", $1::jsonb) AS r ORDER BY r.id\n" +
 		"ON CONFLICT (id) DO UPDATE SET " + strings.Join(set, ", ") + "\n" +
 		"WHERE (p.record OPERATOR(pg_catalog.-) 'source'::pg_catalog.text) IS DISTINCT FROM (EXCLUDED.record OPERATOR(pg_catalog.-) 'source'::pg_catalog.text)\n" +
-		"  AND (p.fetched_at IS NULL OR EXCLUDED.fetched_at IS NULL OR EXCLUDED.fetched_at >= p.fetched_at)"
+		keepsSQL(columns)
+}
+
+// keepsSQL is the upsert's rule of which content a row keeps: a later
+// revision's, else the later fetch's (a schema before revisions: the
+// later fetch's).
+func keepsSQL(columns []column) string {
+	const fetch = "(p.fetched_at IS NULL OR EXCLUDED.fetched_at IS NULL OR EXCLUDED.fetched_at >= p.fetched_at)"
+	if !slices.ContainsFunc(columns, func(c column) bool { return c.name == "revision" }) {
+		return "  AND " + fetch
+	}
+	return "  AND (coalesce(EXCLUDED.revision, 1) > coalesce(p.revision, 1)\n" +
+		"    OR coalesce(EXCLUDED.revision, 1) = coalesce(p.revision, 1) AND " + fetch + ")"
+}
+
+// replacedSQL moves the row of the id a record replaces (a paper first
+// delivered without its JSON, id "doi:…", now under its site id) to the
+// record's id, before the upsert updates it: one row a paper, keeping its
+// first_run and first_seen, with the UPDATE privilege the sink has. When
+// a row of the new id is there already, the old row stays.
+func replacedSQL(n names) string {
+	return "UPDATE " + n.qTable + " AS p SET id = r.id\n" +
+		"FROM pg_catalog.jsonb_populate_recordset(NULL::" + n.qTable + ", $1::jsonb) AS r\n" +
+		"WHERE r.replaces IS NOT NULL AND p.id = r.replaces AND r.replaces <> r.id\n" +
+		"  AND NOT EXISTS (SELECT 1 FROM " + n.qTable + " AS q WHERE q.id = r.id)"
 }
 
 // writerSQL counts one commit of a writer and returns its count.
@@ -418,6 +451,8 @@ type row struct {
 	FetchedAt       string          `json:"fetched_at,omitempty"` // RFC 3339, or absent
 	Record          json.RawMessage `json:"record"`
 	SiteDOI         string          `json:"site_doi,omitempty"`
+	Revision        int             `json:"revision,omitempty"`
+	Replaces        string          `json:"replaces,omitempty"`
 }
 
 // maxChunk bounds the JSON of one INSERT statement: a batch of larger
@@ -500,7 +535,10 @@ func toRow(key string, r *record.Record, data []byte) row {
 		Subject: r.Subject, JCRQuartile: r.JCRQuartile, JCRCategory: r.JCRCategory, Citations: r.Citations,
 		OpenAccessPDF: r.OpenAccessPDF, PublicationType: r.PublicationType, Warnings: r.Warnings,
 		SchemaVersion: r.SchemaVersion, SourceURL: r.Source.URL, SourcePage: r.Source.Page,
-		SourcePosition: r.Source.Position, Run: r.Source.RunID, Record: data}
+		SourcePosition: r.Source.Position, Run: r.Source.RunID, Record: data, Revision: r.Revision}
+	if r.Replaces != "" && rowKey(r.Replaces) != key {
+		w.Replaces = rowKey(r.Replaces)
+	}
 	if d, err := time.Parse(time.DateOnly, r.Published); err == nil && d.Year() >= 1 {
 		w.Published = r.Published
 	}

@@ -123,7 +123,7 @@ func TestConformance(t *testing.T) {
 			Read: func(t *testing.T) []record.Record { return readRecords(t, srv, db, "papers") },
 			Raw:  func(t *testing.T) [][]byte { return rawRecords(t, srv, db) },
 		}
-	}, sinktest.Features{Restore: true, DedupeByID: true, Reencoded: true, Refuse: func(id string) record.Record {
+	}, sinktest.Features{Restore: true, DedupeByID: true, Latest: true, Reencoded: true, Refuse: func(id string) record.Record {
 		r := sinktest.Records(id, 1)[0]
 		r.ID = id + "\x00" // the row's key: a NUL that PostgreSQL refuses (22P05)
 		return r

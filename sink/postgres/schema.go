@@ -75,6 +75,9 @@ ALTER TABLE {t} ADD COLUMN issue text;
 	{3, "site_doi column: records of schema version 3 keep a DOI value that is no DOI apart from doi", `
 ALTER TABLE {t} ADD COLUMN site_doi text;
 `},
+	{4, "revision and replaces columns: records of schema version 4 are revisions of a paper (a row keeps its latest; NULL is revision 1)", `
+ALTER TABLE {t} ADD COLUMN revision bigint, ADD COLUMN replaces text;
+`},
 }
 
 // companions are the sink's own tables beside the papers tables of a
@@ -162,6 +165,8 @@ var columns = []column{
 	{"record", "jsonb", true},
 	{"search", "tsvector", false},
 	{"site_doi", "text", true},
+	{"revision", "bigint", true},
+	{"replaces", "text", true},
 }
 
 // schemaLock is the advisory lock every litcrawl migration of a database

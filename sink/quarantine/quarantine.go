@@ -70,17 +70,13 @@ var _ sink.Quarantine = (*File)(nil)
 
 // Put appends the refusals and fsyncs the file (and, when it made the
 // file, its directory): when it returns nil they are on disk.
+//
+// A held record (sink.HeldBy) the file holds already, by id, is not added
+// again: a nightly that reads the same page every night holds its paper
+// once.
 func (f *File) Put(ctx context.Context, rs []sink.Refusal) error {
 	if len(rs) == 0 {
 		return nil
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	for _, r := range rs {
-		if err := enc.Encode(r); err != nil {
-			return fmt.Errorf("quarantine: encode record %s: %w", r.Record.ID, err)
-		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -90,7 +86,39 @@ func (f *File) Put(ctx context.Context, rs []sink.Refusal) error {
 	if err := regularOrAbsent(f.path); err != nil {
 		return err
 	}
-	return Locked(f.path, func() error { return f.put(buf) })
+	return Locked(f.path, func() error {
+		var held map[string]bool
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for _, r := range rs {
+			if r.Sink == sink.HeldBy {
+				if held == nil {
+					c, err := Read(f.path)
+					if err != nil {
+						return err
+					}
+					held = map[string]bool{}
+					for _, e := range c.Entries {
+						if e.Sink == sink.HeldBy {
+							held[e.Record.ID] = true
+						}
+					}
+				}
+				if held[r.Record.ID] {
+					continue
+				}
+				held[r.Record.ID] = true
+			}
+			if err := enc.Encode(r); err != nil {
+				return fmt.Errorf("quarantine: encode record %s: %w", r.Record.ID, err)
+			}
+		}
+		if buf.Len() == 0 {
+			return nil
+		}
+		return f.put(buf)
+	})
 }
 
 func (f *File) put(buf bytes.Buffer) error {

@@ -31,6 +31,52 @@ func Run(t *testing.T, fresh func(t *testing.T) (l ledger.Ledger, reopen func() 
 	t.Run("LargeGroup", func(t *testing.T) { largeGroup(t, fresh) })
 	t.Run("SharedKeysInAGroup", func(t *testing.T) { sharedKeys(t, fresh) })
 	t.Run("LongIDs", func(t *testing.T) { longIDs(t, fresh) })
+	t.Run("Prints", func(t *testing.T) { prints(t, fresh) })
+}
+
+func printOf(b byte) ledger.Print {
+	var p ledger.Print
+	for i := range p {
+		p[i] = b + byte(i)
+	}
+	return p
+}
+
+// prints checks the prints a ledger keeps: a new paper's print is found
+// by its id (its DOI for an id "doi:…"), not by its DOI alone (a read
+// without the JSON cannot carry its site id); a later commit with another print replaces
+// it and keeps the paper's first run; a zero print keeps what is there;
+// a paper whose id changed (seen by its DOI first, "doi:…", then with a
+// site id) is found with its latest print by either; all of it outlives
+// a reopen.
+func prints(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.Ledger)) {
+	l, reopen := fresh(t)
+	a := ledger.Paper{ID: "501", DOI: "10.1000/P1", Print: printOf(1)}
+	b := ledger.Paper{ID: "doi:10.1000/p2", Print: printOf(40)}
+	c := ledger.Paper{ID: "503"} // recorded without a print
+	commit(t, l, "r1", []ledger.Paper{a, b, c})
+	want := func(l ledger.Ledger, ps []ledger.Paper, run string, wantSeen ...ledger.Seen) {
+		t.Helper()
+		if got := look(t, l, ps, run); !slices.Equal(got, wantSeen) {
+			t.Errorf("Lookup(%v) = %v; want %v", ps, got, wantSeen)
+		}
+	}
+	before := ledger.DeliveredBefore
+	want(l, []ledger.Paper{{ID: "501"}, {ID: "doi:10.1000/p1"}, {ID: "x", DOI: "10.1000/p2"}, c},
+		"r2", ledger.Seen{Delivery: before, Print: printOf(1)}, ledger.Seen{Delivery: before},
+		ledger.Seen{Delivery: before, Print: printOf(40)}, ledger.Seen{Delivery: before})
+	// A new revision of a, and b seen with its site id.
+	a2 := ledger.Paper{ID: "501", DOI: "10.1000/p1", Print: printOf(80)}
+	b2 := ledger.Paper{ID: "502", DOI: "10.1000/P2", Print: printOf(120)}
+	if n := commit(t, l, "r2", []ledger.Paper{a2, b2, {ID: "503"}}); n[0] != 0 {
+		t.Errorf("second commit: %v new; want 0 (502 is known by its DOI)", n)
+	}
+	if reopen != nil {
+		l = reopen()
+	}
+	want(l, []ledger.Paper{{ID: "501"}, {ID: "502"}, {ID: "doi:10.1000/p2"}, {ID: "503"}},
+		"r3", ledger.Seen{Delivery: before, Print: printOf(80)}, ledger.Seen{Delivery: before, Print: printOf(120)},
+		ledger.Seen{Delivery: before, Print: printOf(120)}, ledger.Seen{Delivery: before})
 }
 
 // sharedKeys commits, in one group, a paper on two pages and two ids with
@@ -92,6 +138,11 @@ func largeGroup(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledg
 var ctx = context.Background()
 
 func lookup(t *testing.T, l ledger.Ledger, ps []ledger.Paper, run string) []ledger.Delivery {
+	t.Helper()
+	return ledger.Deliveries(look(t, l, ps, run))
+}
+
+func look(t *testing.T, l ledger.Ledger, ps []ledger.Paper, run string) []ledger.Seen {
 	t.Helper()
 	got, err := l.Lookup(ctx, ps, run)
 	if err != nil {
@@ -322,7 +373,7 @@ func longIDs(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.
 		t.Fatal(err)
 	}
 	seen, err := l.Lookup(ctx, []ledger.Paper{p, other, {ID: "x", DOI: "10.1/" + long}}, "r2")
-	if err != nil || len(seen) != 3 || seen[0] != ledger.DeliveredBefore || seen[1] != ledger.NeverDelivered || seen[2] != ledger.DeliveredBefore {
+	if err != nil || len(seen) != 3 || seen[0].Delivery != ledger.DeliveredBefore || seen[1].Delivery != ledger.NeverDelivered || seen[2].Delivery != ledger.DeliveredBefore {
 		t.Errorf("long ids: %v %v; want known, unknown, known by its DOI", seen, err)
 	}
 }

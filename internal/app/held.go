@@ -1,0 +1,192 @@
+package app
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/litcrawl/litcrawl/internal/engine"
+	"github.com/litcrawl/litcrawl/internal/ledger"
+	"github.com/litcrawl/litcrawl/internal/state"
+	"github.com/litcrawl/litcrawl/parser"
+	"github.com/litcrawl/litcrawl/record"
+	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
+)
+
+// HeldResult is what crawl quarantine retry --reparse did.
+type HeldResult struct {
+	Path      string
+	Delivered int // read right now: delivered to every sink, gone from the quarantine
+	Held      int // read with a finding still: kept
+	NoPage    int // held without their page's bytes (too large): kept
+	Bad       int // lines of the file that are no entry
+}
+
+// maxHeldPage bounds a held page's bytes once decompressed.
+const maxHeldPage = 64 << 20
+
+// RetryHeld parses again, with this build's parser, the pages of the
+// records the quality gate held back (quality.hold), and delivers those
+// that now read without a finding to every sink, through the engine's
+// one delivery step against the crawl state: as a crawl delivers them
+// (revision 1, or the next revision of a paper delivered since), the
+// state committing them as delivered. They leave the quarantine after the
+// commit; killed in between, the next retry finds them delivered and only
+// removes them.
+func (e *Env) RetryHeld(ctx context.Context, o QuarantineRetry) (HeldResult, error) {
+	path := filepath.Join(o.StateDir, quarantine.Name)
+	res := HeldResult{Path: path}
+	c, err := quarantine.Read(path)
+	res.Bad = len(c.Bad)
+	if err != nil || len(c.Entries) == 0 {
+		return res, err
+	}
+	st, err := state.Open(o.StateDir)
+	if err != nil {
+		return res, err
+	}
+	defer st.Close()
+	err = quarantine.Locked(path, func() error { return e.retryHeldLocked(ctx, o, st, path, &res) })
+	return res, err
+}
+
+func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.Store, path string, res *HeldResult) error {
+	c, err := quarantine.Read(path)
+	if err != nil {
+		return err
+	}
+	res.Bad = len(c.Bad)
+	urls := o.Sinks
+	if len(urls) == 0 {
+		urls = e.Config.Sinks
+	}
+	out, err := OpenSinks(ctx, urls, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics, PerJournal: o.JournalSinks})
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := restore(ctx, st, out, false, e.log()); err != nil {
+		return err
+	}
+	runID := "reparse-" + NewRunID(time.Now())
+	now := time.Now()
+	done := map[int]bool{} // entries delivered
+	// One parse a page: entries of one page share its bytes.
+	byPage := map[string][]int{}
+	var order []string
+	for i, r := range c.Entries {
+		if r.Sink != sink.HeldBy {
+			continue
+		}
+		if r.Page == nil || len(r.Page.Gzip) == 0 {
+			res.NoPage++
+			continue
+		}
+		k := string(r.Page.Gzip)
+		if byPage[k] == nil {
+			order = append(order, k)
+		}
+		byPage[k] = append(byPage[k], i)
+	}
+	for _, k := range order {
+		idx := byPage[k]
+		hp := c.Entries[idx[0]].Page
+		page, err := reparse(hp, runID)
+		if err != nil {
+			for _, i := range idx {
+				c.Entries[i].Reason, c.Entries[i].Tries, c.Entries[i].At = "held by quality.hold; its page could not be parsed again: "+err.Error(), c.Entries[i].Tries+1, now.UTC()
+				res.Held++
+			}
+			continue
+		}
+		findings := page.Findings(now)
+		if o.findings != nil {
+			findings = o.findings(page, now)
+		}
+		var recs []record.Record
+		var deliver []int
+		for _, i := range idx {
+			pos, why := heldAgain(page, findings, c.Entries[i].Record)
+			switch {
+			case pos == 0:
+				c.Entries[i].Reason, c.Entries[i].Tries, c.Entries[i].At = "held by quality.hold; parsed again, its page no longer gives this paper", c.Entries[i].Tries+1, now.UTC()
+				res.Held++
+			case why != "":
+				c.Entries[i].Reason, c.Entries[i].Tries, c.Entries[i].At = "held by quality.hold: "+why, c.Entries[i].Tries+1, now.UTC()
+				res.Held++
+			default:
+				recs = append(recs, page.Records[pos-1])
+				deliver = append(deliver, i)
+			}
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		it := engine.Item{Key: ledger.PageKey{Journal: hp.Journal, Page: hp.Page}, RunID: runID, Citations: e.Config.Updates.Citations,
+			Page: &parser.Page{Records: recs, JournalID: page.JournalID, PageNo: page.PageNo}}
+		if _, err := engine.Deliver(ctx, st, out, []engine.Item{it}); err != nil {
+			return fmt.Errorf("deliver the records held from %s: %w", cmp.Or(hp.URL, hp.Capture), err)
+		}
+		for _, i := range deliver {
+			done[i] = true
+			res.Delivered++
+		}
+	}
+	keep := c.Entries[:0]
+	for i, r := range c.Entries {
+		if !done[i] {
+			keep = append(keep, r)
+		}
+	}
+	c.Entries = keep
+	return quarantine.Replace(path, c)
+}
+
+// reparse parses a held page's bytes again.
+func reparse(hp *sink.HeldPage, runID string) (*parser.Page, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(hp.Gzip))
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(io.LimitReader(zr, maxHeldPage+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxHeldPage {
+		return nil, fmt.Errorf("the page is over %d bytes", maxHeldPage)
+	}
+	fetched, _ := time.Parse(time.RFC3339, hp.FetchedAt) // zero for a file's page
+	return parser.Parse(body, parser.Options{URL: hp.URL, Capture: hp.Capture, Journal: hp.Journal, Page: hp.Page,
+		ContentType: hp.ContentType, FetchedAt: fetched, RunID: runID})
+}
+
+// heldAgain finds a held record in its page parsed again (by id, else by
+// its place on the page): its position (0: not there) and, when the
+// parser still has a finding on it, what.
+func heldAgain(page *parser.Page, findings []parser.Finding, held record.Record) (int, string) {
+	pos := 0
+	for i, r := range page.Records {
+		if r.ID == held.ID {
+			pos = i + 1
+			break
+		}
+	}
+	if pos == 0 && held.Source.Position > 0 && held.Source.Position <= len(page.Records) {
+		pos = held.Source.Position
+	}
+	if pos == 0 {
+		return 0, ""
+	}
+	for _, f := range findings {
+		if f.Position == pos {
+			return pos, fmt.Sprintf("%s: %s (%.80q)", f.Field, f.Why, f.Value)
+		}
+	}
+	return pos, ""
+}
