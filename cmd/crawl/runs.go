@@ -251,7 +251,7 @@ func exitText(v history.RunView) string { return cmp.Or(v.Outcome(), "-") }
 // them: 1 the oldest of all total runs.
 func printRuns(w io.Writer, runs []history.RunView, total int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tRUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/SKIPPED/PAST END\tPAPERS NEW/KNOWN\tRETRIES\tEXIT\tQUALITY\tNOTES")
+	fmt.Fprintln(tw, "#\tRUN\tKIND\tJOURNALS\tSTARTED (UTC)\tDURATION\tPAGES OK/FAILED/SKIPPED/PAST END\tPAPERS NEW/UPDATED/KNOWN\tRETRIES\tEXIT\tQUALITY\tNOTES")
 	for i, v := range runs {
 		pages, papers, retries := "-", "-", "-"
 		if v.Summary != nil {
@@ -261,7 +261,8 @@ func printRuns(w io.Writer, runs []history.RunView, total int) error {
 			if v.Recovered {
 				pages = fmt.Sprintf("%d/%d/-/-", ok, failed) // skips and the end are not in the state
 			}
-			papers = fmt.Sprintf("%d/%d", fresh, known)
+			updated, _ := v.Revised()
+			papers = fmt.Sprintf("%d/%d/%d", fresh, updated, known)
 			retries = strconv.Itoa(v.Retries())
 		}
 		var note []string
@@ -427,7 +428,12 @@ func printRun(w io.Writer, v history.RunView) error {
 		row("pages", "%d ok, %d failed, %d skipped (done before), %d past the end", ok, failed, s.Pages["skipped"], past)
 	}
 	fresh, known := v.Papers()
-	row("papers", "%d new, %d known", fresh, known)
+	updated, held := v.Revised()
+	papers := fmt.Sprintf("%d new, %d updated, %d known", fresh, updated, known)
+	if held > 0 {
+		papers += fmt.Sprintf("; %d held back (quality.hold: crawl quarantine list)", held)
+	}
+	row("papers", "%s", papers)
 	row("retries", "%s", retriesLine(v))
 	row("quality", "%s", qualityLine(v))
 	if v.QualityAlarm != "" {

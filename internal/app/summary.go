@@ -17,7 +17,7 @@ func newRunSummary(runID string, kind history.Kind, s *engine.Summary, jobs *fro
 		DurationSeconds: time.Since(s.Started).Seconds(), BusySeconds: s.BusySeconds(),
 		Pages: map[string]int64{"done": s.Done.Load(), "failed": s.Failed.Load(), "skipped": s.Skipped.Load(), "past_end": s.Ended.Load()},
 		Papers: map[string]int64{"new": s.PapersNew.Load(), "known": s.PapersKnown.Load(), "updated": s.PapersUpdated.Load(),
-			"updates_waiting": s.PapersPoorer.Load()},
+			"updates_waiting": s.PapersPoorer.Load(), "held": s.Held.Load()},
 		Retries: s.Retries(), Failures: s.Failures(), Quality: s.QualityCounts(),
 		PerJournal: map[string]engine.JournalCounts{}, IncompleteWalks: s.IncompleteWalks(), Quarantined: s.Quarantined.Load()}
 	r.WalkNotes, r.WalkNotesOmitted = s.WalkNotes()

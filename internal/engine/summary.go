@@ -563,9 +563,13 @@ func (s *Summary) String() string {
 		retries = strings.Join(rs, " ")
 	}
 	pps := float64(s.Done.Load()) / max(d.Seconds(), 1e-9)
-	return fmt.Sprintf("pages: %d ok, %d failed, %d skipped (done before), %d past the end; papers: %d new, %d updated, %d known; retries: %s; %v (%.1f pages/s)",
+	held := ""
+	if n := s.Held.Load(); n > 0 {
+		held = fmt.Sprintf(", %d held back", n)
+	}
+	return fmt.Sprintf("pages: %d ok, %d failed, %d skipped (done before), %d past the end; papers: %d new, %d updated, %d known%s; retries: %s; %v (%.1f pages/s)",
 		s.Done.Load(), s.Failed.Load(), s.Skipped.Load(), s.Ended.Load(), s.PapersNew.Load(), s.PapersUpdated.Load(), s.PapersKnown.Load(),
-		retries, d.Round(time.Millisecond), pps)
+		held, retries, d.Round(time.Millisecond), pps)
 }
 
 // pageBegins counts a page in flight; end (idempotent) ends it.

@@ -88,6 +88,12 @@ func (v RunView) Papers() (fresh, known int64) {
 	return v.count("papers", "new"), v.count("papers", "known")
 }
 
+// Revised are the run's papers delivered again as their next revision,
+// and its records held back for a finding (quality.hold).
+func (v RunView) Revised() (updated, held int64) {
+	return v.count("papers", "updated"), v.count("papers", "held")
+}
+
 // PagesPerSecond is the run's pages done per second of work: per busy
 // second (a page in flight) when the run recorded them, so that a fleet
 // worker's idle time waiting for jobs does not count; else per second of

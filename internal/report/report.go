@@ -187,6 +187,8 @@ type page struct {
 	Audits          []auditRow
 	First, Last     time.Time
 	TotalNew        int64
+	TotalUpdated    int64 // papers delivered again as their next revision
+	TotalHeld       int64 // records held back (quality.hold)
 	TotalPages      int64
 	TotalFailed     int64
 	TotalRetries    int
@@ -210,6 +212,9 @@ func Write(w io.Writer, d Data) error {
 		ok, failed, _ := v.Pages()
 		fresh, _ := v.Papers()
 		pg.TotalNew += fresh
+		updated, held := v.Revised()
+		pg.TotalUpdated += updated
+		pg.TotalHeld += held
 		pg.TotalPages += ok
 		pg.TotalFailed += failed
 		pg.TotalRetries += v.Retries()

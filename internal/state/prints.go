@@ -171,18 +171,5 @@ func (s *Store) loadRecentPrints(tx *bolt.Tx) error {
 // appendRecentPrints writes a commit's print entries to their log (in its
 // transaction).
 func appendRecentPrints(tx *bolt.Tx, fresh []printEntry) error {
-	if len(fresh) == 0 {
-		return nil
-	}
-	b := tx.Bucket(bucketRecentPrints)
-	b.FillPercent = 1
-	seq, err := b.NextSequence()
-	if err != nil {
-		return err
-	}
-	v := make([]byte, 0, len(fresh)*printEntrySize)
-	for _, e := range fresh {
-		v = e.appendTo(v)
-	}
-	return b.Put(binary.BigEndian.AppendUint64(nil, seq), v)
+	return appendLog(tx.Bucket(bucketRecentPrints), fresh, printEntrySize)
 }
