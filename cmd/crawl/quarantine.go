@@ -17,20 +17,28 @@ import (
 	"github.com/litcrawl/litcrawl/internal/redact"
 	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/internal/textsafe"
+	"github.com/litcrawl/litcrawl/sink"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 )
 
 func newQuarantineCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "quarantine",
-		Short: "Show or deliver again the records a sink refused",
+		Short: "Show or deliver again the records a sink refused or the quality gate held back",
 		Long: `A record a sink refuses for its content (PostgreSQL refusing a NUL, a
 record over a broker's message size or the JSONL line limit) never blocks
 the crawl: it goes to the quarantine, a JSON-lines file beside the crawl
 state (quarantine.jsonl: the sink, the reason, when, and the record), the
 rest of the page is delivered and committed, and the run exits 3 naming
 the file. crawl quarantine list shows what it holds; crawl quarantine
-retry delivers it again (after the sink or the record was fixed).`,
+retry delivers it again (after the sink or the record was fixed).
+
+A record the parser has a finding on (a field that does not look like
+what it is) is held there too, with its page's bytes, and delivered
+nowhere (quality.hold; the run exits 4): crawl quarantine retry --reparse
+parses its page again after a parser fix and delivers it to every sink
+once it reads right. A held record whose paper a later crawl delivered
+(the site fixed it) leaves the quarantine at the next run.`,
 		Args: noArgs("quarantine"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitcode.UsageError(errors.New("quarantine: give a subcommand: list or retry"))
@@ -93,8 +101,12 @@ Exit codes: 0 listed (an empty quarantine included), 1 unreadable, 2 usage.`,
 							break
 						}
 					}
-					fmt.Fprintf(out, "%s  %s  doi %s  %s  refused %d× by %s: %s\n", r.At.Format(time.RFC3339), cmp.Or(textsafe.Cut(r.Record.ID, 80), "-"),
-						cmp.Or(textsafe.Cut(r.Record.DOI, 80), "-"), cmp.Or(textsafe.Cut(r.Record.Title, 60), "-"), max(r.Tries, 0), sinkName, cmp.Or(textsafe.Cut(reason, 300), "-"))
+					what := fmt.Sprintf("refused %d× by %s", max(r.Tries, 0), sinkName)
+					if r.Sink == sink.HeldBy {
+						what = fmt.Sprintf("held back (quality.hold, read %d×)", max(r.Tries, 0))
+					}
+					fmt.Fprintf(out, "%s  %s  doi %s  %s  %s: %s\n", r.At.Format(time.RFC3339), cmp.Or(textsafe.Cut(r.Record.ID, 80), "-"),
+						cmp.Or(textsafe.Cut(r.Record.DOI, 80), "-"), cmp.Or(textsafe.Cut(r.Record.Title, 60), "-"), what, cmp.Or(textsafe.Cut(reason, 300), "-"))
 				}
 			}
 			if bad > 0 {

@@ -72,15 +72,18 @@ delivers each revision once. See docs/revisions.md.`,
 				}
 			}
 			res, err := env.Replay(ctx, r)
-			if err != nil {
+			if err != nil && exitcode.Of(err) != exitcode.Quality {
 				return err
 			}
 			msg := fmt.Sprintf("crawl replay %s: %d listing pages; papers: %d new, %d updated", res.RunID, res.Pages, res.New, res.Updated)
-			if res.Waiting > 0 {
-				msg += fmt.Sprintf("; %d changed but shown poorer than delivered (not delivered: docs/revisions.md)", res.Waiting)
+			if res.Held > 0 {
+				msg += fmt.Sprintf(", %d held back", res.Held)
 			}
-			say(cmd.ErrOrStderr(), slog.LevelInfo, msg, "run_id", res.RunID, "pages", res.Pages, "papers_new", res.New, "papers_updated", res.Updated)
-			return nil
+			if res.Waiting > 0 {
+				msg += fmt.Sprintf("; %d reads of changed papers poorer than what was delivered (not delivered: docs/revisions.md)", res.Waiting)
+			}
+			say(cmd.ErrOrStderr(), slog.LevelInfo, msg, "run_id", res.RunID, "pages", res.Pages, "papers_new", res.New, "papers_updated", res.Updated, "held", res.Held)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")

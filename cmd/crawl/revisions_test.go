@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/feedtest"
 	"github.com/litcrawl/litcrawl/internal/natstest"
 	"github.com/litcrawl/litcrawl/internal/pgtest"
@@ -344,18 +345,22 @@ func TestReplayUpdatesDeliversRevisions(t *testing.T) {
 	if code, _, errs := crawl(t, append([]string{"backfill", "--state-dir", state, "--sink", "jsonl:" + out}, common...)...); code != 0 {
 		t.Fatalf("first crawl: exit %d: %s", code, errs)
 	}
-	// The site fixes the titles; another crawl, elsewhere, archives it.
+	// The site fixes the titles, and shows a date 70 years ahead for a
+	// paper of page 2; another crawl, elsewhere, archives it.
 	for i := range 4 {
 		site.SetVariant(testsite.SynthID(j, 1, i), testsite.Variant{})
 	}
+	odd := testsite.SynthID(j, 2, 5)
+	site.SetVariant(odd, testsite.Variant{Published: "2099-01-02"})
 	warc := filepath.Join(dir, "warc")
-	if code, _, errs := crawl(t, append([]string{"backfill", "--state-dir", filepath.Join(dir, "other"), "--sink", "jsonl:" + filepath.Join(dir, "other.jsonl"), "--archive", warc}, common...)...); code != 0 {
-		t.Fatalf("archiving crawl: exit %d: %s", code, errs)
+	if code, _, errs := crawl(t, append([]string{"backfill", "--state-dir", filepath.Join(dir, "other"), "--sink", "jsonl:" + filepath.Join(dir, "other.jsonl"), "--archive", warc}, common...)...); code != exitcode.Quality {
+		t.Fatalf("archiving crawl (holds the paper read wrong: exit 4): exit %d: %s", code, errs)
 	}
 	hs.Close()
 	replay := []string{"replay", "--archive", warc, "--updates", "--state-dir", state, "--sink", "jsonl:" + out}
+	// The paper read wrong is held back, as a crawl holds it: exit 4.
 	code, _, errs := crawl(t, replay...)
-	if code != 0 || !strings.Contains(errs, "papers: 0 new, 4 updated") {
+	if code != exitcode.Quality || !strings.Contains(errs, "papers: 0 new, 4 updated, 1 held back") || !strings.Contains(errs, "quality.hold") {
 		t.Fatalf("replay --updates: exit %d: %s", code, errs)
 	}
 	recs := readJSONL(t, out)
@@ -367,8 +372,17 @@ func TestReplayUpdatesDeliversRevisions(t *testing.T) {
 			t.Errorf("revision %d of %s: changed %v, title %q", r.Revision, r.ID, r.Changed, r.Title)
 		}
 	}
-	if code, _, errs := crawl(t, replay...); code != 0 || !strings.Contains(errs, "papers: 0 new, 0 updated") || len(readJSONL(t, out)) != 24 {
+	if code, _, errs := crawl(t, replay...); code != exitcode.Quality || !strings.Contains(errs, "papers: 0 new, 0 updated, 1 held back") || len(readJSONL(t, out)) != 24 {
 		t.Fatalf("a second replay: exit %d: %s", code, errs)
+	}
+	for _, r := range readJSONL(t, out) {
+		if r.ID == odd && r.Revision > 1 {
+			t.Errorf("the paper read wrong was delivered as revision %d", r.Revision)
+		}
+	}
+	// A state that is not there is a mistyped path, not a first delivery.
+	if code, _, errs := crawl(t, "replay", "--archive", warc, "--updates", "--state-dir", filepath.Join(dir, "no-such-state"), "--sink", "jsonl:"+filepath.Join(dir, "x.jsonl")); code != exitcode.Fatal || !strings.Contains(errs, "no-such-state") {
+		t.Errorf("replay --updates of a state that is not there: exit %d: %s", code, errs)
 	}
 	if code, _, errs := crawl(t, "replay", "--archive", warc, "--state-dir", state); code != 2 || !strings.Contains(errs, "--updates") {
 		t.Errorf("--state-dir without --updates: exit %d: %s", code, errs)

@@ -466,7 +466,7 @@ func printRun(w io.Writer, v history.RunView) error {
 	if len(s.PerJournal) > 0 {
 		fmt.Fprintln(w, "\nper journal:")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "JOURNAL\tPAGES OK\tFAILED\tSKIPPED\tPAST END\tPAPERS NEW\tKNOWN\t")
+		fmt.Fprintln(tw, "JOURNAL\tPAGES OK\tFAILED\tSKIPPED\tPAST END\tPAPERS NEW\tUPDATED\tKNOWN\t")
 		keys := slices.SortedFunc(maps.Keys(s.PerJournal), func(a, b string) int {
 			x, _ := strconv.ParseInt(a, 10, 64)
 			y, _ := strconv.ParseInt(b, 10, 64)
@@ -474,7 +474,7 @@ func printRun(w io.Writer, v history.RunView) error {
 		})
 		for _, k := range keys {
 			c := s.PerJournal[k]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", textsafe.Line(k), c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersKnown)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", textsafe.Line(k), c.PagesDone, c.PagesFailed, c.PagesSkipped, c.PagesPastEnd, c.PapersNew, c.PapersUpdated, c.PapersKnown)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -152,7 +152,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 	if held, err := resolvePending(ctx, st, s.quarantine.Path()); err != nil {
 		return nil, s.abort(fmt.Errorf("quarantine: %w", err))
 	} else if len(held) > 0 {
-		e.log().Warn("the quarantine holds records a sink refused in earlier runs: crawl quarantine list shows them, crawl quarantine retry delivers them", "records", len(held), "file", s.quarantine.Path())
+		e.log().Warn("the quarantine holds records of earlier runs (a sink refused them, or the quality gate held them back): crawl quarantine list shows them; crawl quarantine retry delivers the refused ones, and --reparse the held ones once the parser reads them right", "records", len(held), "file", s.quarantine.Path())
 	}
 	if err := s.openSinks(ctx, c.Sinks, SinkOptions{Writer: st.WriterID(), PerJournal: c.JournalSinks, Journals: c.Journals}); err != nil {
 		return nil, s.abort(err)

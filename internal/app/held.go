@@ -23,13 +23,11 @@ import (
 type HeldResult struct {
 	Path      string
 	Delivered int // read right now: delivered to every sink, gone from the quarantine
+	Since     int // delivered since they were held (a crawl met them fixed on the site): gone from the quarantine
 	Held      int // read with a finding still: kept
 	NoPage    int // held without their page's bytes (too large): kept
 	Bad       int // lines of the file that are no entry
 }
-
-// maxHeldPage bounds a held page's bytes once decompressed.
-const maxHeldPage = 64 << 20
 
 // RetryHeld parses again, with this build's parser, the pages of the
 // records the quality gate held back (quality.hold), and delivers those
@@ -66,6 +64,11 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 	if len(urls) == 0 {
 		urls = e.Config.Sinks
 	}
+	if len(urls) == 0 && len(o.JournalSinks) == 0 {
+		// Standard output would take them, and the state would count them
+		// delivered: the crawls' file or table would never get them.
+		return fmt.Errorf("the configuration names no sinks and no --sink was given: the held records would go to standard output and count as delivered; give --sink URL for each sink your crawls deliver to")
+	}
 	out, err := OpenSinks(ctx, urls, SinkOptions{Writer: st.WriterID(), Stdout: e.Stdout, Log: e.Log, Metrics: e.Metrics, PerJournal: o.JournalSinks})
 	if err != nil {
 		return err
@@ -77,11 +80,20 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 	runID := "reparse-" + NewRunID(time.Now())
 	now := time.Now()
 	done := map[int]bool{} // entries delivered
+	// Held papers a crawl delivered since (the site fixed them) leave.
+	since, err := deliveredSince(ctx, st, c.Entries)
+	if err != nil {
+		return err
+	}
+	for i := range since {
+		done[i] = true
+		res.Since++
+	}
 	// One parse a page: entries of one page share its bytes.
 	byPage := map[string][]int{}
 	var order []string
 	for i, r := range c.Entries {
-		if r.Sink != sink.HeldBy {
+		if r.Sink != sink.HeldBy || done[i] {
 			continue
 		}
 		if r.Page == nil || len(r.Page.Gzip) == 0 {
@@ -97,7 +109,7 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 	for _, k := range order {
 		idx := byPage[k]
 		hp := c.Entries[idx[0]].Page
-		page, err := reparse(hp, runID)
+		page, err := reparse(hp, runID, e.Config.Fetch.MaxBodyBytes)
 		if err != nil {
 			for _, i := range idx {
 				c.Entries[i].Reason, c.Entries[i].Tries, c.Entries[i].At = "held by quality.hold; its page could not be parsed again: "+err.Error(), c.Entries[i].Tries+1, now.UTC()
@@ -128,14 +140,16 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 		if len(recs) == 0 {
 			continue
 		}
-		it := engine.Item{Key: ledger.PageKey{Journal: hp.Journal, Page: hp.Page}, RunID: runID, Citations: e.Config.Updates.Citations,
+		it := engine.Item{Key: ledger.PageKey{Journal: hp.Journal, Page: hp.Page}, PapersOnly: true, RunID: runID, Citations: e.Config.Updates.Citations,
 			Page: &parser.Page{Records: recs, JournalID: page.JournalID, PageNo: page.PageNo}}
-		if _, err := engine.Deliver(ctx, st, out, []engine.Item{it}); err != nil {
+		ds, err := engine.Deliver(ctx, st, out, []engine.Item{it})
+		if err != nil {
 			return fmt.Errorf("deliver the records held from %s: %w", cmp.Or(hp.URL, hp.Capture), err)
 		}
+		res.Delivered += ds[0].Sent
+		res.Since += len(deliver) - ds[0].Sent
 		for _, i := range deliver {
 			done[i] = true
-			res.Delivered++
 		}
 	}
 	keep := c.Entries[:0]
@@ -148,8 +162,37 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 	return quarantine.Replace(path, c)
 }
 
-// reparse parses a held page's bytes again.
-func reparse(hp *sink.HeldPage, runID string) (*parser.Page, error) {
+// deliveredSince are the held entries whose paper the ledger knows as
+// delivered: a crawl met it since, read right (the site fixed it), or a
+// retry delivered it and was killed before it rewrote the quarantine.
+func deliveredSince(ctx context.Context, l ledger.Ledger, rs []sink.Refusal) (map[int]bool, error) {
+	var idx []int
+	var papers []ledger.Paper
+	for i, r := range rs {
+		if r.Sink == sink.HeldBy {
+			idx = append(idx, i)
+			papers = append(papers, ledger.Paper{ID: r.Record.ID, DOI: r.Record.DOI})
+		}
+	}
+	out := map[int]bool{}
+	if len(papers) == 0 {
+		return out, nil
+	}
+	seen, err := l.Lookup(ctx, papers, "")
+	if err != nil {
+		return nil, err
+	}
+	for k, s := range seen {
+		if s.Delivery != ledger.NeverDelivered {
+			out[idx[k]] = true
+		}
+	}
+	return out, nil
+}
+
+// reparse parses a held page's bytes again, if they are at most max
+// bytes decompressed (fetch.max_body_bytes: what a fetch takes).
+func reparse(hp *sink.HeldPage, runID string, maxHeldPage int64) (*parser.Page, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(hp.Gzip))
 	if err != nil {
 		return nil, err
@@ -158,8 +201,8 @@ func reparse(hp *sink.HeldPage, runID string) (*parser.Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(body) > maxHeldPage {
-		return nil, fmt.Errorf("the page is over %d bytes", maxHeldPage)
+	if int64(len(body)) > maxHeldPage {
+		return nil, fmt.Errorf("the page is over fetch.max_body_bytes (%d bytes) decompressed", maxHeldPage)
 	}
 	fetched, _ := time.Parse(time.RFC3339, hp.FetchedAt) // zero for a file's page
 	return parser.Parse(body, parser.Options{URL: hp.URL, Capture: hp.Capture, Journal: hp.Journal, Page: hp.Page,

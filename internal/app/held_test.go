@@ -119,3 +119,47 @@ func readRecords(t *testing.T, path string) []record.Record {
 	}
 	return out
 }
+
+// A held record whose paper a later crawl delivered (the site fixed it)
+// leaves the quarantine at the next run; a retry --reparse with no sink
+// to deliver to (none configured, none given) refuses rather than send
+// the records to standard output.
+func TestHeldRecordLeavesWhenTheSiteFixesIt(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(79, 1, 5)
+	bad := testsite.SynthID(79, 1, 1)
+	site.SetVariant(bad, testsite.Variant{Published: "2099-01-02"})
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	cfg := config.Default()
+	cfg.Site.BaseURL, cfg.Site.AllowedHosts = srv.URL, []string{"127.0.0.1"}
+	cfg.Fetch.Delay, cfg.Fetch.Jitter = 0, 0
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	if err := cfg.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{Config: cfg, Stdout: io.Discard, Stderr: io.Discard}
+	out := filepath.Join(t.TempDir(), "papers.jsonl")
+	ctx := context.Background()
+	c := Crawl{Kind: history.Backfill, Journals: []int64{79}, From: 1, To: 1, Sinks: []string{"jsonl:" + out}, StateDir: cfg.StateDir, NoResume: true}
+	if _, err := e.Crawl(ctx, c); exitcode.Of(err) != exitcode.Quality {
+		t.Fatalf("crawl: %v", err)
+	}
+	if _, err := e.RetryHeld(ctx, QuarantineRetry{StateDir: cfg.StateDir}); err == nil || !strings.Contains(err.Error(), "standard output") {
+		t.Fatalf("retry --reparse with no sink: %v", err)
+	}
+	site.SetVariant(bad, testsite.Variant{}) // the site fixes it
+	if _, err := e.Crawl(ctx, c); err != nil {
+		t.Fatalf("crawl of the fixed site: %v", err)
+	}
+	if _, err := e.Crawl(ctx, c); err != nil {
+		t.Fatalf("the next crawl: %v", err)
+	}
+	q, err := quarantine.Read(filepath.Join(cfg.StateDir, quarantine.Name))
+	if err != nil || len(q.Entries) != 0 {
+		t.Fatalf("the quarantine still holds %d entries (%v)", len(q.Entries), err)
+	}
+	if n := len(readRecords(t, out)); n != 5 {
+		t.Fatalf("%d records delivered, want 5", n)
+	}
+}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/litcrawl/litcrawl/fetch"
 	"github.com/litcrawl/litcrawl/internal/archive"
 	"github.com/litcrawl/litcrawl/internal/engine"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/ledger"
 	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/parser"
 	"github.com/litcrawl/litcrawl/sink"
+	"github.com/litcrawl/litcrawl/sink/quarantine"
 )
 
 // pageDelivery delivers pages a run does not fetch (crawl parse, crawl
@@ -63,8 +66,11 @@ type Replayed struct {
 	Pages int
 	// New and Updated count the records delivered: papers delivered for
 	// the first time, and known ones as their next revision; Waiting
-	// counts papers a page shows changed but lacking what was delivered.
-	New, Updated, Waiting int
+	// counts the reads of papers a page shows changed but lacking what was
+	// delivered; Held the records held back for a finding (--updates,
+	// quality.hold), in Quarantine.
+	New, Updated, Waiting, Held int
+	Quarantine                  string
 }
 
 // Replay re-parses every archived listing page that came back whole (HTTP
@@ -75,7 +81,13 @@ func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 	opts := SinkOptions{Stdout: e.Stdout, Log: e.log(), Metrics: e.Metrics, PerJournal: r.JournalSinks}
 	pages := newMemoryDelivery(nil, res.RunID)
 	pages.citations = e.Config.Updates.Citations
+	var hold *quarantine.File
 	if r.StateDir != "" {
+		// A state that is not there is a mistyped path, not a first
+		// delivery of every paper of the archive.
+		if err := state.Stat(r.StateDir); err != nil {
+			return res, fmt.Errorf("replay --updates: the crawl state %s: %w (give the --state-dir of the crawls whose sinks the replay corrects)", r.StateDir, err)
+		}
 		st, err := state.Open(r.StateDir)
 		if err != nil {
 			return res, err
@@ -83,6 +95,10 @@ func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 		defer st.Close()
 		opts.Writer = st.WriterID()
 		pages.ledger = st
+		if e.Config.Quality.Holds() {
+			hold = quarantine.In(r.StateDir)
+			res.Quarantine = hold.Path()
+		}
 	}
 	out, err := OpenSinks(ctx, r.Sinks, opts)
 	if err != nil {
@@ -109,6 +125,13 @@ func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 		if err != nil || !page.IsListing() {
 			return nil // a soft block or an error page, as the live run saw it
 		}
+		if hold != nil {
+			var held int
+			if page, held, err = engine.HoldBack(ctx, hold, fetch.Result{Page: page, Body: a.Body, URL: a.URL}, time.Now()); err != nil {
+				return err
+			}
+			res.Held += held
+		}
 		d, err := pages.Deliver(ctx, page)
 		res.Pages++
 		res.New += d.Sent - d.Updated
@@ -121,6 +144,9 @@ func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 	}
 	if err != nil {
 		return res, fmt.Errorf("replay: %w", err)
+	}
+	if res.Held > 0 {
+		return res, exitcode.QualityError(heldRecords(int64(res.Held), res.Quarantine))
 	}
 	return res, nil
 }

@@ -45,8 +45,23 @@ func resolvePending(ctx context.Context, st *state.Store, path string) ([]sink.R
 	return out, err
 }
 
-// settle is resolvePending on entries read.
+// settle is resolvePending on entries read. Held records (quality.hold)
+// whose paper the state knows as delivered (a crawl met it read right:
+// the site fixed it) leave too.
 func settle(ctx context.Context, st *state.Store, rs []sink.Refusal) ([]sink.Refusal, error) {
+	since, err := deliveredSince(ctx, st, rs)
+	if err != nil {
+		return nil, err
+	}
+	if len(since) > 0 {
+		keep := make([]sink.Refusal, 0, len(rs)-len(since))
+		for i, r := range rs {
+			if !since[i] {
+				keep = append(keep, r)
+			}
+		}
+		rs = keep
+	}
 	pending := false
 	for _, r := range rs {
 		pending = pending || r.Pending != ""

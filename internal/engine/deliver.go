@@ -21,6 +21,9 @@ type Item struct {
 	// Citations makes a change of a paper's citation count alone a new
 	// revision (updates.citations).
 	Citations bool
+	// PapersOnly: the records are not the whole page (the held records of
+	// a quarantine retry): the commit records their papers, not the page.
+	PapersOnly bool
 	// Hold, when set, is asked with the page's papers and what the ledger
 	// knows of them whether to hold the page back: then nothing of it is
 	// delivered or committed (a walk whose jump landed below the gap it
@@ -36,16 +39,19 @@ type Item struct {
 
 // Delivered is what delivering one page did.
 type Delivered struct {
-	Records         int  // records on the page
-	FromEarlierRuns int  // distinct papers on it delivered by an earlier run
-	NewToRun        int  // distinct papers on it not met earlier in this run (new, or known only to earlier runs)
-	Sent            int  // records sent to the sinks
-	Updated         int  // of them, known papers sent as their next revision
-	Poorer          int  // known papers the page shows changed but lacking what was delivered: not sent
-	NewToLedger     int  // papers the ledger recorded for the first time
-	Last            bool // the page's pager says it is the last page
-	Held            bool // held back (Item.Hold): nothing delivered or committed
-	Group           int  // pages committed together with it (itself included)
+	Records         int // records on the page
+	FromEarlierRuns int // distinct papers on it delivered by an earlier run
+	NewToRun        int // distinct papers on it not met earlier in this run (new, or known only to earlier runs)
+	Sent            int // records sent to the sinks
+	Updated         int // of them, known papers sent as their next revision
+	Poorer          int // known papers the page shows changed but lacking what was delivered: not sent
+	// Restless are papers sent as revision ManyRevisions or later: a site
+	// that shows a paper in alternating versions makes one every read.
+	Restless    []string
+	NewToLedger int  // papers the ledger recorded for the first time
+	Last        bool // the page's pager says it is the last page
+	Held        bool // held back (Item.Hold): nothing delivered or committed
+	Group       int  // pages committed together with it (itself included)
 	// Papers are the page's distinct papers, in page order, and Delivery what
 	// the ledger knew of each before the page: a nightly walk finds its
 	// bounds with them (Walk).
@@ -80,9 +86,9 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		dc := decide(recs, papers, found, it, &sent)
 		send = append(send, dc.send...)
 		ds[i] = Delivered{Records: len(it.Page.Records), FromEarlierRuns: dc.knownBefore, NewToRun: dc.freshToRun, Sent: len(dc.send),
-			Updated: dc.updated, Poorer: dc.poorer,
+			Updated: dc.updated, Poorer: dc.poorer, Restless: dc.restless,
 			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Delivery: seen}
-		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now()})
+		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now(), PapersOnly: it.PapersOnly})
 		if it.Walk != nil {
 			if group.Walks == nil {
 				group.Walks = map[int64]ledger.WalkState{}
@@ -176,7 +182,13 @@ type decision struct {
 	freshToRun  int             // papers this run meets for the first time
 	updated     int             // known papers sent as their next revision
 	poorer      int             // known papers changed on a read poorer than what was delivered
+	restless    []string        // papers sent as revision ManyRevisions or later
 }
+
+// ManyRevisions is the revision from which a paper sent is said in the
+// log: a site that alternates two versions of a paper makes a revision
+// every read, for every sink.
+const ManyRevisions = 10
 
 // decide is the one rule of what a page delivers. recs are its distinct
 // records, papers theirs, and found what the ledger knows of each. A
@@ -217,6 +229,19 @@ func decide(recs []record.Record, papers []ledger.Paper, found []ledger.Seen, it
 		}
 		old := print(base)
 		v, changed := judge(base, fp, it.Citations)
+		if it.Redeliver && !fp.siteID() && old.siteID() {
+			// A read without the JSON of a paper delivered under its
+			// site id: sent, it would be another paper.
+			d.poorer++
+			sent.add(*r, base)
+			continue
+		}
+		if it.Redeliver && v == poorer {
+			// Sent as the site shows it now (--redeliver): its next
+			// revision, and its print, so that a fuller read later is a
+			// change again.
+			v, changed = revise, changed|old.has()&^fp.has()
+		}
 		switch {
 		case v == revise:
 			r.Revision = old.revision() + 1
@@ -227,10 +252,19 @@ func decide(recs []record.Record, papers []ledger.Paper, found []ledger.Seen, it
 			papers[i].Print = fp.withRevision(r.Revision)
 			d.send = append(d.send, *r)
 			d.updated++
+			if r.Revision >= ManyRevisions {
+				d.restless = append(d.restless, r.ID)
+			}
 			sent.add(*r, papers[i].Print)
 			continue
 		case v == poorer:
 			d.poorer++
+		case v == baseline && !hasSiteID(r.ID) && it.Redeliver:
+			// No print, and no site id: maybe a paper delivered under its
+			// site id, read today without its JSON. Not sent.
+			d.poorer++
+			sent.add(*r, base)
+			continue
 		case v == baseline && hasSiteID(r.ID):
 			// Delivered before prints were kept: this read is its
 			// revision 1 from now on (a read without the JSON is not: it

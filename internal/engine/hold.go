@@ -24,6 +24,12 @@ import (
 // kept page with the parser of the day and delivers the record once it
 // reads right.
 
+// HoldBack is holdBack for a page read from elsewhere (crawl replay
+// --updates: an archive's), its findings found now.
+func HoldBack(ctx context.Context, q sink.Quarantine, res fetch.Result, now time.Time) (*parser.Page, int, error) {
+	return holdBack(ctx, q, res, res.Page.Findings(now), now)
+}
+
 // holdBack takes the records with a finding out of a fetched page, keeps
 // them in the quarantine q (durably, before the page is delivered), and
 // returns the page with the others.

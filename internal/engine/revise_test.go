@@ -130,3 +130,34 @@ func schemaChangedEnum(t *testing.T) []string {
 	}
 	return s.Properties.Changed.Items.Enum
 }
+
+// --redeliver on a day the site shows less sends the paper as it is
+// then, as its next revision with its print, so that the next whole read
+// is a change again (the sinks are not left with the poorer record); a
+// read without the JSON of a paper delivered under its site id is not
+// sent (it would be another paper).
+func TestRedeliverPoorerThenWhole(t *testing.T) {
+	whole := paper()
+	old := fingerprint(&whole).withRevision(1)
+	poor := paper()
+	poor.DOI = ""
+	var sent sentInGroup
+	papers := []ledger.Paper{{ID: poor.ID}}
+	d := decide([]record.Record{poor}, papers, []ledger.Seen{{Delivery: ledger.DeliveredBefore, Print: old}}, Item{Redeliver: true}, &sent)
+	if len(d.send) != 1 || d.send[0].Revision != 2 || !slices.Equal(d.send[0].Changed, []string{"doi"}) || print(papers[0].Print).revision() != 2 {
+		t.Fatalf("redelivered poorer: %+v, print %x", d.send, papers[0].Print)
+	}
+	sent = nil
+	papers2 := []ledger.Paper{{ID: whole.ID, DOI: whole.DOI}}
+	d = decide([]record.Record{whole}, papers2, []ledger.Seen{{Delivery: ledger.DeliveredBefore, Print: papers[0].Print}}, Item{}, &sent)
+	if len(d.send) != 1 || d.send[0].Revision != 3 {
+		t.Fatalf("the whole read after: %+v", d.send)
+	}
+	noJSON := paper()
+	noJSON.ID = "doi:10.1/x"
+	sent = nil
+	d = decide([]record.Record{noJSON}, []ledger.Paper{{ID: noJSON.ID, DOI: noJSON.DOI}}, []ledger.Seen{{Delivery: ledger.DeliveredBefore, Print: old}}, Item{Redeliver: true}, &sent)
+	if len(d.send) != 0 || d.poorer != 1 {
+		t.Fatalf("a read without the JSON redelivered: %+v", d.send)
+	}
+}

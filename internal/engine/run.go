@@ -247,6 +247,10 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 			return
 		}
 		r.sum.addDone(key.Journal, d)
+		for _, id := range d.Restless {
+			r.log.Warn("a paper delivered again as a revision many times: the site may show it in alternating versions (docs/revisions.md#limits)",
+				"journal", key.Journal, "page", key.Page, "paper", id, "revisions_at_least", ManyRevisions)
+		}
 		r.log.Info("page committed", "journal", key.Journal, "page", key.Page, "records", d.Records, "delivered", d.Sent, "batch", d.Group)
 		report(Done, res.Tries, d.Records, nil)
 		then(Outcome{Result: Done, Delivered: d}, nil)

@@ -56,6 +56,9 @@ type Page struct {
 	OnPage int     // records on the page
 	RunID  string  // the run that delivered it
 	At     time.Time
+	// PapersOnly: the papers are some of the page's (the held records of
+	// a quarantine retry): they are recorded, the page's status is not.
+	PapersOnly bool
 }
 
 // Group is what one commit records: pages whose records every sink has

@@ -113,8 +113,10 @@ func (m *Memory) Commit(ctx context.Context, g Group) ([]int, error) {
 				}
 			}
 		}
-		m.done[pg.Key] = true
-		delete(m.failed, pg.Key)
+		if !pg.PapersOnly {
+			m.done[pg.Key] = true
+			delete(m.failed, pg.Key)
+		}
 	}
 	if g.SinkToken != nil {
 		m.token = slices.Clone(g.SinkToken)

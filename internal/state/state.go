@@ -771,6 +771,9 @@ func (s *Store) commitTx(tx *bolt.Tx, w *paperWriter, c ledger.Page) (newPapers 
 			newPapers++
 		}
 	}
+	if c.PapersOnly {
+		return newPapers, nil
+	}
 	if err := addTally(tx, run, c.Key.Journal, Tally{PagesDone: 1, PapersNew: int64(newPapers), PapersKnown: int64(max(c.OnPage-newPapers, 0))}); err != nil {
 		return 0, err
 	}

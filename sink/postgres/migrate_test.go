@@ -419,3 +419,32 @@ func TestMigrationAddsRevisions(t *testing.T) {
 			n, title, rev, updated, abstract, rev2, replaces)
 	}
 }
+
+// A paper's revision 1 under its doi: id and the revision that replaces
+// it, in one write (one commit group met both): one row, the latest.
+func TestReplacedInTheSameWrite(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := srv.NewDB(t)
+	s, err := openInternal(t, srv.URL(db, "table=papers"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Write(context.Background(), []record.Record{
+		{SchemaVersion: 4, ID: "doi:10.1/x", Revision: 1, DOI: "10.1/x", Title: "No JSON"},
+		{SchemaVersion: 4, ID: "777", Revision: 2, Replaces: "doi:10.1/x", Changed: []string{"id"}, DOI: "10.1/x", Title: "With JSON"},
+	})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := srv.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	var id string
+	if err := conn.QueryRow(context.Background(), "SELECT count(*), min(id) FROM papers").Scan(&n, &id); err != nil || n != 1 || id != "777" {
+		t.Fatalf("%d rows, %q, %v; want the one row 777", n, id, err)
+	}
+}

@@ -468,6 +468,16 @@ func rowsJSON(recs []record.Record, max int) (chunks [][]byte, keys []string, er
 	for i := range recs {
 		last[rowKey(recs[i].ID)] = i
 	}
+	// A paper's revision 1 and the revision that replaces its id, in one
+	// batch: the row is the replacing one's alone (replacedSQL moves a row
+	// written before the batch).
+	for i := range recs {
+		if r := recs[i].Replaces; r != "" && rowKey(r) != rowKey(recs[i].ID) {
+			if j, ok := last[rowKey(r)]; ok && j < i {
+				delete(last, rowKey(r))
+			}
+		}
+	}
 	keys = make([]string, 0, len(last))
 	for k := range last {
 		keys = append(keys, k)
