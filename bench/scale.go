@@ -90,7 +90,7 @@ func scale(crawlBin, dir, config string, sizes []int, journals, conc, nights int
 		stateDir := filepath.Join(dir, fmt.Sprintf("scale-state-%d", n))
 		out := filepath.Join(dir, fmt.Sprintf("scale-%d.jsonl", n))
 		r, err := run(crawlBin, "backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", n),
-			"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(conc), "--config", "config.yaml",
+			"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(conc), "--config", config,
 			"--state-dir", stateDir, "--sink", "jsonl:"+out, "--log-format", "json")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

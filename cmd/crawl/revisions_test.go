@@ -388,3 +388,39 @@ func TestReplayUpdatesDeliversRevisions(t *testing.T) {
 		t.Errorf("--state-dir without --updates: exit %d: %s", code, errs)
 	}
 }
+
+// A fleet worker holds back what a local run holds back: the record read
+// wrong goes to the worker's quarantine (beside its state_dir) with its
+// page, the others to the sink, and the worker exits 4 saying so.
+func TestWorkerHoldsBackARecordReadWrong(t *testing.T) {
+	t.Parallel()
+	const j = 9303
+	site := testsite.New()
+	site.SynthJournal(j, 1, 5)
+	odd := testsite.SynthID(j, 1, 3)
+	site.SetVariant(odd, testsite.Variant{Published: "2099-01-02"})
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	n := natstest.Start(t)
+	if code, _, errs := crawl(t, "enqueue", "--frontier", n.URL(), "--journal", fmt.Sprint(j), "--pages", "1"); code != exitcode.OK {
+		t.Fatalf("enqueue: exit %d: %s", code, errs)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("state_dir: "+filepath.Join(dir, "state")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := crawl(t, "worker", "--config", cfg, "--frontier", n.URL(), "--base-url", srv.URL, "--delay", "0", "--exit-when-idle", "1s",
+		"--sink", n.URL()+"/papers.h?stream=H")
+	if code != exitcode.Quality || !strings.Contains(errs, "1 record held back") {
+		t.Fatalf("worker: exit %d, want %d: %s", code, exitcode.Quality, errs)
+	}
+	got := natstest.RecordIDs(t, n.URL(), "H")
+	if len(got) != 4 || got[odd] != 0 {
+		t.Errorf("the stream holds %v; want the 4 others", got)
+	}
+	code, out, _ := crawl(t, "quarantine", "list", "--state-dir", filepath.Join(dir, "state"))
+	if code != exitcode.OK || !strings.Contains(out, odd) || !strings.Contains(out, "held back") {
+		t.Errorf("quarantine list: exit %d: %s", code, out)
+	}
+}

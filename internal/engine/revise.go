@@ -154,7 +154,14 @@ func writeField(d *xxhash.Digest, r *record.Record, i int) bool {
 		return s(r.URL)
 	case 8:
 		j := r.Journal
-		return j != nil && s(strconv.FormatInt(j.ID, 10), j.Name, j.Volume, j.Issue, j.Pages) && (j.ID != 0 || j.Name != "" || j.Volume != "" || j.Issue != "" || j.Pages != "")
+		if j == nil {
+			return false
+		}
+		id := ""
+		if j.ID != 0 {
+			id = strconv.FormatInt(j.ID, 10)
+		}
+		return s(id, j.Name, j.Volume, j.Issue, j.Pages)
 	case 9:
 		f := ""
 		if r.ImpactFactor != 0 && !math.IsNaN(r.ImpactFactor) {
