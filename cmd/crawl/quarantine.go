@@ -179,8 +179,8 @@ usage, 3 records remain in the quarantine.`,
 					return err
 				}
 				left := res.Held + res.NoPage
-				fmt.Fprintf(cmd.ErrOrStderr(), "quarantine %s: %d held records delivered (read right now), %d held still (the parser still has a finding on them), %d without their page; %d held left\n",
-					res.Path, res.Delivered, res.Held, res.NoPage, left)
+				fmt.Fprintf(cmd.ErrOrStderr(), "quarantine %s: %d held records delivered (read right now), %d delivered since they were held (removed), %d held still (the parser still has a finding on them), %d without their page; %d held left\n",
+					res.Path, res.Delivered, res.Since, res.Held, res.NoPage, left)
 				if left > 0 {
 					return exitcode.Quiet(exitcode.Incomplete)
 				}

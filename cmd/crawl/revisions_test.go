@@ -380,6 +380,15 @@ func TestReplayUpdatesDeliversRevisions(t *testing.T) {
 			t.Errorf("the paper read wrong was delivered as revision %d", r.Revision)
 		}
 	}
+	// The replays are in the history, with what they did.
+	if code, out, _ := crawl(t, "runs", "--state-dir", state); code != exitcode.OK || strings.Count(out, " replay ") != 2 || !strings.Contains(out, "0/4/") {
+		t.Errorf("crawl runs after two replays: exit %d:\n%s", code, out)
+	}
+	// No sink given and none configured: refused (standard output would
+	// take the records, and the state count them delivered).
+	if code, _, errs := crawl(t, "replay", "--archive", warc, "--updates", "--state-dir", state); code != exitcode.Fatal || !strings.Contains(errs, "standard output") {
+		t.Errorf("replay --updates without a sink: exit %d: %s", code, errs)
+	}
 	// A state that is not there is a mistyped path, not a first delivery.
 	if code, _, errs := crawl(t, "replay", "--archive", warc, "--updates", "--state-dir", filepath.Join(dir, "no-such-state"), "--sink", "jsonl:"+filepath.Join(dir, "x.jsonl")); code != exitcode.Fatal || !strings.Contains(errs, "no-such-state") {
 		t.Errorf("replay --updates of a state that is not there: exit %d: %s", code, errs)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/litcrawl/litcrawl/internal/app"
+	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/ledger"
 	"github.com/litcrawl/litcrawl/internal/state"
@@ -227,7 +228,14 @@ Exit codes: 0 known, 3 not known, 1 the state could not be read, 2 usage.`,
 			if run == "" {
 				run = "(a run this state did not keep)"
 			}
-			fmt.Fprintf(w, "known: first delivered by run %s\n", run)
+			rev := "no revision kept (delivered before this version: the next read of it records one)"
+			if id == "" {
+				rev = "its last revision is kept with its id (--id)"
+			}
+			if seen, err := st.Lookup(cmd.Context(), []ledger.Paper{{ID: id, DOI: doi}}, ""); err == nil && engine.Revision(seen[0].Print) > 0 {
+				rev = fmt.Sprintf("delivered last as revision %d", engine.Revision(seen[0].Print))
+			}
+			fmt.Fprintf(w, "known: first delivered by run %s; %s\n", run, rev)
 			return nil
 		},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/engine"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/ledger"
 	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/parser"
@@ -79,6 +80,7 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 	}
 	runID := "reparse-" + NewRunID(time.Now())
 	now := time.Now()
+	var updated, pagesDone int64
 	done := map[int]bool{} // entries delivered
 	// Held papers a crawl delivered since (the site fixed them) leave.
 	since, err := deliveredSince(ctx, st, c.Entries)
@@ -147,6 +149,8 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 			return fmt.Errorf("deliver the records held from %s: %w", cmp.Or(hp.URL, hp.Capture), err)
 		}
 		res.Delivered += ds[0].Sent
+		updated += int64(ds[0].Updated)
+		pagesDone++
 		res.Since += len(deliver) - ds[0].Sent
 		for _, i := range deliver {
 			done[i] = true
@@ -159,7 +163,17 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 		}
 	}
 	c.Entries = keep
-	return quarantine.Replace(path, c)
+	if err := quarantine.Replace(path, c); err != nil {
+		return err
+	}
+	if res.Delivered == 0 && pagesDone == 0 {
+		return nil // nothing delivered: no run to keep
+	}
+	papers := map[string]int64{"new": int64(res.Delivered) - updated, "updated": updated, "held": int64(res.Held)}
+	if err := recordRun(st, history.Reparse, runID, now, pagesDone, papers, nil); err != nil {
+		return fmt.Errorf("run history: %w", err)
+	}
+	return nil
 }
 
 // deliveredSince are the held entries whose paper the ledger knows as

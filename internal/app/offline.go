@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/archive"
 	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/ledger"
 	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/parser"
@@ -73,23 +76,47 @@ type Replayed struct {
 	Quarantine                  string
 }
 
+// recordRun keeps a run that delivered pages it did not fetch (crawl
+// replay --updates, crawl quarantine retry --reparse) in the state's
+// history, ended by err: crawl runs and the report show what it did.
+func recordRun(st *state.Store, kind history.Kind, id string, started time.Time, pages int64, papers map[string]int64, err error) error {
+	code := exitcode.Of(err)
+	sum := history.RunSummary{RunID: id, Kind: kind, Started: started.UTC().Format(time.RFC3339), DurationSeconds: time.Since(started).Seconds(),
+		Pages: map[string]int64{"done": pages}, Papers: papers, Retries: map[string]int{}, Failures: []engine.PageFailure{}, ExitCode: &code}
+	if err != nil {
+		sum.Error = err.Error()
+	}
+	data, jerr := json.Marshal(sum)
+	if jerr != nil {
+		return jerr
+	}
+	return st.PutRun(state.Run{ID: id, Kind: string(kind), Started: started, Finished: time.Now(), Summary: data})
+}
+
 // Replay re-parses every archived listing page that came back whole (HTTP
 // 200, a listing page) and delivers its records (Pages): the records of a
 // replay are those an offline backfill of the same archive delivers.
 func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 	res := Replayed{RunID: "replay-" + NewRunID(time.Now())}
+	started := time.Now()
 	opts := SinkOptions{Stdout: e.Stdout, Log: e.log(), Metrics: e.Metrics, PerJournal: r.JournalSinks}
 	pages := newMemoryDelivery(nil, res.RunID)
 	pages.citations = e.Config.Updates.Citations
 	var hold *quarantine.File
+	var st *state.Store
+	if r.StateDir != "" && len(r.Sinks) == 0 && len(r.JournalSinks) == 0 {
+		// Standard output would take them, and the state would count
+		// them delivered: the crawls' sinks would never get them.
+		return res, fmt.Errorf("replay --updates: the configuration names no sinks and no --sink was given: the records would go to standard output and count as delivered; give --config (the crawls' configuration) or --sink URL for each sink the crawls deliver to")
+	}
 	if r.StateDir != "" {
 		// A state that is not there is a mistyped path, not a first
 		// delivery of every paper of the archive.
 		if err := state.Stat(r.StateDir); err != nil {
 			return res, fmt.Errorf("replay --updates: the crawl state %s: %w (give the --state-dir of the crawls whose sinks the replay corrects)", r.StateDir, err)
 		}
-		st, err := state.Open(r.StateDir)
-		if err != nil {
+		var err error
+		if st, err = state.Open(r.StateDir); err != nil {
 			return res, err
 		}
 		defer st.Close()
@@ -146,7 +173,13 @@ func (e *Env) Replay(ctx context.Context, r Replay) (Replayed, error) {
 		return res, fmt.Errorf("replay: %w", err)
 	}
 	if res.Held > 0 {
-		return res, exitcode.QualityError(heldRecords(int64(res.Held), res.Quarantine))
+		err = exitcode.QualityError(heldRecords(int64(res.Held), res.Quarantine))
 	}
-	return res, nil
+	if st != nil {
+		papers := map[string]int64{"new": int64(res.New), "updated": int64(res.Updated), "held": int64(res.Held), "updates_waiting": int64(res.Waiting)}
+		if herr := recordRun(st, history.Replay, res.RunID, started, int64(res.Pages), papers, err); herr != nil {
+			return res, errors.Join(err, fmt.Errorf("run history: %w", herr))
+		}
+	}
+	return res, err
 }

@@ -82,6 +82,11 @@ func (p print) withRevision(rev int) ledger.Print {
 	return ledger.Print(p)
 }
 
+// Revision is the revision a ledger's print of a paper records: the one
+// last delivered (0: no print, a paper delivered before prints were
+// kept).
+func Revision(p ledger.Print) int { return print(p).revision() }
+
 // fingerprint is the print of r's content, revision 0.
 func fingerprint(r *record.Record) print {
 	var p print

@@ -20,6 +20,8 @@ const (
 	Nightly  Kind = "nightly"  // crawl nightly
 	Worker   Kind = "worker"   // a fleet worker's session (crawl worker)
 	Rebuild  Kind = "rebuild"  // crawl state rebuild
+	Replay   Kind = "replay"   // crawl replay --updates (against a state)
+	Reparse  Kind = "reparse"  // crawl quarantine retry --reparse
 )
 
 // RunSummary is a run's summary as JSON: the run history keeps it, --report
