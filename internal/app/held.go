@@ -109,50 +109,15 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 		byPage[k] = append(byPage[k], i)
 	}
 	for _, k := range order {
-		idx := byPage[k]
-		hp := c.Entries[idx[0]].Page
-		page, err := reparse(hp, runID, e.Config.Fetch.MaxBodyBytes)
+		delivered, entries, err := e.reparsePage(ctx, o, st, out, c.Entries, byPage[k], runID, now, res)
 		if err != nil {
-			for _, i := range idx {
-				c.Entries[i].Reason, c.Entries[i].Tries, c.Entries[i].At = "held by quality.hold; its page could not be parsed again: "+err.Error(), c.Entries[i].Tries+1, now.UTC()
-				res.Held++
-			}
-			continue
+			return err
 		}
-		findings := page.Findings(now)
-		if o.findings != nil {
-			findings = o.findings(page, now)
+		if delivered != nil {
+			pagesDone++
+			updated += int64(delivered.Updated)
 		}
-		var recs []record.Record
-		var deliver []int
-		for _, i := range idx {
-			pos, why := heldAgain(page, findings, c.Entries[i].Record)
-			switch {
-			case pos == 0:
-				c.Entries[i].Reason, c.Entries[i].Tries, c.Entries[i].At = "held by quality.hold; parsed again, its page no longer gives this paper", c.Entries[i].Tries+1, now.UTC()
-				res.Held++
-			case why != "":
-				c.Entries[i].Reason, c.Entries[i].Tries, c.Entries[i].At = "held by quality.hold: "+why, c.Entries[i].Tries+1, now.UTC()
-				res.Held++
-			default:
-				recs = append(recs, page.Records[pos-1])
-				deliver = append(deliver, i)
-			}
-		}
-		if len(recs) == 0 {
-			continue
-		}
-		it := engine.Item{Key: ledger.PageKey{Journal: hp.Journal, Page: hp.Page}, PapersOnly: true, RunID: runID, Citations: e.Config.Updates.Citations,
-			Page: &parser.Page{Records: recs, JournalID: page.JournalID, PageNo: page.PageNo}}
-		ds, err := engine.Deliver(ctx, st, out, []engine.Item{it})
-		if err != nil {
-			return fmt.Errorf("deliver the records held from %s: %w", cmp.Or(hp.URL, hp.Capture), err)
-		}
-		res.Delivered += ds[0].Sent
-		updated += int64(ds[0].Updated)
-		pagesDone++
-		res.Since += len(deliver) - ds[0].Sent
-		for _, i := range deliver {
+		for _, i := range entries {
 			done[i] = true
 		}
 	}
@@ -174,6 +139,55 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 		return fmt.Errorf("run history: %w", err)
 	}
 	return nil
+}
+
+// reparsePage parses one held page again (the entries idx of rs share
+// it) and delivers the records that now read right; the others get the
+// new finding as their reason. It returns what the delivery did (nil:
+// nothing delivered) and the entries delivered.
+func (e *Env) reparsePage(ctx context.Context, o QuarantineRetry, st *state.Store, out sink.Sink, rs []sink.Refusal, idx []int,
+	runID string, now time.Time, res *HeldResult) (*engine.Delivered, []int, error) {
+	hold := func(i int, reason string) {
+		rs[i].Reason, rs[i].Tries, rs[i].At = reason, rs[i].Tries+1, now.UTC()
+		res.Held++
+	}
+	hp := rs[idx[0]].Page
+	page, err := reparse(hp, runID, e.Config.Fetch.MaxBodyBytes)
+	if err != nil {
+		for _, i := range idx {
+			hold(i, "held by quality.hold; its page could not be parsed again: "+err.Error())
+		}
+		return nil, nil, nil
+	}
+	findings := page.Findings(now)
+	if o.findings != nil {
+		findings = o.findings(page, now)
+	}
+	var recs []record.Record
+	var deliver []int
+	for _, i := range idx {
+		switch pos, why := heldAgain(page, findings, rs[i].Record); {
+		case pos == 0:
+			hold(i, "held by quality.hold; parsed again, its page no longer gives this paper")
+		case why != "":
+			hold(i, "held by quality.hold: "+why)
+		default:
+			recs = append(recs, page.Records[pos-1])
+			deliver = append(deliver, i)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, nil, nil
+	}
+	it := engine.Item{Key: ledger.PageKey{Journal: hp.Journal, Page: hp.Page}, PapersOnly: true, RunID: runID, Citations: e.Config.Updates.Citations,
+		Page: &parser.Page{Records: recs, JournalID: page.JournalID, PageNo: page.PageNo}}
+	ds, err := engine.Deliver(ctx, st, out, []engine.Item{it})
+	if err != nil {
+		return nil, nil, fmt.Errorf("deliver the records held from %s: %w", cmp.Or(hp.URL, hp.Capture), err)
+	}
+	res.Delivered += ds[0].Sent
+	res.Since += len(deliver) - ds[0].Sent
+	return &ds[0], deliver, nil
 }
 
 // deliveredSince are the held entries whose paper the ledger knows as
