@@ -233,6 +233,9 @@ func checkSlots(tx *bolt.Tx, slots, log []byte, entrySize int, name, logName str
 	entryRun := func(v []byte, i int) uint32 { return entryRunAt(v, i, entrySize) }
 	badRun := func(v []byte, i int) bool { r := entryRun(v, i); return r == 0 || uint64(r) > runs }
 	if b := tx.Bucket(slots); b != nil {
+		if k, _ := b.Cursor().First(); k == nil {
+			out = append(out, fmt.Errorf("%s: no slot: the first one, at 0, is gone", name))
+		}
 		c := b.Cursor()
 		var prevEnd uint64
 		first := true

@@ -71,6 +71,13 @@ func formatTx(tx *bolt.Tx, path string) (int, error) {
 			case n > Format:
 				return 0, &FormatError{Path: path, Found: n}
 			}
+			// Format 3 keeps its papers' primary keys in the prints'
+			// buckets: without them, every paper would look new.
+			for _, b := range [][]byte{bucketKnown, bucketRecent, bucketPrints, bucketRecentPrints} {
+				if (n >= 3 || string(b) == string(bucketKnown) || string(b) == string(bucketRecent)) && tx.Bucket(b) == nil {
+					return 0, &DamagedError{Path: path, Cause: fmt.Sprintf("the %s bucket is missing from a format-%d file", b, n)}
+				}
+			}
 			return n, nil
 		}
 	}

@@ -85,15 +85,27 @@ func initPrints(tx *bolt.Tx) error {
 	return b.Put(firstSlot, []byte{})
 }
 
-// sets are a transaction's known and print slots.
-type sets struct{ known, prints knownSet }
+// sets are a transaction's known and print slots, and the number of runs
+// the file has numbered (an entry naming a later one is damage).
+type sets struct {
+	known, prints knownSet
+	runs          uint32
+}
 
 func (s *Store) setsOf(tx *bolt.Tx) sets {
-	out := sets{known: newKnownSet(tx.Bucket(bucketKnown))}
+	out := sets{known: newKnownSet(tx.Bucket(bucketKnown)), runs: runsNumbered(tx)}
 	if b := tx.Bucket(bucketPrints); b != nil {
 		out.prints = newPrintSet(b)
 	}
 	return out
+}
+
+// runsNumbered is how many run numbers the file has given.
+func runsNumbered(tx *bolt.Tx) uint32 {
+	if b := tx.Bucket(bucketRunNums); b != nil {
+		return uint32(min(b.Sequence(), MaxRuns))
+	}
+	return 0
 }
 
 // found is what the store knows of one key: the run that first recorded
@@ -113,6 +125,9 @@ func (s *Store) findKey(ks sets, h uint64) (found, error) {
 	}
 	if ks.prints.b != nil {
 		e, ok, err := ks.prints.getPrint(h)
+		if err == nil && ok && (e.run == 0 || e.run > ks.runs) {
+			err = errRunNumber
+		}
 		if err != nil || ok {
 			return found{run: e.run, ok: ok, hasPrint: ok, print: e.p}, err
 		}
@@ -121,6 +136,9 @@ func (s *Store) findKey(ks sets, h uint64) (found, error) {
 		return found{run: e.run, ok: true}, nil
 	}
 	r, ok, err := ks.known.get(h)
+	if err == nil && ok && (r == 0 || r > ks.runs) {
+		err = errRunNumber
+	}
 	return found{run: r, ok: ok}, err
 }
 
@@ -153,7 +171,7 @@ func (s *Store) loadRecentPrints(tx *bolt.Tx) error {
 	if b == nil {
 		return nil
 	}
-	seq := b.Sequence()
+	seq, runs := b.Sequence(), runsNumbered(tx)
 	var ents []printEntry
 	return b.ForEach(func(k, v []byte) error {
 		if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%printEntrySize != 0 {
@@ -161,7 +179,11 @@ func (s *Store) loadRecentPrints(tx *bolt.Tx) error {
 		}
 		ents = ents[:0]
 		for i := 0; i < len(v)/printEntrySize; i++ {
-			ents = append(ents, decodePrintEntry(v, i))
+			e := decodePrintEntry(v, i)
+			if e.run == 0 || e.run > runs {
+				return &DamagedError{Path: s.path, Cause: "a record of the recent prints names a run this file never numbered"}
+			}
+			ents = append(ents, e)
 		}
 		s.pmem.add(ents)
 		return nil

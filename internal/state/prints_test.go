@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -125,5 +126,57 @@ func TestFormat2UpgradedInPlace(t *testing.T) {
 	s.Close()
 	if c, problems, err := state.Check(dir); err != nil || len(problems) > 0 || c.Format != state.Format || c.Papers != 2 {
 		t.Errorf("check after the upgrade: %+v %v %v", c, problems, err)
+	}
+}
+
+// A format-3 file that lost a prints' bucket, or whose prints name a run
+// the file never numbered, is damage: Open refuses it (nothing would be
+// known by its primary key, and every paper delivered again) and Check
+// names it.
+func TestDamagedPrintsRefused(t *testing.T) {
+	written := func(t *testing.T) string {
+		dir := t.TempDir()
+		s := open(t, dir)
+		commitPage(t, s, ledger.Page{Key: ledger.PageKey{Journal: 1, Page: 1}, RunID: "r1", At: t0,
+			Papers: []ledger.Paper{{ID: "a", DOI: "10.1/a", Print: printN(1)}, {ID: "b", Print: printN(2)}}}, nil)
+		s.Close()
+		return dir
+	}
+	damage := func(t *testing.T, dir string, fn func(tx *bolt.Tx) error) {
+		db, err := bolt.Open(filepath.Join(dir, state.FileName), 0o644, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(fn); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	for name, fn := range map[string]func(tx *bolt.Tx) error{
+		"prints bucket deleted":        func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("prints")) },
+		"recent_prints bucket deleted": func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("recent_prints")) },
+		"a print naming run 999": func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte("recent_prints"))
+			return b.ForEach(func(k, v []byte) error {
+				w := append([]byte(nil), v...)
+				w[8], w[9], w[10] = 0, 3, 0xe7 // run 999
+				return b.Put(k, w)
+			})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := written(t)
+			damage(t, dir, fn)
+			var d *state.DamagedError
+			if s, err := state.Open(dir); !errors.As(err, &d) {
+				if s != nil {
+					s.Close()
+				}
+				t.Fatalf("Open: %v; want damage", err)
+			}
+			if _, problems, err := state.Check(dir); err == nil && len(problems) == 0 {
+				t.Errorf("check: sound")
+			}
+		})
 	}
 }

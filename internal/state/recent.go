@@ -120,6 +120,7 @@ func (s *Store) loadRecent() error {
 		if err := s.loadRecentPrints(tx); err != nil {
 			return err
 		}
+		runs := runsNumbered(tx)
 		b := tx.Bucket(bucketRecent)
 		if b == nil {
 			return nil
@@ -132,7 +133,11 @@ func (s *Store) loadRecent() error {
 			}
 			ents = ents[:0]
 			for i := 0; i < len(v)/entrySize; i++ {
-				ents = append(ents, entry{binary.BigEndian.Uint64(v[i*entrySize:]), entryRun(v, i)})
+				e := entry{binary.BigEndian.Uint64(v[i*entrySize:]), entryRun(v, i)}
+				if e.run == 0 || e.run > runs {
+					return &DamagedError{Path: s.path, Cause: "a record of the recent papers names a run this file never numbered"}
+				}
+				ents = append(ents, e)
 			}
 			s.mem.add(ents)
 			return nil

@@ -266,7 +266,11 @@ func open(dir string, tune tuning) (*Store, error) {
 // second's link finds the first's file, and both open that one. A file
 // system without hard links gets a rename instead.
 func create(path string) error {
-	tmp := fmt.Sprintf("%s.new-%d", path, os.Getpid())
+	// The process id (a leftover of an ended process is removed) and a
+	// random part (two first runs of one process do not share the file).
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	tmp := fmt.Sprintf("%s.new-%d-%s", path, os.Getpid(), hex.EncodeToString(rnd[:]))
 	os.Remove(tmp)
 	defer os.Remove(tmp)
 	// A whole format-2 file, its free-page list kept: Open finds nothing
@@ -310,6 +314,7 @@ func removeLeftovers(path string) {
 	prefix := filepath.Base(path) + ".new-"
 	for _, de := range ents {
 		rest, ok := strings.CutPrefix(de.Name(), prefix)
+		rest, _, _ = strings.Cut(rest, "-") // the pid, then the random part
 		if pid, err := strconv.Atoi(rest); ok && err == nil && pid != os.Getpid() && !Alive(pid) {
 			os.Remove(filepath.Join(filepath.Dir(path), de.Name()))
 		}
@@ -649,7 +654,7 @@ func (s *Store) newWriter(tx *bolt.Tx) *paperWriter {
 // newWriter makes a writer that adds straight into the slots (merged in
 // hash order when it is flushed).
 func newWriter(tx *bolt.Tx) *paperWriter {
-	ks := sets{known: newKnownSet(tx.Bucket(bucketKnown))}
+	ks := sets{known: newKnownSet(tx.Bucket(bucketKnown)), runs: runsNumbered(tx)}
 	if b := tx.Bucket(bucketPrints); b != nil {
 		ks.prints = newPrintSet(b)
 	}
@@ -663,6 +668,7 @@ func (w *paperWriter) run(id string) (uint32, error) {
 	n, err := runNumber(w.tx, id, true)
 	if err == nil {
 		w.runs[id] = n
+		w.sets.runs = max(w.sets.runs, n)
 	}
 	return n, err
 }
