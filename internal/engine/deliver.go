@@ -88,7 +88,7 @@ func Deliver(ctx context.Context, l ledger.Ledger, out sink.Sink, items []Item) 
 		ds[i] = Delivered{Records: len(it.Page.Records), FromEarlierRuns: dc.knownBefore, NewToRun: dc.freshToRun, Sent: len(dc.send),
 			Updated: dc.updated, Poorer: dc.poorer, Restless: dc.restless,
 			Last: it.Page.LastPage != 0 && it.Page.LastPage == it.Key.Page, Papers: papers, Delivery: seen}
-		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now(), PapersOnly: it.PapersOnly})
+		group.Pages = append(group.Pages, ledger.Page{Key: it.Key, Papers: papers, OnPage: len(it.Page.Records), RunID: it.RunID, At: time.Now(), PapersOnly: it.PapersOnly, Updated: dc.updated})
 		if it.Walk != nil {
 			if group.Walks == nil {
 				group.Walks = map[int64]ledger.WalkState{}

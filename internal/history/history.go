@@ -210,13 +210,15 @@ func recoverCounts(v *RunView, t map[int64]state.Tally) {
 		if j <= 0 {
 			continue // no journal's
 		}
-		c = state.Tally{PagesDone: clamp(c.PagesDone), PagesFailed: clamp(c.PagesFailed), PapersNew: clamp(c.PapersNew), PapersKnown: clamp(c.PapersKnown)}
+		c = state.Tally{PagesDone: clamp(c.PagesDone), PagesFailed: clamp(c.PagesFailed), PapersNew: clamp(c.PapersNew), PapersKnown: clamp(c.PapersKnown),
+			PapersUpdated: clamp(c.PapersUpdated)}
 		rep.Pages["done"] += c.PagesDone
 		rep.Pages["failed"] += c.PagesFailed
 		rep.Papers["new"] += c.PapersNew
 		rep.Papers["known"] += c.PapersKnown
+		rep.Papers["updated"] += c.PapersUpdated
 		rep.PerJournal[strconv.FormatInt(j, 10)] = engine.JournalCounts{PagesDone: c.PagesDone, PagesFailed: c.PagesFailed,
-			PapersNew: c.PapersNew, PapersKnown: c.PapersKnown}
+			PapersNew: c.PapersNew, PapersKnown: c.PapersKnown, PapersUpdated: c.PapersUpdated}
 	}
 	sanitize(&rep)
 	v.Summary, v.Recovered = &rep, true

@@ -59,6 +59,9 @@ type Page struct {
 	// PapersOnly: the papers are some of the page's (the held records of
 	// a quarantine retry): they are recorded, the page's status is not.
 	PapersOnly bool
+	// Updated counts the page's papers delivered as their next revision
+	// (a ledger that tallies runs counts them).
+	Updated int
 }
 
 // Group is what one commit records: pages whose records every sink has

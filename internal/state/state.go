@@ -780,7 +780,7 @@ func (s *Store) commitTx(tx *bolt.Tx, w *paperWriter, c ledger.Page) (newPapers 
 	if c.PapersOnly {
 		return newPapers, nil
 	}
-	if err := addTally(tx, run, c.Key.Journal, Tally{PagesDone: 1, PapersNew: int64(newPapers), PapersKnown: int64(max(c.OnPage-newPapers, 0))}); err != nil {
+	if err := addTally(tx, run, c.Key.Journal, Tally{PagesDone: 1, PapersNew: int64(newPapers), PapersKnown: int64(max(c.OnPage-newPapers, 0)), PapersUpdated: int64(c.Updated)}); err != nil {
 		return 0, err
 	}
 	st := PageStatus{State: PageDone, Papers: c.OnPage, NewPapers: newPapers, UpdatedAt: c.At.UTC()}

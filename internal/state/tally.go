@@ -8,17 +8,22 @@ import (
 
 // The tally counts, per run and journal, what each run committed, in the
 // same transaction as the pages it counts: pages done and failed, papers
-// recorded for the first time and papers known. A run ends by writing its
+// recorded for the first time, papers known, and papers delivered again as
+// their next revision (format 3: a value of an earlier file has none). A run ends by writing its
 // summary into the history; a run killed before its end (kill -9, power
 // loss) has none, and its counts are read back from here ("recovered").
 //
-//	run number (4) | journal (8) → done | failed | new | known (8 each, big-endian)
+//	run number (4) | journal (8) → done | failed | new | known | updated (8 each, big-endian)
 //
 // The bucket is made by the first commit that needs it: files written
 // before it have none, and their killed runs stay without counts.
 var bucketTally = []byte("run_tally")
 
-const tallySize = 32
+// tallySize is a value's size; tallySize2 a format-2 file's (no updated).
+const (
+	tallySize  = 40
+	tallySize2 = 32
+)
 
 // Tally is what one run committed for one journal.
 type Tally struct {
@@ -26,6 +31,8 @@ type Tally struct {
 	PagesFailed int64 `json:"pages_failed"`
 	PapersNew   int64 `json:"papers_new"`
 	PapersKnown int64 `json:"papers_known"`
+	// PapersUpdated are known papers delivered as their next revision.
+	PapersUpdated int64 `json:"papers_updated,omitempty"`
 }
 
 func tallyKey(run uint32, journal int64) []byte {
@@ -44,15 +51,16 @@ func addTally(tx *bolt.Tx, run uint32, journal int64, d Tally) error {
 	}
 	k := tallyKey(run, journal)
 	var t Tally
-	if v := b.Get(k); len(v) == tallySize {
+	if v := b.Get(k); len(v) == tallySize || len(v) == tallySize2 {
 		t = decodeTally(v)
 	}
 	t.PagesDone += d.PagesDone
 	t.PagesFailed = max(t.PagesFailed+d.PagesFailed, 0)
 	t.PapersNew += d.PapersNew
 	t.PapersKnown += d.PapersKnown
+	t.PapersUpdated += d.PapersUpdated
 	v := make([]byte, 0, tallySize)
-	for _, n := range []int64{t.PagesDone, t.PagesFailed, t.PapersNew, t.PapersKnown} {
+	for _, n := range []int64{t.PagesDone, t.PagesFailed, t.PapersNew, t.PapersKnown, t.PapersUpdated} {
 		v = binary.BigEndian.AppendUint64(v, uint64(n))
 	}
 	return b.Put(k, v)
@@ -60,7 +68,11 @@ func addTally(tx *bolt.Tx, run uint32, journal int64, d Tally) error {
 
 func decodeTally(v []byte) Tally {
 	n := func(i int) int64 { return int64(binary.BigEndian.Uint64(v[8*i:])) }
-	return Tally{PagesDone: n(0), PagesFailed: n(1), PapersNew: n(2), PapersKnown: n(3)}
+	t := Tally{PagesDone: n(0), PagesFailed: n(1), PapersNew: n(2), PapersKnown: n(3)}
+	if len(v) >= tallySize {
+		t.PapersUpdated = n(4)
+	}
+	return t
 }
 
 // Tallies are the counts each run committed, by run id and journal. A
@@ -74,7 +86,7 @@ func (s *Store) Tallies() (map[string]map[int64]Tally, error) {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
-			if len(k) != 12 || len(v) != tallySize {
+			if len(k) != 12 || len(v) != tallySize && len(v) != tallySize2 {
 				return nil // counts only, for killed runs: one not as written is left out, never a reason to stop
 			}
 			id := runIDOf(tx, binary.BigEndian.Uint32(k))

@@ -24,7 +24,9 @@ func TestTallyCountsWhatEachRunCommitted(t *testing.T) {
 	}
 	commitPage(t, s, page(1, 1, "r1", "a", "b"), nil)
 	commitPage(t, s, page(1, 2, "r2", "b", "c", "d"), nil)
-	commitPage(t, s, page(2, 1, "r2", "e"), nil)
+	updated := page(2, 1, "r2", "e")
+	updated.Updated = 1 // and a revision
+	commitPage(t, s, updated, nil)
 	for range 2 {
 		if err := s.FailPage(ctx, ledger.PageKey{Journal: 1, Page: 3}, "r2", errors.New("HTTP 503"), t0); err != nil {
 			t.Fatal(err)
@@ -45,7 +47,7 @@ func TestTallyCountsWhatEachRunCommitted(t *testing.T) {
 	}
 	want := map[string]map[int64]state.Tally{
 		"r1": {1: {PagesDone: 1, PapersNew: 2}},
-		"r2": {1: {PagesDone: 1, PagesFailed: 1, PapersNew: 2, PapersKnown: 1}, 2: {PagesDone: 1, PapersNew: 1}},
+		"r2": {1: {PagesDone: 1, PagesFailed: 1, PapersNew: 2, PapersKnown: 1}, 2: {PagesDone: 1, PapersNew: 1, PapersUpdated: 1}},
 	}
 	if len(got) != len(want) || got["r1"][1] != want["r1"][1] || got["r2"][1] != want["r2"][1] || got["r2"][2] != want["r2"][2] {
 		t.Fatalf("tallies %+v, want %+v", got, want)
@@ -72,6 +74,24 @@ func TestDamagedTallyIsLeftOut(t *testing.T) {
 	}
 	got, err := s.Tallies()
 	if err != nil || got["r1"][1].PapersNew != 1 || len(got) != 1 {
+		t.Fatalf("tallies %v, %v", got, err)
+	}
+}
+
+// A tally a format-2 file wrote (32 bytes: no revisions) is read, its
+// updated count 0.
+func TestFormat2TallyRead(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	commitPage(t, s, ledger.Page{Key: ledger.PageKey{Journal: 1, Page: 1}, OnPage: 1, RunID: "r1", At: t0, Papers: []ledger.Paper{{ID: "a"}}}, nil)
+	k := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7}
+	v := make([]byte, 32)
+	v[7], v[23] = 2, 5 // 2 pages done, 5 new
+	if err := s.PutRawTally(k, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Tallies()
+	if err != nil || got["r1"][7] != (state.Tally{PagesDone: 2, PapersNew: 5}) {
 		t.Fatalf("tallies %v, %v", got, err)
 	}
 }
