@@ -227,7 +227,7 @@ func decide(recs []record.Record, papers []ledger.Paper, found []ledger.Seen, it
 			sent.add(*r, papers[i].Print)
 			continue
 		}
-		old := print(base)
+		old := fprint(base)
 		v, changed := judge(base, fp, it.Citations)
 		if it.Redeliver && !fp.siteID() && old.siteID() {
 			// A read without the JSON of a paper delivered under its
@@ -285,7 +285,7 @@ func decide(recs []record.Record, papers []ledger.Paper, found []ledger.Seen, it
 // found, "id" when the paper got its site id, "content" when the print
 // could not tell which field (two 4-bit hashes alike: about one change of
 // one field in 15).
-func changedNames(changed fieldMask, fresh, old print) []string {
+func changedNames(changed fieldMask, fresh, old fprint) []string {
 	names := changed.names()
 	if fresh.siteID() && !old.siteID() {
 		names = append(names, "id")

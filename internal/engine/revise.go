@@ -55,17 +55,17 @@ func (m fieldMask) names() []string {
 	return out
 }
 
-type print ledger.Print
+type fprint ledger.Print
 
-func (p print) word() uint16     { return binary.BigEndian.Uint16(p[0:]) }
-func (p print) revision() int    { return int(p.word() & maxRevision) }
-func (p print) cut() bool        { return p.word()&flagCut != 0 }
-func (p print) siteID() bool     { return p.word()&flagSiteID != 0 }
-func (p print) sum() uint32      { return binary.BigEndian.Uint32(p[2:]) }
-func (p print) field(i int) byte { return p[6+i/2] >> (4 * (i % 2)) & 0xf }
+func (p fprint) word() uint16     { return binary.BigEndian.Uint16(p[0:]) }
+func (p fprint) revision() int    { return int(p.word() & maxRevision) }
+func (p fprint) cut() bool        { return p.word()&flagCut != 0 }
+func (p fprint) siteID() bool     { return p.word()&flagSiteID != 0 }
+func (p fprint) sum() uint32      { return binary.BigEndian.Uint32(p[2:]) }
+func (p fprint) field(i int) byte { return p[6+i/2] >> (4 * (i % 2)) & 0xf }
 
 // has is the set of fields the print's record has.
-func (p print) has() fieldMask {
+func (p fprint) has() fieldMask {
 	var m fieldMask
 	for i := range numFields {
 		if p.field(i) != 0 {
@@ -76,7 +76,7 @@ func (p print) has() fieldMask {
 }
 
 // withRevision is p numbered rev.
-func (p print) withRevision(rev int) ledger.Print {
+func (p fprint) withRevision(rev int) ledger.Print {
 	w := p.word()&^maxRevision | uint16(min(rev, maxRevision))
 	binary.BigEndian.PutUint16(p[0:], w)
 	return ledger.Print(p)
@@ -85,11 +85,11 @@ func (p print) withRevision(rev int) ledger.Print {
 // Revision is the revision a ledger's print of a paper records: the one
 // last delivered (0: no print, a paper delivered before prints were
 // kept).
-func Revision(p ledger.Print) int { return print(p).revision() }
+func Revision(p ledger.Print) int { return fprint(p).revision() }
 
 // fingerprint is the print of r's content, revision 0.
-func fingerprint(r *record.Record) print {
-	var p print
+func fingerprint(r *record.Record) fprint {
+	var p fprint
 	var w uint16
 	for _, code := range r.Warnings {
 		if code == record.WarnTextTruncated || code == record.WarnJSONTruncated {
@@ -200,11 +200,11 @@ const (
 // judge compares a known paper's print (old, zero when none) with a read
 // of it (fresh): what to do, and the fields that changed. Citation counts
 // count only with citations.
-func judge(old ledger.Print, fresh print, citations bool) (verdict, fieldMask) {
+func judge(old ledger.Print, fresh fprint, citations bool) (verdict, fieldMask) {
 	if old.IsZero() {
 		return baseline, 0
 	}
-	o := print(old)
+	o := fprint(old)
 	content := fieldMask(1<<numFields - 1)
 	if !citations {
 		content &^= 1 << fieldCitations

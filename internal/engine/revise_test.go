@@ -63,11 +63,11 @@ func TestJudge(t *testing.T) {
 // A print keeps its revision, and says what the record has.
 func TestPrintRevision(t *testing.T) {
 	r := paper()
-	p := print(fingerprint(&r).withRevision(7))
+	p := fprint(fingerprint(&r).withRevision(7))
 	if p.revision() != 7 || !p.siteID() || p.cut() || p.has()&(1<<fieldCitations) == 0 || p.has()&(1<<1) != 0 {
 		t.Errorf("print %x: revision %d site id %v cut %v has %v", p, p.revision(), p.siteID(), p.cut(), p.has().names())
 	}
-	if print(p.withRevision(maxRevision+5)).revision() != maxRevision {
+	if fprint(p.withRevision(maxRevision+5)).revision() != maxRevision {
 		t.Error("a revision past the most a print holds")
 	}
 }
@@ -92,8 +92,8 @@ func TestDecideRevisions(t *testing.T) {
 	if got.Revision != 2 || !slices.Equal(got.Changed, []string{"title", "id"}) || got.Replaces != "doi:10.1/x" {
 		t.Errorf("revision %d changed %v replaces %q; want 2 [title id] doi:10.1/x", got.Revision, got.Changed, got.Replaces)
 	}
-	if print(papers[0].Print).revision() != 2 {
-		t.Errorf("the print to record is revision %d", print(papers[0].Print).revision())
+	if fprint(papers[0].Print).revision() != 2 {
+		t.Errorf("the print to record is revision %d", fprint(papers[0].Print).revision())
 	}
 	// The same page again in the group: sent already.
 	d = decide([]record.Record{n}, []ledger.Paper{{ID: n.ID, DOI: n.DOI}}, []ledger.Seen{{Delivery: ledger.DeliveredBefore, Print: old}}, Item{}, &sent)
@@ -144,7 +144,7 @@ func TestRedeliverPoorerThenWhole(t *testing.T) {
 	var sent sentInGroup
 	papers := []ledger.Paper{{ID: poor.ID}}
 	d := decide([]record.Record{poor}, papers, []ledger.Seen{{Delivery: ledger.DeliveredBefore, Print: old}}, Item{Redeliver: true}, &sent)
-	if len(d.send) != 1 || d.send[0].Revision != 2 || !slices.Equal(d.send[0].Changed, []string{"doi"}) || print(papers[0].Print).revision() != 2 {
+	if len(d.send) != 1 || d.send[0].Revision != 2 || !slices.Equal(d.send[0].Changed, []string{"doi"}) || fprint(papers[0].Print).revision() != 2 {
 		t.Fatalf("redelivered poorer: %+v, print %x", d.send, papers[0].Print)
 	}
 	sent = nil
