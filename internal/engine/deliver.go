@@ -145,23 +145,33 @@ func distinct(recs []record.Record) ([]record.Record, []ledger.Paper) {
 
 // sentInGroup is what earlier pages of a group met, by id and by DOI: the
 // print each paper has after them (the one they record, else the
-// ledger's), so that a later page of the group showing the paper again is
-// judged against it.
-type sentInGroup map[string]ledger.Print
+// ledger's), and the id it was met under, so that a later page of the
+// group showing the paper again is judged against it.
+type sentInGroup map[string]metInGroup
 
-func (s *sentInGroup) get(r record.Record) (ledger.Print, bool) {
-	if p, ok := (*s)[r.ID]; ok {
-		return p, true
+type metInGroup struct {
+	print ledger.Print
+	id    string
+}
+
+// get finds r's paper among those the group met: its print, whether it
+// was met, and whether the print is r's to be judged against. A paper met
+// by r's DOI under another site id is another paper the site gave the
+// same DOI (the ledger takes it as known, as a crawl always has), not an
+// earlier revision of r's: its print is not r's.
+func (s *sentInGroup) get(r record.Record) (p ledger.Print, met, judged bool) {
+	if m, ok := (*s)[r.ID]; ok {
+		return m.print, true, true
 	}
 	if r.DOI != "" {
-		p, ok := (*s)["doi:"+ledger.DOIKey(r.DOI)]
-		return p, ok
+		m, ok := (*s)["doi:"+ledger.DOIKey(r.DOI)]
+		return m.print, ok, ok && !(hasSiteID(m.id) && hasSiteID(r.ID))
 	}
-	return ledger.Print{}, false
+	return ledger.Print{}, false, false
 }
 
 func (s *sentInGroup) has(r record.Record) bool {
-	_, ok := s.get(r)
+	_, ok, _ := s.get(r)
 	return ok
 }
 
@@ -169,9 +179,9 @@ func (s *sentInGroup) add(r record.Record, p ledger.Print) {
 	if *s == nil {
 		*s = sentInGroup{}
 	}
-	(*s)[r.ID] = p
+	(*s)[r.ID] = metInGroup{p, r.ID}
 	if r.DOI != "" {
-		(*s)["doi:"+ledger.DOIKey(r.DOI)] = p
+		(*s)["doi:"+ledger.DOIKey(r.DOI)] = metInGroup{p, r.ID}
 	}
 }
 
@@ -212,11 +222,11 @@ func decide(recs []record.Record, papers []ledger.Paper, found []ledger.Seen, it
 		if seen == ledger.DeliveredBefore {
 			d.knownBefore++
 		}
-		base, inGroup := sent.get(*r)
+		base, inGroup, judged := sent.get(*r)
 		if seen != ledger.DeliveredThisRun && !inGroup {
 			d.freshToRun++
 		}
-		if !inGroup {
+		if !judged {
 			base = found[i].Print
 		}
 		fp := fingerprint(r)

@@ -77,6 +77,14 @@ func TestDecide(t *testing.T) {
 	if len(first) != 1 || len(second) != 0 {
 		t.Errorf("one paper under two ids, the site id first: sent %v then %v", ids(first), ids(second))
 	}
+	// Two site ids the site gave one DOI: the second is taken as known (by
+	// its DOI, as a crawl always has), never as a revision of the first.
+	sent = nil
+	first, _ = decideSeen([]record.Record{{ID: "42", DOI: "10.1/x", Title: "One"}}, []ledger.Delivery{u}, false, &sent)
+	second, _ = decideSeen([]record.Record{{ID: "43", DOI: "10.1/x", Title: "Another"}}, []ledger.Delivery{u}, false, &sent)
+	if len(first) != 1 || len(second) != 0 {
+		t.Errorf("two site ids with one DOI: sent %v then %v", first, second)
+	}
 }
 
 // decideSeen is decide over papers known without prints.
