@@ -145,7 +145,7 @@ interrupted.`,
 	f.register(cmd)
 	cmd.Flags().StringVar(&pages, "pages", "", "page range: A-B, A- (until the listing ends) or A")
 	cmd.Flags().BoolVar(&noResume, "no-resume", false, "refetch pages committed by earlier runs")
-	cmd.Flags().BoolVar(&redeliver, "redeliver", false, "deliver papers again even if they were delivered before")
+	cmd.Flags().BoolVar(&redeliver, "redeliver", false, "deliver papers again even if they were delivered before, as the site shows them now (one shown with less than was delivered goes as its next revision; one read without its JSON that was delivered under its site id is not sent)")
 	return cmd
 }
 

@@ -183,7 +183,7 @@ type sinkFlags struct {
 func (s *sinkFlags) register(fl *pflag.FlagSet, stateless bool) {
 	s.stateless = stateless
 	fl.StringArrayVar(&s.urls, "sink", nil, "deliver records to this sink `URL` (repeat to fan out): jsonl:PATH, - (stdout), postgres://USER@HOST:PORT/DB?table=papers, "+
-		"nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC, atom:DIR (an Atom feed per journal); replaces the config's sinks (default: standard output)")
+		"nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC, atom:DIR (an Atom feed per journal); replaces the config's sinks (default: the config's, else standard output; replay --updates and quarantine retry --reparse refuse standard output)")
 	fl.StringVarP(&s.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	if stateless {
 		fl.BoolVar(&s.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/engine"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/ledger"
 	"github.com/litcrawl/litcrawl/internal/state"
@@ -135,7 +136,11 @@ func (e *Env) retryHeldLocked(ctx context.Context, o QuarantineRetry, st *state.
 		return nil // nothing delivered: no run to keep
 	}
 	papers := map[string]int64{"new": int64(res.Delivered) - updated, "updated": updated, "held": int64(res.Held)}
-	if err := recordRun(st, history.Reparse, runID, now, pagesDone, papers, nil); err != nil {
+	var left error // the command's exit: 3 while held records remain
+	if n := res.Held + res.NoPage; n > 0 {
+		left = exitcode.IncompleteError(fmt.Errorf("%d held records remain in the quarantine", n))
+	}
+	if err := recordRun(st, history.Reparse, runID, now, pagesDone, papers, left); err != nil {
 		return fmt.Errorf("run history: %w", err)
 	}
 	return nil

@@ -275,7 +275,7 @@ func decide(recs []record.Record, papers []ledger.Paper, found []ledger.Seen, it
 			d.poorer++
 			sent.add(*r, base)
 			continue
-		case v == baseline && hasSiteID(r.ID):
+		case v == baseline && hasSiteID(r.ID) && found[i].ByID:
 			// Delivered before prints were kept: this read is its
 			// revision 1 from now on (a read without the JSON is not: it
 			// may lack what was delivered).

@@ -161,3 +161,26 @@ func TestRedeliverPoorerThenWhole(t *testing.T) {
 		t.Fatalf("a read without the JSON redelivered: %+v", d.send)
 	}
 }
+
+// A paper known to the ledger only by a DOI another paper was delivered
+// under (two site ids the site gave one DOI) gets no print of its own:
+// it stays known, and a later change of it is never a "revision" of an id
+// no sink has.
+func TestNoPrintForAPaperKnownOnlyByAnothersDOI(t *testing.T) {
+	b := paper()
+	b.ID = "43"
+	papers := []ledger.Paper{{ID: b.ID, DOI: b.DOI}}
+	var sent sentInGroup
+	d := decide([]record.Record{b}, papers, []ledger.Seen{{Delivery: ledger.DeliveredBefore}}, Item{}, &sent)
+	if len(d.send) != 0 || !papers[0].Print.IsZero() {
+		t.Fatalf("sent %v, print %x; want nothing and none", d.send, papers[0].Print)
+	}
+	// Known by its own id, without a print (delivered before prints were
+	// kept): its first print is recorded, nothing sent.
+	papers = []ledger.Paper{{ID: b.ID, DOI: b.DOI}}
+	sent = nil
+	d = decide([]record.Record{b}, papers, []ledger.Seen{{Delivery: ledger.DeliveredBefore, ByID: true}}, Item{}, &sent)
+	if len(d.send) != 0 || fprint(papers[0].Print).revision() != 1 {
+		t.Fatalf("sent %v, print %x; want nothing and a first print", d.send, papers[0].Print)
+	}
+}

@@ -174,6 +174,7 @@ func (l *Ledger) Lookup(ctx context.Context, papers []ledger.Paper, runID string
 		case 2:
 			out[i].Delivery = ledger.DeliveredThisRun
 		}
+		out[i].ByID = byID[i] != 0 || strings.HasPrefix(papers[i].ID, "doi:") && byDOI[i] != 0
 		// A paper known by its DOI alone ("doi:…") finds its print where
 		// its latest revision put it: under the DOI (the id's key keeps
 		// its first).

@@ -74,6 +74,11 @@ func (m *Memory) Lookup(ctx context.Context, papers []Paper, runID string) ([]Se
 		default:
 			seen[i].Delivery = DeliveredBefore
 		}
+		if strings.HasPrefix(p.ID, "doi:") {
+			_, seen[i].ByID = m.dois[p.DOIKey()]
+		} else if p.ID != "" {
+			_, seen[i].ByID = m.ids[p.ID]
+		}
 		if pr, ok := m.prints[printKey(p)]; ok {
 			seen[i].Print = pr
 		} else if k := p.DOIKey(); k != "" {

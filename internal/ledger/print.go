@@ -14,11 +14,16 @@ type Print [PrintSize]byte
 // IsZero reports whether p is no print.
 func (p Print) IsZero() bool { return p == Print{} }
 
-// Seen is what a ledger knows of one paper: whether it was delivered, and
-// the print recorded with it (zero when none was).
+// Seen is what a ledger knows of one paper: whether it was delivered, the
+// print recorded with it (zero when none was), and whether it was found
+// by its own id (for an id "doi:…", whether that DOI is known), not only
+// by its DOI: a paper
+// known only by a DOI another paper delivered under its own site id is
+// that other paper to the ledger, and has no print of its own.
 type Seen struct {
 	Delivery Delivery
 	Print    Print
+	ByID     bool
 }
 
 // Deliveries is the Delivery of each.

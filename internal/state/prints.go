@@ -143,16 +143,18 @@ func (s *Store) findKey(ks sets, h uint64) (found, error) {
 }
 
 // lookupTx finds a paper by its id and by its DOI: the run number that
-// first recorded it (the earlier of its keys'), and its print (its id's,
-// else its DOI's). The caller holds s.memMu (or s.logMu).
-func (s *Store) lookupTx(ks sets, p ledger.Paper) (run uint32, ok bool, pr ledger.Print, err error) {
+// first recorded it (the earlier of its keys'), its print (its id's, else
+// its DOI's), and whether its first key (its id's, or its DOI's for an id
+// "doi:…") was found. The caller holds s.memMu (or s.logMu).
+func (s *Store) lookupTx(ks sets, p ledger.Paper) (run uint32, ok bool, pr ledger.Print, byID bool, err error) {
 	hs, n := paperHashes(p)
 	printed := false
-	for _, h := range hs[:n] {
+	for i, h := range hs[:n] {
 		f, err := s.findKey(ks, h)
 		if err != nil {
-			return 0, false, pr, err
+			return 0, false, pr, false, err
 		}
+		byID = byID || i == 0 && f.ok
 		// Known by both (a paper seen first without its JSON, then with
 		// it): the earlier run first delivered it.
 		if f.ok && (!ok || f.run < run) {
@@ -162,7 +164,7 @@ func (s *Store) lookupTx(ks sets, p ledger.Paper) (run uint32, ok bool, pr ledge
 			pr, printed = f.print, true
 		}
 	}
-	return run, ok, pr, nil
+	return run, ok, pr, byID, nil
 }
 
 // loadRecentPrints reads the prints' log into memory (Open).

@@ -109,7 +109,8 @@ func TestFormat2UpgradedInPlace(t *testing.T) {
 	}
 	s = open(t, dir)
 	got, err := s.Lookup(ctx, []ledger.Paper{{ID: "a"}, {ID: "x", DOI: "10.1/A"}, {ID: "b"}}, "r2")
-	if err != nil || got[0] != (ledger.Seen{Delivery: ledger.DeliveredBefore}) || got[1] != got[0] || got[2] != got[0] {
+	known := ledger.Seen{Delivery: ledger.DeliveredBefore, ByID: true}
+	if err != nil || got[0] != known || got[1] != (ledger.Seen{Delivery: ledger.DeliveredBefore}) || got[2] != known {
 		t.Fatalf("after the upgrade: %v %v", got, err)
 	}
 	if n := commitPage(t, s, ledger.Page{Key: ledger.PageKey{Journal: 1, Page: 1}, RunID: "r2", At: t0,

@@ -518,7 +518,7 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 		}
 		ks := s.setsOf(tx)
 		for i, p := range ps {
-			run, ok, pr, err := s.lookupTx(ks, p)
+			run, ok, pr, byID, err := s.lookupTx(ks, p)
 			switch {
 			case err != nil:
 				return s.damage(err)
@@ -530,7 +530,7 @@ func (s *Store) Lookup(ctx context.Context, ps []ledger.Paper, runID string) ([]
 			default:
 				out[i].Delivery = ledger.DeliveredBefore
 			}
-			out[i].Print = pr
+			out[i].Print, out[i].ByID = pr, byID
 		}
 		return nil
 	})
@@ -554,7 +554,7 @@ func (s *Store) FirstRun(ctx context.Context, p ledger.Paper) (runID string, kno
 	s.memMu.RLock()
 	defer s.memMu.RUnlock()
 	err = s.view(func(tx *bolt.Tx) error {
-		run, ok, _, err := s.lookupTx(s.setsOf(tx), p)
+		run, ok, _, _, err := s.lookupTx(s.setsOf(tx), p)
 		if err != nil {
 			return s.damage(err)
 		}

@@ -44,7 +44,9 @@ func printOf(b byte) ledger.Print {
 
 // prints checks the prints a ledger keeps: a new paper's print is found
 // by its id (its DOI for an id "doi:…"), not by its DOI alone (a read
-// without the JSON cannot carry its site id); a later commit with another print replaces
+// without the JSON cannot carry its site id), and a look-up says whether
+// it found the paper by its own id (ByID: "x", known by its DOI alone, is
+// not); a later commit with another print replaces
 // it and keeps the paper's first run; a zero print keeps what is there;
 // a paper whose id changed (seen by its DOI first, "doi:…", then with a
 // site id) is found with its latest print by either; all of it outlives
@@ -63,8 +65,8 @@ func prints(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.L
 	}
 	before := ledger.DeliveredBefore
 	want(l, []ledger.Paper{{ID: "501"}, {ID: "doi:10.1000/p1"}, {ID: "x", DOI: "10.1000/p2"}, c},
-		"r2", ledger.Seen{Delivery: before, Print: printOf(1)}, ledger.Seen{Delivery: before},
-		ledger.Seen{Delivery: before, Print: printOf(40)}, ledger.Seen{Delivery: before})
+		"r2", ledger.Seen{Delivery: before, Print: printOf(1), ByID: true}, ledger.Seen{Delivery: before, ByID: true},
+		ledger.Seen{Delivery: before, Print: printOf(40)}, ledger.Seen{Delivery: before, ByID: true})
 	// A new revision of a, and b seen with its site id.
 	a2 := ledger.Paper{ID: "501", DOI: "10.1000/p1", Print: printOf(80)}
 	b2 := ledger.Paper{ID: "502", DOI: "10.1000/P2", Print: printOf(120)}
@@ -75,8 +77,8 @@ func prints(t *testing.T, fresh func(*testing.T) (ledger.Ledger, func() ledger.L
 		l = reopen()
 	}
 	want(l, []ledger.Paper{{ID: "501"}, {ID: "502"}, {ID: "doi:10.1000/p2"}, {ID: "503"}},
-		"r3", ledger.Seen{Delivery: before, Print: printOf(80)}, ledger.Seen{Delivery: before, Print: printOf(120)},
-		ledger.Seen{Delivery: before, Print: printOf(120)}, ledger.Seen{Delivery: before})
+		"r3", ledger.Seen{Delivery: before, Print: printOf(80), ByID: true}, ledger.Seen{Delivery: before, Print: printOf(120), ByID: true},
+		ledger.Seen{Delivery: before, Print: printOf(120), ByID: true}, ledger.Seen{Delivery: before, ByID: true})
 }
 
 // sharedKeys commits, in one group, a paper on two pages and two ids with
