@@ -40,19 +40,10 @@ type HeldResult struct {
 // commit; killed in between, the next retry finds them delivered and only
 // removes them.
 func (e *Env) RetryHeld(ctx context.Context, o QuarantineRetry) (HeldResult, error) {
-	path := filepath.Join(o.StateDir, quarantine.Name)
-	res := HeldResult{Path: path}
-	c, err := quarantine.Read(path)
-	res.Bad = len(c.Bad)
-	if err != nil || len(c.Entries) == 0 {
-		return res, err
-	}
-	st, err := state.Open(o.StateDir)
-	if err != nil {
-		return res, err
-	}
-	defer st.Close()
-	err = quarantine.Locked(path, func() error { return e.retryHeldLocked(ctx, o, st, path, &res) })
+	res := HeldResult{Path: filepath.Join(o.StateDir, quarantine.Name)}
+	err := withQuarantine(o.StateDir, &res.Bad, func(st *state.Store, path string) error {
+		return e.retryHeldLocked(ctx, o, st, path, &res)
+	})
 	return res, err
 }
 

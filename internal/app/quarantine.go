@@ -131,22 +131,31 @@ type QuarantineResult struct {
 // refused again stay, their tries counted. A crash at any point leaves
 // each record either delivered once or still quarantined (Refusal.Pending).
 func (e *Env) RetryQuarantine(ctx context.Context, o QuarantineRetry) (QuarantineResult, error) {
-	path := filepath.Join(o.StateDir, quarantine.Name)
-	res := QuarantineResult{Path: path}
+	res := QuarantineResult{Path: filepath.Join(o.StateDir, quarantine.Name)}
+	err := withQuarantine(o.StateDir, &res.Bad, func(st *state.Store, path string) error {
+		return e.retryLocked(ctx, o, st, path, &res)
+	})
+	return res, err
+}
+
+// withQuarantine runs a retry of the state directory's quarantine: when
+// it holds entries, with the state open and the quarantine held from its
+// read to its last rewrite (a worker quarantining meanwhile waits). It
+// sets bad to its lines that are no entry (the retry sets it again from
+// its own read).
+func withQuarantine(stateDir string, bad *int, retry func(st *state.Store, path string) error) error {
+	path := filepath.Join(stateDir, quarantine.Name)
 	c, err := quarantine.Read(path)
-	res.Bad = len(c.Bad)
+	*bad = len(c.Bad)
 	if err != nil || len(c.Entries) == 0 {
-		return res, err
+		return err
 	}
-	st, err := state.Open(o.StateDir)
+	st, err := state.Open(stateDir)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer st.Close()
-	// The quarantine is held from its read to its last rewrite: a worker
-	// quarantining meanwhile waits.
-	err = quarantine.Locked(path, func() error { return e.retryLocked(ctx, o, st, path, &res) })
-	return res, err
+	return quarantine.Locked(path, func() error { return retry(st, path) })
 }
 
 func (e *Env) retryLocked(ctx context.Context, o QuarantineRetry, st *state.Store, path string, res *QuarantineResult) error {

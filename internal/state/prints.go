@@ -167,31 +167,6 @@ func (s *Store) lookupTx(ks sets, p ledger.Paper) (run uint32, ok bool, pr ledge
 	return run, ok, pr, byID, nil
 }
 
-// loadRecentPrints reads the prints' log into memory (Open).
-func (s *Store) loadRecentPrints(tx *bolt.Tx) error {
-	b := tx.Bucket(bucketRecentPrints)
-	if b == nil {
-		return nil
-	}
-	seq, runs := b.Sequence(), runsNumbered(tx)
-	var ents []printEntry
-	return b.ForEach(func(k, v []byte) error {
-		if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%printEntrySize != 0 {
-			return &DamagedError{Path: s.path, Cause: "a record of the recent prints is not what was written"}
-		}
-		ents = ents[:0]
-		for i := 0; i < len(v)/printEntrySize; i++ {
-			e := decodePrintEntry(v, i)
-			if e.run == 0 || e.run > runs {
-				return &DamagedError{Path: s.path, Cause: "a record of the recent prints names a run this file never numbered"}
-			}
-			ents = append(ents, e)
-		}
-		s.pmem.add(ents)
-		return nil
-	})
-}
-
 // appendRecentPrints writes a commit's print entries to their log (in its
 // transaction).
 func appendRecentPrints(tx *bolt.Tx, fresh []printEntry) error {

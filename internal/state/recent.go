@@ -117,31 +117,48 @@ func (s *Store) loadRecent() error {
 	s.mem = recentIndex[entry]{}
 	s.pmem = recentIndex[printEntry]{newerWins: true}
 	return s.view(func(tx *bolt.Tx) error {
-		if err := s.loadRecentPrints(tx); err != nil {
+		runs := runsNumbered(tx)
+		decodeEntry := func(v []byte, i int) entry { return entry{binary.BigEndian.Uint64(v[i*entrySize:]), entryRun(v, i)} }
+		if err := loadLog(s.path, tx.Bucket(bucketRecentPrints), "prints", printEntrySize, runs, decodePrintEntry, s.pmem.add); err != nil {
 			return err
 		}
-		runs := runsNumbered(tx)
-		b := tx.Bucket(bucketRecent)
-		if b == nil {
-			return nil
+		return loadLog(s.path, tx.Bucket(bucketRecent), "papers", entrySize, runs, decodeEntry, s.mem.add)
+	})
+}
+
+// runEntry is a log's entry: a known paper's or a print's, each naming
+// the run that first recorded its key.
+type runEntry interface {
+	slotEntry
+	firstRun() uint32
+}
+
+func (e entry) firstRun() uint32      { return e.run }
+func (e printEntry) firstRun() uint32 { return e.run }
+
+// loadLog reads a log of entries of size bytes (none: no bucket) into
+// memory (add); a record not as written, or an entry naming a run the
+// file never numbered, is damage.
+func loadLog[E runEntry](path string, b *bolt.Bucket, name string, size int, runs uint32, decode func(v []byte, i int) E, add func([]E)) error {
+	if b == nil {
+		return nil
+	}
+	seq := b.Sequence()
+	var ents []E
+	return b.ForEach(func(k, v []byte) error {
+		if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%size != 0 {
+			return &DamagedError{Path: path, Cause: "a record of the recent " + name + " is not what was written"}
 		}
-		var ents []entry
-		seq := b.Sequence()
-		return b.ForEach(func(k, v []byte) error {
-			if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > seq || len(v)%entrySize != 0 {
-				return &DamagedError{Path: s.path, Cause: "a record of the recent papers is not what was written"}
+		ents = ents[:0]
+		for i := 0; i < len(v)/size; i++ {
+			e := decode(v, i)
+			if r := e.firstRun(); r == 0 || r > runs {
+				return &DamagedError{Path: path, Cause: "a record of the recent " + name + " names a run this file never numbered"}
 			}
-			ents = ents[:0]
-			for i := 0; i < len(v)/entrySize; i++ {
-				e := entry{binary.BigEndian.Uint64(v[i*entrySize:]), entryRun(v, i)}
-				if e.run == 0 || e.run > runs {
-					return &DamagedError{Path: s.path, Cause: "a record of the recent papers names a run this file never numbered"}
-				}
-				ents = append(ents, e)
-			}
-			s.mem.add(ents)
-			return nil
-		})
+			ents = append(ents, e)
+		}
+		add(ents)
+		return nil
 	})
 }
 
