@@ -56,7 +56,10 @@ type driftPaper struct {
 	doi, published                string
 	citations                     int
 	journal                       string
-	impact                        string // "IF 2 4区 计算机科学", or ""
+	impact                        string // a ranking line: "IF 2 4区 计算机科学", "3区 工程技术 Q3 …"
+	zone                          int    // what the ranking line says
+	subject, quartile, category   string
+	glueImpact                    bool // the ranking line before the date/DOI line, on it
 	published3                    [3]int
 	hasCN, hasAbstract, hasAbsCN  bool
 	showCitations                 bool
@@ -256,10 +259,14 @@ func (l layout) blockLines(p driftPaper) []driftLine {
 	for _, part := range l.order {
 		switch part {
 		case "impact":
-			if p.showImpact {
+			if p.showImpact && !(p.glueImpact && l.dateLabel == "Pub Date") {
 				out = append(out, driftLine{text: p.impact})
 			}
 		case "meta":
+			date := date
+			if p.showImpact && p.glueImpact && l.dateLabel == "Pub Date" {
+				date = p.impact + " " + date // the desktop's one line
+			}
 			if l.metaTwo || doi.tag != "" {
 				out = append(out, driftLine{text: date}, doi)
 			} else {
@@ -400,10 +407,35 @@ func drawPapers(rng *rand.Rand, pool []driftPaper, l layout) []driftPaper {
 		p.showCitations = rng.IntN(2) == 0
 		p.citations = rng.IntN(300)
 		p.showImpact = rng.IntN(2) == 0
-		p.impact = fmt.Sprintf("IF %d.%d %d区 计算机科学", 1+rng.IntN(9), rng.IntN(10), 1+rng.IntN(4))
+		p.drawRanking(rng)
 		out = append(out, p)
 	}
 	return out
+}
+
+// drawRanking draws the ranking line's parts, their order, and whether it
+// is glued before the date/DOI line.
+func (p *driftPaper) drawRanking(rng *rand.Rand) {
+	subjects := []string{"计算机科学", "工程技术", "医学", "物理与天体物理"}
+	categories := []string{"COMPUTER SCIENCE, INFORMATION SYSTEMS", "ENGINEERING, ELECTRICAL & ELECTRONIC", "COMPUTER SCIENCE, THEORY & METHODS", "TELECOMMUNICATIONS"}
+	var parts []string
+	form := rng.IntN(5) // IF+zone+subject, zone+subject, zone+subject+JCR, IF alone, IF+zone+subject+JCR
+	if form == 0 || form == 3 || form == 4 {
+		parts = append(parts, fmt.Sprintf("IF %d.%d", 1+rng.IntN(9), rng.IntN(10)))
+	}
+	if form != 3 {
+		p.zone, p.subject = 1+rng.IntN(4), subjects[rng.IntN(len(subjects))]
+		parts = append(parts, fmt.Sprintf("%d区 %s", p.zone, p.subject))
+	}
+	if form == 2 || form == 4 {
+		p.quartile, p.category = fmt.Sprintf("Q%d", 1+rng.IntN(4)), categories[rng.IntN(len(categories))]
+		parts = append(parts, p.quartile+" "+p.category)
+	}
+	if rng.IntN(4) == 0 {
+		rng.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
+	}
+	p.impact = strings.Join(parts, " ")
+	p.glueImpact = rng.IntN(3) == 0
 }
 
 // driftVerdict compares a parse with the truth: "" when exact, else the
@@ -430,6 +462,10 @@ func driftVerdict(page *parser.Page, papers []driftPaper) string {
 			return fmt.Sprintf("paper %d: abstract %.60q, want %.60q", i+1, r.Abstract, p.abstract)
 		case p.hasAbsCN && r.AbstractCN != p.abstractCN || !p.hasAbsCN && r.AbstractCN != "":
 			return fmt.Sprintf("paper %d: abstract_cn %.40q, want %.40q", i+1, r.AbstractCN, p.abstractCN)
+		case p.showImpact && (r.Zone != p.zone || r.Subject != p.subject || r.JCRQuartile != p.quartile || r.JCRCategory != p.category):
+			return fmt.Sprintf("paper %d: ranking %d %q %q %q, want %d %q %q %q", i+1, r.Zone, r.Subject, r.JCRQuartile, r.JCRCategory, p.zone, p.subject, p.quartile, p.category)
+		case !p.showImpact && (r.Zone != 0 || r.Subject != "" || r.JCRQuartile != ""):
+			return fmt.Sprintf("paper %d: ranking %d %q %q, none shown", i+1, r.Zone, r.Subject, r.JCRQuartile)
 		case p.showCitations && (r.Citations == nil || *r.Citations != p.citations) || !p.showCitations && r.Citations != nil:
 			return fmt.Sprintf("paper %d: citations %v, want %d (shown %v)", i+1, r.Citations, p.citations, p.showCitations)
 		}

@@ -127,7 +127,10 @@ type recordView struct {
 func (r *recordView) field(l *line) string {
 	switch l.kind {
 	case kindImpact:
-		return "impact factor, zone, subject"
+		if l.head.published != "" || l.head.doi != "" {
+			return "ranking, date, DOI"
+		}
+		return "ranking: impact factor, zone, subject, JCR"
 	case kindMeta:
 		return "date, DOI"
 	case kindCitation:

@@ -1,7 +1,6 @@
 package parser
 
 import (
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,6 +57,21 @@ type headInfo struct {
 	badDate     string // after a date label, a date in a form not read
 }
 
+// ranked: the line says how the journal is ranked (an impact factor, a
+// zone, a subject or a JCR quartile).
+func (h *headInfo) ranked() bool {
+	return h.hasImpact || h.zone > 0 || h.subject != "" || h.jcrQuartile != ""
+}
+
+// rankingLine reads l as a ranking line (kindImpact), if it is one.
+func rankingLine(l *line) bool {
+	h, ok := parseRanking(l.text)
+	if ok {
+		l.kind, l.head = kindImpact, &h
+	}
+	return ok
+}
+
 // footerMarks are the footer lines of every listing page; seeing one also
 // tells the crawler the page is a genuine listing page.
 var footerMarks = []string{"京公网安备", "京ICP备", "扫码关注我们", "求助内容", "应助结果提醒方式"}
@@ -99,11 +113,7 @@ func classify(text string) line {
 	case citationCount(text) >= 0:
 		l.kind = kindCitation
 		l.citations = citationCount(text)
-	case strings.HasPrefix(text, "IF"):
-		if h, ok := parseImpact(text); ok {
-			l.kind = kindImpact
-			l.head = &h
-		}
+	case mayBeRanking(text) && rankingLine(&l):
 	case strings.Contains(text, "Pub Date") || len(text) <= maxMetaLine && maybeMeta(text):
 		if h, ok := parseMeta(text); ok {
 			l.kind = kindMeta
@@ -446,12 +456,9 @@ func parseMeta(text string) (headInfo, bool) {
 		h.badDate = strings.TrimSpace(datePart) // a date in a form not read ("09/02/2024", "2024")
 	}
 	if prefix != "" {
-		if strings.HasPrefix(prefix, "IF") {
-			ih, ok := parseImpact(prefix)
-			if ok {
-				ih.published, ih.doi = h.published, h.doi
-				h = ih
-			}
+		if ih, ok := parseRanking(prefix); ok {
+			ih.published, ih.doi = h.published, h.doi
+			h = ih
 		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !labelWithValue(prefix) {
 			// The site's "<journal> Pub Date : …" (a bullet or a pager
 			// word is no journal). Before another label the text is no
@@ -505,55 +512,6 @@ func doiOnly(text string) (headInfo, bool) {
 		return h, record.ParseDOI(t).ArxivID != ""
 	}
 	return h, false
-}
-
-// parseImpact reads "IF 2 4区 计算机科学", "IF 0.6", or the desktop form
-// "IF 1.2 4区 计算机科学 Q3 ENGINEERING, ELECTRICAL & ELECTRONIC Pub Date : …".
-func parseImpact(text string) (headInfo, bool) {
-	var h headInfo
-	num, ok := labelledNumber(text, "IF", false)
-	if !ok {
-		return h, false
-	}
-	rest := text[strings.Index(text, num)+len(num):]
-	if p, _ := findDateLabel(rest); p >= 0 {
-		mh, ok := parseMeta(rest[p:])
-		if ok {
-			h.published, h.doi, h.badDate = mh.published, mh.doi, mh.badDate
-		}
-		rest = rest[:p]
-	}
-	// A number too large for a float (309 digits) is no impact factor: an
-	// infinite one would make the record unencodable in every sink.
-	if v, err := strconv.ParseFloat(num, 64); err == nil && !math.IsInf(v, 0) && !math.IsNaN(v) {
-		h.impact = v
-	}
-	h.hasImpact = true
-	fields := strings.Fields(rest)
-	k := 0
-	if k < len(fields) {
-		if z := reZone.FindStringSubmatch(fields[k]); z != nil {
-			h.zone, _ = strconv.Atoi(z[1])
-			k++
-		} else if k+1 < len(fields) && fields[k+1] == "区" {
-			h.zone, _ = strconv.Atoi(fields[k])
-			k += 2
-		}
-	}
-	if h.zone < 1 || h.zone > 4 {
-		h.zone = 0 // the site's zones are 1 to 4 (中科院分区)
-	}
-	var subject []string
-	for k < len(fields) && !reQuartile.MatchString(fields[k]) {
-		subject = append(subject, fields[k])
-		k++
-	}
-	h.subject = strings.Join(subject, " ")
-	if k < len(fields) {
-		h.jcrQuartile = fields[k]
-		h.jcrCategory = strings.Join(fields[k+1:], " ")
-	}
-	return h, true
 }
 
 func normDate(y, m, d string) string {

@@ -225,89 +225,209 @@ const (
 
 // implausible is Implausible; cut says the record's visible text may end
 // short (the last of a page cut off), so a short abstract is no finding.
+// Each field has its rule (fieldRules), run in order.
 func implausible(r record.Record, now time.Time, cut bool, from uint8) []Finding {
-	var out []Finding
-	add := func(field, value, why string) {
-		out = append(out, Finding{Position: r.Source.Position, Field: field, Value: cutValue(value), Why: why})
-	}
-	cut = cut || hasWarning(r, record.WarnJSONTruncated)
+	c := recordCheck{r: &r, now: now, cut: cut || hasWarning(r, record.WarnJSONTruncated)}
 	// A record made with the block's JSON has its title, authors and
 	// abstract from the site's own data when the JSON gives them: only
 	// their form is checked (furniture, a date/DOI line). Read from
 	// visible lines alone, they must also not look like another field.
-	byContent := hasWarning(r, record.WarnNoJSON)
-	if byContent || cut {
-		from = fromLinesAll
+	c.byContent = hasWarning(r, record.WarnNoJSON)
+	c.from = from
+	if c.byContent || c.cut {
+		c.from = fromLinesAll
 	}
-	// The fields the JSON gave are the site's own data, not a reading of
-	// the page: not checked (but for the date's and the DOI's form).
-	if f, v := furnitureIn(r, from); f != "" {
-		add(f, v, "holds page furniture (header, navigation, pager or footer)")
-	}
-	if t := r.Title; t != "" && from&fromLinesTitle != 0 {
-		if why := notTitle(t, byContent); why != "" {
-			add("title", t, why)
+	for _, rule := range fieldRules {
+		if field, value, why := rule.check(&c); why != "" {
+			c.out = append(c.out, Finding{Position: r.Source.Position, Field: field, Value: cutValue(value), Why: why})
 		}
 	}
-	if t := r.TitleCN; t != "" {
-		switch {
-		case !hasCJK(t):
-			add("title_cn", t, "holds no Chinese")
-		case isFurniture(t):
-			add("title_cn", t, "is page furniture")
-		case looksLikeMeta(t):
-			add("title_cn", t, "looks like a date/DOI line")
+	return c.out
+}
+
+// recordCheck is what a field rule looks at: the record, and how it was
+// read.
+type recordCheck struct {
+	r         *record.Record
+	now       time.Time
+	cut       bool  // its visible text may end short
+	byContent bool  // read without JSON
+	from      uint8 // the fields its visible lines gave (fromLines*)
+	out       []Finding
+}
+
+// fieldRule is one plausibility rule: the field it checks and what the
+// value looks like instead ("" when it looks right).
+type fieldRule struct {
+	name  string
+	check func(c *recordCheck) (field, value, why string)
+}
+
+// fieldRules are the plausibility rules, one a field (plausible_test.go
+// has a table for each).
+var fieldRules = []fieldRule{
+	{"furniture", checkFurniture},
+	{"title", checkTitle},
+	{"title_cn", checkTitleCN},
+	{"authors", checkAuthors},
+	{"published", checkPublished},
+	{"doi", checkDOI},
+	{"abstract", checkAbstract},
+	{"abstract_cn", checkAbstractCN},
+	{"citations", checkCitations},
+	{"page text", checkPageText},
+}
+
+// checkFurniture: no field holds page furniture.
+func checkFurniture(c *recordCheck) (string, string, string) {
+	if f, v := furnitureIn(*c.r, c.from); f != "" {
+		return f, v, "holds page furniture (header, navigation, pager or footer)"
+	}
+	return "", "", ""
+}
+
+// checkTitle: a title read from the page is no date/DOI line, names
+// line, paragraph or citation line.
+func checkTitle(c *recordCheck) (string, string, string) {
+	if t := c.r.Title; t != "" && c.from&fromLinesTitle != 0 {
+		return "title", t, notTitle(t, c.byContent)
+	}
+	return "", "", ""
+}
+
+// checkTitleCN: a Chinese title holds Chinese, and is no furniture or
+// date/DOI line.
+func checkTitleCN(c *recordCheck) (string, string, string) {
+	t := c.r.TitleCN
+	switch {
+	case t == "":
+		return "", "", ""
+	case !hasCJK(t):
+		return "title_cn", t, "holds no Chinese"
+	case isFurniture(t):
+		return "title_cn", t, "is page furniture"
+	case looksLikeMeta(t):
+		return "title_cn", t, "looks like a date/DOI line"
+	}
+	return "", "", ""
+}
+
+// checkAuthors: names read from the page are names.
+func checkAuthors(c *recordCheck) (string, string, string) {
+	if len(c.r.Authors) > 0 && c.from&fromLinesAuthors != 0 {
+		return "authors", strings.Join(c.r.Authors, ", "), notAuthors(c.r.Authors, c.byContent)
+	}
+	return "", "", ""
+}
+
+// checkPublished: a calendar date from 1900 to a year ahead.
+func checkPublished(c *recordCheck) (string, string, string) {
+	d := c.r.Published
+	if d == "" {
+		return "", "", ""
+	}
+	t, err := time.Parse(time.DateOnly, d)
+	switch {
+	case err != nil:
+		return "published", d, "is no calendar date"
+	case t.Year() < 1900:
+		return "published", d, "is before 1900"
+	case t.After(c.now.AddDate(1, 0, 0)):
+		return "published", d, "is more than a year ahead"
+	}
+	return "", "", ""
+}
+
+// checkDOI: a DOI is 10.NNNN/….
+func checkDOI(c *recordCheck) (string, string, string) {
+	if c.r.DOI != "" && !record.IsDOI(c.r.DOI) {
+		return "doi", c.r.DOI, "is not a DOI (10.NNNN/…)"
+	}
+	return "", "", ""
+}
+
+// checkAbstract: an abstract read from the page is prose, not names, a
+// title, a title line, a date/DOI line or furniture.
+func checkAbstract(c *recordCheck) (string, string, string) {
+	a := c.r.Abstract
+	if a == "" || c.from&fromLinesAbstract == 0 {
+		return "", "", ""
+	}
+	why := ""
+	switch {
+	case c.byContent && !c.cut && c.r.Title != "" && len(a) < len(c.r.Title) && !endsSentence(a):
+		why = "is shorter than its title, and no sentence"
+	case c.byContent && looksLikeNameList(a):
+		why = "looks like an author list"
+	case c.byContent && len(a) < 250 && !strings.Contains(a, ". ") && titleCase(a):
+		why = "looks like a title (capitalised words, no sentence)"
+	case isTitleLine(a) && len(a) < 400:
+		why = "looks like a title line (English and Chinese title)"
+	case looksLikeMeta(a):
+		why = "looks like a date/DOI line"
+	case isFurniture(a):
+		why = "is page furniture"
+	}
+	return "abstract", a, why
+}
+
+// checkAbstractCN: a Chinese abstract is Chinese prose (a cut one may be
+// short), not names or furniture.
+func checkAbstractCN(c *recordCheck) (string, string, string) {
+	a := c.r.AbstractCN
+	switch {
+	case a == "":
+	case !cjkDominant(a):
+		return "abstract_cn", a, "is not Chinese prose"
+	case isFurniture(a) || !c.cut && !isCJKParagraph(a):
+		return "abstract_cn", a, "is no paragraph (page furniture, a name or a title?)"
+	case looksLikeCJKNames(a) && utf8.RuneCountInString(a) < 40:
+		return "abstract_cn", a, "looks like names"
+	}
+	return "", "", ""
+}
+
+// checkCitations: a count from 0 to ten million.
+func checkCitations(c *recordCheck) (string, string, string) {
+	if n := c.r.Citations; n != nil && (*n < 0 || *n > 10_000_000) {
+		return "citations", "", "is out of range"
+	}
+	return "", "", ""
+}
+
+// checkPageText: the short fields (journal name, subject, JCR category,
+// volume) never hold a line of the page: a ranking line, a date/DOI line,
+// furniture, a citation line. Whatever gave them (the JSON too): a
+// journal name that reads as "3区 计算机科学 Q3 …" is the page's text.
+func checkPageText(c *recordCheck) (string, string, string) {
+	var fields [4][2]string
+	if j := c.r.Journal; j != nil {
+		fields[0], fields[1] = [2]string{"journal.name", j.Name}, [2]string{"journal.volume", j.Volume}
+	}
+	fields[2], fields[3] = [2]string{"subject", c.r.Subject}, [2]string{"jcr_category", c.r.JCRCategory}
+	for _, f := range fields {
+		if why := pageText(f[1]); why != "" {
+			return f[0], f[1], why
 		}
 	}
-	if len(r.Authors) > 0 && from&fromLinesAuthors != 0 {
-		if why := notAuthors(r.Authors, byContent); why != "" {
-			add("authors", strings.Join(r.Authors, ", "), why)
-		}
+	return "", "", ""
+}
+
+// pageText says which line of the page s reads as, or "".
+func pageText(s string) string {
+	switch {
+	case s == "":
+		return ""
+	case isFurniture(s):
+		return "is page furniture"
+	case looksLikeMeta(s):
+		return "reads as a date/DOI or ranking line of the page"
+	case hasRankingPart(s):
+		return "holds a part of a ranking line (a zone, an impact factor)"
+	case citationCount(s) >= 0:
+		return "reads as a citation line"
 	}
-	if d := r.Published; d != "" {
-		t, err := time.Parse(time.DateOnly, d)
-		switch {
-		case err != nil:
-			add("published", d, "is no calendar date")
-		case t.Year() < 1900:
-			add("published", d, "is before 1900")
-		case t.After(now.AddDate(1, 0, 0)):
-			add("published", d, "is more than a year ahead")
-		}
-	}
-	if r.DOI != "" && !record.IsDOI(r.DOI) {
-		add("doi", r.DOI, "is not a DOI (10.NNNN/…)")
-	}
-	if a := r.Abstract; a != "" && from&fromLinesAbstract != 0 {
-		switch {
-		case byContent && !cut && r.Title != "" && len(a) < len(r.Title) && !endsSentence(a):
-			add("abstract", a, "is shorter than its title, and no sentence")
-		case byContent && looksLikeNameList(a):
-			add("abstract", a, "looks like an author list")
-		case byContent && len(a) < 250 && !strings.Contains(a, ". ") && titleCase(a):
-			add("abstract", a, "looks like a title (capitalised words, no sentence)")
-		case isTitleLine(a) && len(a) < 400:
-			add("abstract", a, "looks like a title line (English and Chinese title)")
-		case looksLikeMeta(a):
-			add("abstract", a, "looks like a date/DOI line")
-		case isFurniture(a):
-			add("abstract", a, "is page furniture")
-		}
-	}
-	if a := r.AbstractCN; a != "" {
-		switch {
-		case !cjkDominant(a):
-			add("abstract_cn", a, "is not Chinese prose")
-		case isFurniture(a) || !cut && !isCJKParagraph(a):
-			add("abstract_cn", a, "is no paragraph (page furniture, a name or a title?)")
-		case looksLikeCJKNames(a) && utf8.RuneCountInString(a) < 40:
-			add("abstract_cn", a, "looks like names")
-		}
-	}
-	if r.Citations != nil && (*r.Citations < 0 || *r.Citations > 10_000_000) {
-		add("citations", "", "is out of range")
-	}
-	return out
+	return ""
 }
 
 // notTitle says what a title looks like instead, or "".
@@ -447,18 +567,16 @@ func titleCase(s string) bool {
 // looksLikeMeta: a line that carries a publication date label or a DOI
 // label, or an impact line: never a title, name or abstract.
 func looksLikeMeta(s string) bool {
-	if len(s) > 400 || !maybeMeta(s) && !strings.Contains(s, "Pub Date") && !strings.HasPrefix(s, "IF") {
+	if len(s) > 400 {
 		return false
 	}
-	if h, ok := parseMeta(s); ok && (h.published != "" || h.doi != "") {
-		return true
-	}
-	if strings.HasPrefix(s, "IF") {
-		if _, ok := parseImpact(s); ok {
+	if maybeMeta(s) || strings.Contains(s, "Pub Date") {
+		if h, ok := parseMeta(s); ok && (h.published != "" || h.doi != "") {
 			return true
 		}
 	}
-	return false
+	_, ok := parseRanking(s)
+	return ok
 }
 
 // isFurniture: a line of page chrome (header, navigation, breadcrumb,

@@ -93,7 +93,7 @@ func roleOf(l *line) role {
 		if l.head.doi != "" {
 			r |= roleDOI
 		}
-		if l.head.hasImpact {
+		if l.head.ranked() {
 			r |= roleImpact
 		}
 		return r
