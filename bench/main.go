@@ -165,6 +165,7 @@ func main() {
 	atomKeep := flag.Int("atom-keep", 100, "with -atom: the feed's keep (1 to 10000; 100 is the default, 10000 makes every page change the feed)")
 	crawlPath := flag.String("crawl", "", "measure this crawl binary instead of building ./cmd/crawl (an older version, say)")
 	configPath := flag.String("config", "config.yaml", "with -scale: the configuration the crawl runs with (an older version's, for an older binary)")
+	crawlProfile := flag.String("crawl-cpuprofile", "", "write a CPU profile of the crawl's first backfill to this file (go tool pprof -top FILE)")
 	nights := flag.Int("nights", 2, "with -scale: quiet nightlies in a row after the backfill (the first walks without a head to prove against)")
 	flag.Parse()
 	if *pages < 1 || *conc < 1 || *rounds < 1 || *journals < 1 {
@@ -212,9 +213,13 @@ func main() {
 		defer os.Remove(out)
 		state := filepath.Join(dir, fmt.Sprintf("state-%d", round))
 		defer os.RemoveAll(state)
-		r, err := run(crawlBin, "backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", *pages),
+		args := []string{"backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", *pages),
 			"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(*conc), "--config", "config.yaml",
-			"--state-dir", state, "--sink", "jsonl:"+out, "--log-format", "json")
+			"--state-dir", state, "--sink", "jsonl:"+out, "--log-format", "json"}
+		if *crawlProfile != "" && round == 0 {
+			args = append(args, "--cpuprofile", *crawlProfile)
+		}
+		r, err := run(crawlBin, args...)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -44,6 +44,9 @@ func assemble(segs []*segment, page *Page, opts Options) {
 	page.Records = make([]record.Record, 0, len(segs))
 	for _, s := range segs {
 		s.rec = -1
+		if s.cutNext {
+			continue // the next paper, cut before it names itself (readEnding)
+		}
 		if !s.anchored() {
 			if len(page.Records) > 0 {
 				untaken(s, page)
@@ -192,7 +195,12 @@ func readByContent(s *segment, v *visible) {
 		default:
 			continue
 		}
-		switch roleIn(s.lines[:i], &l) {
+		role := roleIn(s.lines[:i], &l)
+		if cutAbstractCN(s, i, role, v) {
+			v.abstractCN = l.text // a Chinese abstract the capture cut short
+			continue
+		}
+		switch role {
 		case roleTitleCN:
 			if i == 1 && v.titleCN == "" {
 				v.titleCN = l.text
@@ -221,6 +229,21 @@ func readByContent(s *segment, v *visible) {
 			}
 		}
 	}
+}
+
+// longerCut: visible text that starts as the cut text does and goes on.
+func longerCut(visible, cut string) bool {
+	return len(visible) > len(cut) && strings.HasPrefix(foldKey(visible), foldKey(cut))
+}
+
+// cutAbstractCN: line i of a block the capture cut (readEnding) is its
+// Chinese abstract cut short: the block's last line, Chinese, after its
+// title, where the block has no Chinese abstract, and no names line that
+// it could be instead.
+func cutAbstractCN(s *segment, i int, r role, v *visible) bool {
+	l := s.lines[i]
+	return s.cutEnd && i == len(s.lines)-1 && i > 1 && v.abstractCN == "" && cjkDominant(l.text) &&
+		(r != roleNames || v.authors != nil)
 }
 
 func (v *visible) doubt(field, value, why string) {
@@ -536,6 +559,9 @@ func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	if r.Authors == nil {
 		r.Authors = v.authors
 		s.fromLines |= fromLinesAuthors
+	}
+	if s.json != nil && s.json.truncated && longerCut(v.abstract, r.Abstract) {
+		r.Abstract = "" // the JSON's abstract was cut, the visible line shows more
 	}
 	if r.Abstract == "" {
 		r.Abstract = v.abstract

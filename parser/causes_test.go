@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -187,8 +188,10 @@ func TestTextTruncatedEdges(t *testing.T) {
 		return slices.Contains(p.Records[len(p.Records)-1].Warnings, record.WarnTextTruncated)
 	}
 	for rel, want := range map[string]bool{
-		"fixtures/edge/cut-in-script.htm":   true,
-		"fixtures/edge/cut-open-object.txt": true,
+		// Whole blocks (ending with their JSON, their citation line)
+		// before the cut: the page is cut, not the record.
+		"fixtures/edge/cut-in-script.htm":   false,
+		"fixtures/edge/cut-open-object.txt": false,
 		"fixtures/edge/footer-then-cut.htm": false,
 	} {
 		if p := parseFixture(t, rel); lastWarned(p) != want || !slices.Contains(p.Warnings, PageWarnTextTruncated) {
@@ -233,6 +236,43 @@ func TestSegmentsAreBounded(t *testing.T) {
 			if len(s.lines) > maxBlockLines {
 				t.Errorf("%s: a segment of %d lines", name, len(s.lines))
 			}
+		}
+	}
+}
+
+// TestCutEnds holds the one policy for a capture's end: a block the
+// capture cut is kept, its record flagged text-truncated, its kept lines
+// read as its fields; the start of a next block cut before it names its
+// paper is a page warning; neither is a finding (a cut end alone never
+// exits 4).
+func TestCutEnds(t *testing.T) {
+	for _, tc := range []struct {
+		page       string
+		records    int
+		lastWarned bool
+		check      func(r record.Record) bool
+	}{
+		// A short Chinese abstract cut at the end: kept.
+		{"fixtures/edge/cut-short-cn-abstract.txt", 3, true, func(r record.Record) bool { return r.AbstractCN == "本文提出一种面向" }},
+		// Cut on a sentence end ("。") where the page's blocks go on to
+		// their JSON: the block lacks the part every other one has.
+		{"fixtures/edge/cut-on-sentence.txt", 3, true, func(r record.Record) bool { return r.AbstractCN == "我们研究了分布式缓存问题。" }},
+		// The next paper's title cut mid-word after a whole block.
+		{"fixtures/edge/cut-next-title.txt", 2, false, func(r record.Record) bool { return r.DOI == "10.1109/tcc.2024.002" }},
+		// A mobile page cut inside the last JSON's abstract: kept, cut.
+		{"fixtures/edge/cut-json-abstract.txt", 2, true, func(r record.Record) bool { return r.Abstract == "We study edge learning case 2. It" }},
+	} {
+		p := parseFixture(t, tc.page)
+		if len(p.Records) != tc.records || !slices.Contains(p.Warnings, PageWarnTextTruncated) {
+			t.Errorf("%s: %d records, page warnings %q; want %d and text-truncated", tc.page, len(p.Records), p.Warnings, tc.records)
+			continue
+		}
+		last := p.Records[len(p.Records)-1]
+		if slices.Contains(last.Warnings, record.WarnTextTruncated) != tc.lastWarned || !tc.check(last) {
+			t.Errorf("%s: last record warnings %q (want text-truncated %v), %+v", tc.page, last.Warnings, tc.lastWarned, last)
+		}
+		if f := p.Findings(time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)); len(f) > 0 {
+			t.Errorf("%s: a cut end raised findings: %+v", tc.page, f)
 		}
 	}
 }

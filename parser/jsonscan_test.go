@@ -75,6 +75,9 @@ func TestExtractPapersOddTypesKeepsObject(t *testing.T) {
 	}
 }
 
+// A cut object keeps its complete fields, and the abstract it cut up to
+// the cut (less the word the cut may have split): a field the capture cut
+// is kept, flagged text-truncated on the record.
 func TestExtractPapersSalvagesTruncated(t *testing.T) {
 	cut := `{"title":"T","authors":"A","doi":"10.1/y","paperid":"77","abstract":"never ends`
 	hits, _ := extractPapers(cut)
@@ -82,7 +85,7 @@ func TestExtractPapersSalvagesTruncated(t *testing.T) {
 		t.Fatalf("hits = %d", len(hits))
 	}
 	p := hits[0].paper
-	if !p.truncated || p.Title != "T" || p.DOI != "10.1/y" || p.PaperID != "77" || p.abstractText() != "" {
+	if !p.truncated || p.Title != "T" || p.DOI != "10.1/y" || p.PaperID != "77" || p.abstractText() != "never" {
 		t.Errorf("salvaged = %+v", p)
 	}
 }

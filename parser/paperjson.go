@@ -251,11 +251,37 @@ func salvagePaper(b []byte) *paperJSON {
 		"RegionCategory": &p.RegionCategory, "JCR": &p.JCR, "JCRName": &p.JCRName,
 	}
 	p.oddTypes = salvageFields(b, fields, func(key string, rest []byte) {
-		if key == "journal" && len(rest) > 0 && rest[0] == '{' {
+		switch {
+		case key == "journal" && len(rest) > 0 && rest[0] == '{':
 			p.Journal = salvageJournal(rest) // cut inside the nested object
+		case key == "abstract":
+			// Cut inside the abstract: the text it kept is the abstract,
+			// cut (the record says text-truncated, as for a visible one).
+			p.Abstract = cutString(rest)
 		}
 	})
 	return p
+}
+
+// cutString decodes a JSON string the end of the input cut (`"We study
+// gra`): the text up to the cut, less an escape or a word the cut split
+// (a word is dropped only when the text keeps others), or "".
+func cutString(rest []byte) string {
+	if len(rest) < 2 || rest[0] != '"' {
+		return ""
+	}
+	b := rest
+	if i := bytes.LastIndexByte(b, '\\'); i >= 0 && len(b)-i < 6 {
+		b = b[:i] // a cut escape (\u00, \)
+	}
+	var out string
+	if json.Unmarshal(append(append([]byte{}, b...), '"'), &out) != nil {
+		return ""
+	}
+	if i := strings.LastIndexAny(out, " \u00a0"); i > 0 && !endsSentence(out) {
+		out = out[:i] // the word the cut split
+	}
+	return strings.TrimSpace(out)
 }
 
 // salvageFields decodes the complete top-level fields of the cut-off

@@ -93,6 +93,7 @@ type Page struct {
 	pager     []string           // the pager lines seen
 	cut       bool               // the bytes end before the page does (PageWarnTextTruncated)
 	footerRaw int32              // the raw line of the last footer line seen, or -1
+	lastWhole bool               // the last paper's block reached its closing part (readEnding)
 	evidence  []int              // per record, how much visible lines vouch for its JSON
 	fromLines []uint8            // per record, which fields came from visible lines (fromLines*)
 	doubts    []Finding          // fields read by content that could not be settled (Findings)
@@ -228,6 +229,7 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 	if page.JSONRejected > rejected {
 		segs = reunite(segs) // fragments beside a rejected object's lines
 	}
+	segs = readEnding(segs, page)
 	assemble(segs, page, opts)
 	cleanControl(page)
 	dedupe(page, segs)
@@ -241,12 +243,9 @@ func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
 			}
 		}
 	}
-	if !page.cut && endsInText(segs, page) {
-		page.cut = true // the capture stops inside a block's visible text
-	}
 	if page.cut {
 		page.warn(PageWarnTextTruncated)
-		if n := len(page.Records); n > 0 && !footerAfter(segs, n-1, page.footerRaw) {
+		if n := len(page.Records); n > 0 && !page.lastWhole && !footerAfter(segs, n-1, page.footerRaw) {
 			page.Records[n-1].AddWarning(record.WarnTextTruncated)
 		}
 	}
@@ -269,7 +268,7 @@ func (p *Page) byContent() bool {
 func countTitles(segs []*segment) int {
 	seen := map[string]bool{}
 	for _, s := range segs {
-		if s.json != nil {
+		if s.json != nil || s.cutNext {
 			continue
 		}
 		for i := range s.lines {
@@ -434,42 +433,6 @@ func classifyLines(raw []rawLine, page *Page) []line {
 		out = appendText(out, r.text, r, ri, page)
 	}
 	return out
-}
-
-// endsInText reports whether the page stops inside the visible text of
-// its last block: the last line of the page is a text line of the last
-// record's block, the block has no JSON and no citation line (the site's
-// last lines of a block), no footer follows, and the line does not end
-// as a sentence does.
-func endsInText(segs []*segment, page *Page) bool {
-	n := len(page.Records)
-	if n == 0 || page.FooterSeen && page.footerRaw >= 0 {
-		return false
-	}
-	var last *segment
-	for _, s := range segs {
-		if s.rec == n-1 {
-			last = s
-		}
-	}
-	if last == nil || last.json != nil || last.hasKind(kindCitation) || len(last.lines) == 0 {
-		return false
-	}
-	l := last.lines[len(last.lines)-1]
-	if l.kind != kindText {
-		return false
-	}
-	for _, s := range segs {
-		for _, o := range s.lines {
-			if o.raw > l.raw {
-				return false // lines after it (another block's)
-			}
-		}
-		if s.json != nil && s.jsonRaw > l.raw {
-			return false
-		}
-	}
-	return !endsSentence(l.text)
 }
 
 // footerAfter reports whether the page's footer came after every line of

@@ -381,7 +381,9 @@ func checkAbstractCN(c *recordCheck) (string, string, string) {
 		return "abstract_cn", a, "is not Chinese prose"
 	case isFurniture(a) || !c.cut && !isCJKParagraph(a):
 		return "abstract_cn", a, "is no paragraph (page furniture, a name or a title?)"
-	case looksLikeCJKNames(a) && utf8.RuneCountInString(a) < 40:
+	case looksLikeCJKNames(a) && utf8.RuneCountInString(a) < 40 && (!c.cut || len(splitAuthors(a)) > 1):
+		// (cut short, one run of up to 8 characters is a cut sentence
+		// as much as a name: names come in lists)
 		return "abstract_cn", a, "looks like names"
 	}
 	return "", "", ""

@@ -31,6 +31,9 @@ type segment struct {
 	// afterCite: the segment starts right after a citation line.
 	afterCite bool
 	ahead     int8 // ownJSONAhead's answer, likewise
+	// cutEnd: the capture stops inside this block (readEnding); cutNext:
+	// the block is the start of a next one, cut before it names its paper.
+	cutEnd, cutNext bool
 }
 
 // ownJSONAhead reports whether the next paper object of the page, p, is
