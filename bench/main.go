@@ -215,7 +215,7 @@ func main() {
 		defer os.RemoveAll(state)
 		args := []string{"backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", *pages),
 			"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(*conc), "--config", "config.yaml",
-			"--state-dir", state, "--sink", "jsonl:"+out, "--log-format", "json"}
+			"--state-dir", state, "--sink", "jsonl:" + out, "--log-format", "json"}
 		if *crawlProfile != "" && round == 0 {
 			args = append(args, "--cpuprofile", *crawlProfile)
 		}
