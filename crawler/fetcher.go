@@ -63,7 +63,8 @@ type Config struct {
 	UserAgent string
 	// Robots: honour robots.txt (and its Crawl-delay).
 	Robots bool
-	// Transport is the base transport (nil: http.DefaultTransport); the
+	// Transport is the base transport (nil: one like http.DefaultTransport
+	// that keeps Concurrency idle connections a host, not its 2); the
 	// fetcher's rules wrap it. Archive recording and replay plug in here.
 	Transport http.RoundTripper
 	// Pacer, when set, is asked before every request to a host, on top of
@@ -116,6 +117,9 @@ func New(cfg Config, log *slog.Logger) (*Fetcher, error) {
 	}
 	if len(cfg.AllowedHosts) == 0 {
 		cfg.AllowedHosts = []string{base.Hostname()}
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = pooledTransport(cfg.Concurrency)
 	}
 	rt := NewTransport(cfg.Transport, TransportConfig{AllowedHosts: cfg.AllowedHosts, Ports: defaultPorts(base),
 		MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, BasicAuth: auth, AuthOrigin: base.Scheme + "://" + base.Host})

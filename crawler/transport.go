@@ -32,6 +32,17 @@ type TransportConfig struct {
 	UserAgent string
 }
 
+// pooledTransport is http.DefaultTransport's configuration keeping
+// perHost idle connections a host: with its default of 2, a crawl of
+// concurrency 16 closes most connections after one response and dials
+// again (a TCP and TLS handshake a page, for the crawler and the site).
+func pooledTransport(perHost int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = max(perHost, http.DefaultMaxIdleConnsPerHost)
+	t.MaxIdleConns = max(t.MaxIdleConns, 4*t.MaxIdleConnsPerHost)
+	return t
+}
+
 // NewTransport wraps base (nil: http.DefaultTransport) with the rules.
 // Archive recording and replay (another RoundTripper) go below or above it
 // without touching the crawl loop.

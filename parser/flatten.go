@@ -120,6 +120,19 @@ func (f *flattener) link(n *html.Node, st walkState) {
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		f.walk(c, st)
 	}
+	href := ""
+	for _, a := range n.Attr {
+		if a.Key == "href" {
+			href = a.Val
+			break
+		}
+	}
+	f.endLink(start, href)
+}
+
+// endLink notes what a link that opened at start (len(f.buf) then) says
+// of the line: its text, and its href (the first).
+func (f *flattener) endLink(start int, href string) {
 	if len(f.buf) < start {
 		start = 0 // a line ended inside the link
 	}
@@ -135,16 +148,11 @@ func (f *flattener) link(n *html.Node, st walkState) {
 	if len(t) > maxNavLink {
 		f.longLink = true
 	}
-	for _, a := range n.Attr {
-		if a.Key != "href" {
-			continue
-		}
-		if id := literatureID(a.Val); id != "" && f.paperID == "" {
-			f.paperID, f.paperBytes = id, len(t)
-		} else if strings.Contains(a.Val, "doi.org/") {
-			if d := record.ParseDOI(a.Val).DOI; d != "" {
-				f.doi = d
-			}
+	if id := literatureID(href); id != "" && f.paperID == "" {
+		f.paperID, f.paperBytes = id, len(t)
+	} else if strings.Contains(href, "doi.org/") {
+		if d := record.ParseDOI(href).DOI; d != "" {
+			f.doi = d
 		}
 	}
 }
@@ -269,8 +277,10 @@ func (f *flattener) walk(n *html.Node, st walkState) {
 }
 
 // jsonAttrs adds the JSON held in data-* attributes as candidates.
-func (f *flattener) jsonAttrs(n *html.Node) {
-	for _, a := range n.Attr {
+func (f *flattener) jsonAttrs(n *html.Node) { f.jsonAttrsOf(n.Attr) }
+
+func (f *flattener) jsonAttrsOf(attrs []html.Attribute) {
+	for _, a := range attrs {
 		if strings.HasPrefix(a.Key, "data-") && looksLikeJSONAttr(a.Val) {
 			f.addJSON(a.Val)
 		}
@@ -381,73 +391,4 @@ func splitTextLines(s string) []rawLine {
 		}
 	}
 	return lines
-}
-
-// flattenTokens is the fallback for documents the tree builder refuses
-// (html.Parse gives up past 512 open elements): the same flattening rules
-// applied to the token stream, without a tree.
-func flattenTokens(s string) (lines []rawLine, title string) {
-	f := &flattener{}
-	z := html.NewTokenizer(strings.NewReader(s))
-	skip := atom.Atom(0) // inside an element whose text is not shown
-	jsonScript := false
-	var raw strings.Builder
-	for {
-		tt := z.Next()
-		switch tt {
-		case html.ErrorToken:
-			f.flush()
-			return f.lines, f.title
-		case html.TextToken:
-			if skip != 0 {
-				if jsonScript || skip == atom.Title {
-					raw.Write(z.Text())
-				}
-				continue
-			}
-			f.buf = append(f.buf, z.Text()...)
-		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
-			name, hasAttr := z.TagName()
-			a := atom.Lookup(name)
-			if tt == html.EndTagToken {
-				if skip != 0 && a == skip {
-					if jsonScript {
-						f.addJSON(raw.String())
-					} else if skip == atom.Title && f.title == "" {
-						f.title = collapse(raw.String())
-					}
-					skip, jsonScript = 0, false
-					raw.Reset()
-				} else if skip == 0 && (isBlock(a) || a == atom.Br) {
-					f.flush()
-				}
-				continue
-			}
-			if skip != 0 {
-				continue
-			}
-			var attrs []html.Attribute
-			for hasAttr {
-				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
-				attrs = append(attrs, html.Attribute{Key: string(k), Val: string(v)})
-			}
-			n := &html.Node{Type: html.ElementNode, DataAtom: a, Attr: attrs}
-			switch a {
-			case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Title, atom.Textarea:
-				if tt == html.StartTagToken {
-					skip, jsonScript = a, a == atom.Script && isJSONScript(n)
-				}
-				continue
-			}
-			if isBlock(a) || a == atom.Br || a == atom.Hr {
-				f.flush()
-			}
-			for _, at := range attrs {
-				if strings.HasPrefix(at.Key, "data-") && looksLikeJSONAttr(at.Val) {
-					f.addJSON(at.Val)
-				}
-			}
-		}
-	}
 }

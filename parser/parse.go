@@ -180,17 +180,23 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 
 	var raw []rawLine
 	if format == FormatHTML {
+		// The page is read from its token stream (stream.go); markup
+		// the stream cannot stand for is read from goquery's DOM, when
+		// the page is small enough for a tree.
 		var title string
-		// The tree builder copies what it keeps, so text (which may be
-		// data itself) is not retained.
-		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(text))
-		if err == nil {
-			raw, title = flattenHTML(doc)
-		} else {
-			// The tree builder refuses documents nested deeper than 512
-			// elements; read the token stream instead.
+		var soup, deep bool
+		raw, title, soup, deep = flattenStream(text)
+		switch {
+		case soup && len(text) <= maxDOMBytes:
+			// The tree builder copies what it keeps, so text (which may
+			// be data itself) is not retained.
+			if doc, err := goquery.NewDocumentFromReader(bytes.NewReader(text)); err == nil {
+				raw, title = flattenHTML(doc)
+			} else {
+				page.warn(PageWarnHTMLFallback)
+			}
+		case soup || deep:
 			page.warn(PageWarnHTMLFallback)
-			raw, title = flattenTokens(string(text))
 		}
 		if title != "" {
 			if j, n, ok := titleFacts(title); ok {

@@ -1,0 +1,155 @@
+package parser
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// domLines flattens s from goquery's DOM, as Parse did before the stream.
+func domLines(s string) ([]rawLine, string, bool) {
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(s))
+	if err != nil {
+		return nil, "", false
+	}
+	lines, title := flattenHTML(doc)
+	return lines, title, true
+}
+
+// sameLines says where two flattenings differ, or "".
+func sameLines(a, b []rawLine) string {
+	show := func(l rawLine) string {
+		h := ""
+		if l.hint != nil {
+			h = fmt.Sprintf(" hint=%+v", *l.hint)
+		}
+		return fmt.Sprintf("%q json=%v mark=%d%s", l.text, l.json, l.mark, h)
+	}
+	for i := range max(len(a), len(b)) {
+		switch {
+		case i >= len(a):
+			return fmt.Sprintf("line %d: stream has none, DOM %s", i, show(b[i]))
+		case i >= len(b):
+			return fmt.Sprintf("line %d: stream %s, DOM has none", i, show(a[i]))
+		case show(a[i]) != show(b[i]):
+			return fmt.Sprintf("line %d: stream %s, DOM %s", i, show(a[i]), show(b[i]))
+		}
+	}
+	return ""
+}
+
+// htmlFixtures are the HTML pages under fixtures/.
+func htmlFixtures(t testing.TB) map[string][]byte {
+	out := map[string][]byte{}
+	for _, pat := range []string{"../fixtures/*/*.htm", "../fixtures/*/*/*.htm"} {
+		files, _ := filepath.Glob(pat)
+		for _, f := range files {
+			data, err := readRepoFile(strings.TrimPrefix(filepath.ToSlash(f), "../"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[f] = data
+		}
+	}
+	return out
+}
+
+// The stream reads every HTML page of the fixtures as the DOM does, and
+// none is soup: Parse reads them without a tree.
+func TestStreamMatchesDOMOnFixtures(t *testing.T) {
+	pages := htmlFixtures(t)
+	if len(pages) < 15 {
+		t.Fatalf("%d HTML fixtures", len(pages))
+	}
+	for name, data := range pages {
+		text, _, _, _ := decodeBytes(data, "", "", true)
+		got, title, soup, deep := flattenStream(text)
+		want, wantTitle, ok := domLines(string(text))
+		if !ok || soup || deep {
+			t.Errorf("%s: dom ok %v, soup %v, deep %v", name, ok, soup, deep)
+			continue
+		}
+		if d := sameLines(got, want); d != "" || title != wantTitle {
+			t.Errorf("%s: %s; title %q, want %q", name, d, title, wantTitle)
+		}
+	}
+}
+
+// Markup the stream reads as the DOM does, and markup it hands to the DOM.
+func TestStreamMarkup(t *testing.T) {
+	for _, tc := range []struct {
+		html string
+		soup bool
+	}{
+		{`<ul><li>One<li>Two</ul>`, false},
+		{`<p>One<div>Two</div>Three`, false},
+		{`<div><p>One<p>Two</div>`, false},
+		{`<table><tr><td>a<td>b<tr><td>c</table>`, false},
+		{`<h2><a href="/literature/12.htm">A Title</a> 中文</h2>`, false},
+		{`<pre>
+x
+y</pre>`, false},
+		{`<div hidden>{"title":"T","paperid":"1"}</div><p>after`, false},
+		{`<div style="display:none"><span>{"title":"T",</span>"paperid":"1"}</div>`, false},
+		{`<script type="application/json">{"title":"T","paperid":"1"}</script>`, false},
+		{`<svg><text>not shown</text></svg><p>shown`, false},
+		{`<img data-paper='{"title":"T","paperid":"9"}'>`, false},
+		{`<p>a</br>b</p>`, false},
+		{`<dl><dt>a<dd>b<dt>c</dl>`, false},
+		{`<li><section><li>x</section></li>`, false},
+		{`<p>x</p></body>tail</html>more`, false},
+		// Soup: the tree builder moves or reopens these.
+		{`<a href="/x">one<a href="/y">two</a>`, true},
+		{`<table>stray<tr><td>a</td></tr></table>`, true},
+		{`<table><div>x</div><tr><td>a</table>`, true},
+		{`<b><p>x</b>y</p>`, true},
+		{`<div><span>x</div>y</span>`, false},
+		{`<span><div>x</span>y</div>`, true},
+		{`<svg><p>breaks out</p></svg>`, true},
+		{`<h1>a<h2>b</h2></h1>`, true},
+	} {
+		got, title, soup, _ := flattenStream([]byte(tc.html))
+		if soup != tc.soup {
+			t.Errorf("%q: soup %v, want %v", tc.html, soup, tc.soup)
+		}
+		if soup {
+			continue
+		}
+		want, wantTitle, _ := domLines(tc.html)
+		if d := sameLines(got, want); d != "" || title != wantTitle {
+			t.Errorf("%q: %s", tc.html, d)
+		}
+	}
+}
+
+// FuzzStreamMatchesDOM: wherever the stream does not say soup (or too
+// deep for the DOM), its lines are the DOM's.
+func FuzzStreamMatchesDOM(f *testing.F) {
+	for _, data := range htmlFixtures(f) {
+		f.Add(data)
+	}
+	for _, s := range []string{`<ul><li>One<li>Two</ul>`, `<table><tr><td>a<td>b</table>`, `<p>a<div>b</div>`,
+		`<h3><a href="https://doi.org/10.1/x">全文链接</a></h3>`, `<pre>\nx</pre>`, `<div hidden><p>{"title":"a"}</div>`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 || bytes.Contains(data, []byte("\r")) {
+			return
+		}
+		got, title, soup, deep := flattenStream(data)
+		if soup || deep {
+			return
+		}
+		want, wantTitle, ok := domLines(string(data))
+		if !ok {
+			return
+		}
+		if d := sameLines(got, want); d != "" || title != wantTitle {
+			t.Errorf("%s; title %q, want %q", d, title, wantTitle)
+		}
+	})
+}
