@@ -165,6 +165,7 @@ func main() {
 	atomKeep := flag.Int("atom-keep", 100, "with -atom: the feed's keep (1 to 10000; 100 is the default, 10000 makes every page change the feed)")
 	crawlPath := flag.String("crawl", "", "measure this crawl binary instead of building ./cmd/crawl (an older version, say)")
 	configPath := flag.String("config", "config.yaml", "with -scale: the configuration the crawl runs with (an older version's, for an older binary)")
+	parseMemory := flag.Bool("parse-memory", false, "measure crawl parse's peak RSS on hostile pages instead (a 10 MB text capture of 2 million short lines, 16 MB of small elements, 1 MB of misnested markup read from a DOM)")
 	crawlProfile := flag.String("crawl-cpuprofile", "", "write a CPU profile of the crawl's first backfill to this file (go tool pprof -top FILE)")
 	nights := flag.Int("nights", 2, "with -scale: quiet nightlies in a row after the backfill (the first walks without a head to prove against)")
 	flag.Parse()
@@ -203,6 +204,10 @@ func main() {
 	base := "http://" + ln.Addr().String()
 	if *atomMode {
 		atomVsJSONL(crawlBin, base, dir, *pages, *conc, *rounds, *atomKeep)
+		return
+	}
+	if *parseMemory {
+		parseMemoryTable(crawlBin, dir)
 		return
 	}
 	baseBin := build(dir, "./bench/baseline", "baseline")
@@ -285,4 +290,46 @@ func fmtRatios(xs []float64) string {
 		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
 	}
 	return strings.Join(parts, " ")
+}
+
+// parseMemoryTable prints crawl parse's peak RSS on pages built to cost
+// the most memory a byte, and the ratio to the page's size.
+func parseMemoryTable(crawlBin, dir string) {
+	pages := []struct {
+		name, format string
+		build        func() []byte
+	}{
+		{"10 MB text capture, 2 million lines of 4 bytes", "text", func() []byte {
+			return bytes.Repeat([]byte("abcd\n"), 2_000_000)
+		}},
+		{"16 MB of small elements (<p>ab</p>)", "html", func() []byte {
+			return append(append([]byte("<html><body>"), bytes.Repeat([]byte("<p>ab</p>"), 16_000_000/9)...), "</body></html>"...)
+		}},
+		{"1 MB of misnested links (read from a DOM)", "html", func() []byte {
+			return append(append([]byte("<html><body>"), bytes.Repeat([]byte("<p><a href=/x>a<a href=/y>b</p>"), (1<<20-40)/33)...), "</body></html>"...)
+		}},
+	}
+	measure := func(data []byte, format string) result {
+		path := filepath.Join(dir, "hostile.page")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		r, err := run(crawlBin, "parse", "--config", "config.yaml", "--format", format, path)
+		// (a page of no paper exits 3: the measure stands)
+		if err != nil && !strings.Contains(err.Error(), "exit status 3") {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return r
+	}
+	base := measure([]byte("<html><body><p>x</p></body></html>"), "html")
+	fmt.Printf("an empty parse: %.1f MB peak RSS (the process itself; the ratio is of the rest to the page)\n", float64(base.maxRSS)/1024)
+	fmt.Printf("%-52s %10s %12s %8s %8s\n", "page", "size", "peak RSS", "ratio", "wall")
+	for _, p := range pages {
+		data := p.build()
+		r := measure(data, p.format)
+		fmt.Printf("%-52s %8.1f MB %9.1f MB %7.1fx %8s\n", p.name, float64(len(data))/1e6, float64(r.maxRSS)/1024,
+			float64(r.maxRSS-base.maxRSS)*1024/float64(len(data)), r.wall.Round(time.Millisecond))
+	}
 }

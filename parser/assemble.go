@@ -113,10 +113,10 @@ func readVisible(s *segment) visible {
 				v.doubt("published", l.head.badDate, "a date in a form not read")
 			}
 		case kindCitation:
-			if v.citations != nil && *v.citations != l.citations {
+			if v.citations != nil && *v.citations != l.count() {
 				v.doubt("citations", l.text, "a second citation line in one block")
 			}
-			n := l.citations
+			n := l.count()
 			v.citations = &n
 		}
 	}

@@ -228,11 +228,11 @@ func TestSegmentsAreBounded(t *testing.T) {
 		"names after JSON": `{"title":"A","doi":"10.1/a","paperid":"1"}` + "\n" + strings.Repeat("Ann Lee, Bo Chen\n", 5000),
 	}
 	for name, page := range pages {
-		raw, base, err := readLines([]byte(page), Options{Format: FormatText})
+		lines, base, err := readLines([]byte(page), Options{Format: FormatText}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range parseLines(raw, base, Options{}) {
+		for _, s := range parseLines(lines, base, Options{}) {
 			if len(s.lines) > maxBlockLines {
 				t.Errorf("%s: a segment of %d lines", name, len(s.lines))
 			}

@@ -32,12 +32,13 @@ type Explanation struct {
 // what it was taken for: which paper and field, furniture, or nothing
 // (and why a block gave no paper).
 func Explain(data []byte, opts Options) (*Explanation, error) {
-	raw, page, err := readLines(data, opts)
+	defer admit(len(data))()
+	lines, page, err := readLines(data, opts, true)
 	if err != nil {
 		return nil, err
 	}
-	page.explained = map[int]*Explained{}
-	segs := parseLines(raw, page, opts)
+	jsonLines := slices.DeleteFunc(slices.Clone(lines), func(l line) bool { return l.kind != kindJSON })
+	segs := parseLines(lines, page, opts) // (which reuses lines)
 	for _, s := range segs {
 		var r *recordView
 		if s.rec >= 0 && s.rec < len(page.Records) {
@@ -66,9 +67,9 @@ func Explain(data []byte, opts Options) (*Explanation, error) {
 			}
 		}
 	}
-	for i, l := range raw {
-		if _, ok := page.explained[i]; !ok && !l.json && strings.TrimSpace(l.text) != "" {
-			page.explainSet(i, l.text, "JSON object", "no paper: not a paper's object, or merged into another")
+	for _, l := range jsonLines {
+		if _, ok := page.explained[int(l.raw)]; !ok && l.kind == kindJSON {
+			page.explainSet(int(l.raw), "{"+l.objects()[0].plainTitle()+" …}", "JSON object", "no paper: not a paper's object, or merged into another")
 		}
 	}
 	ex := &Explanation{Page: page, Findings: page.Findings(time.Now())}

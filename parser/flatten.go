@@ -47,17 +47,17 @@ const (
 // script, style and other invisible elements are skipped, except JSON
 // scripts, whose bodies become JSON candidate lines. It also returns the
 // document's <title>.
-func flattenHTML(doc *goquery.Document) (lines []rawLine, title string) {
-	f := &flattener{}
+func flattenHTML(doc *goquery.Document, emit func(rawLine)) (title string) {
+	f := &flattener{emit: emit}
 	for _, n := range doc.Nodes {
 		f.walk(n, walkState{})
 	}
 	f.flush()
-	return f.lines, f.title
+	return f.title
 }
 
 type flattener struct {
-	lines []rawLine
+	emit  func(rawLine) // each line, as it ends
 	buf   []byte
 	title string
 	// The current line's markup: text inside links, headings.
@@ -104,7 +104,7 @@ func (f *flattener) flush() {
 			// title is longer, or a heading.
 			rl.mark = markLinksOnly
 		}
-		f.lines = append(f.lines, rl)
+		f.emit(rl)
 	}
 	f.buf = f.buf[:0]
 	f.resetMarks()
@@ -183,7 +183,7 @@ func literatureID(href string) string {
 func (f *flattener) addJSON(s string) {
 	if s = strings.TrimSpace(s); s != "" {
 		f.flush()
-		f.lines = append(f.lines, rawLine{text: s, json: true})
+		f.emit(rawLine{text: s, json: true})
 	}
 }
 
@@ -375,9 +375,9 @@ func textContent(n *html.Node) string {
 	return b.String()
 }
 
-// splitTextLines splits a plain-text capture into trimmed, non-empty lines.
-func splitTextLines(s string) []rawLine {
-	lines := make([]rawLine, 0, strings.Count(s, "\n")+1)
+// splitTextLines splits a plain-text capture into trimmed, non-empty
+// lines, given to emit one by one.
+func splitTextLines(s string, emit func(rawLine)) {
 	for len(s) > 0 {
 		i := strings.IndexByte(s, '\n')
 		var l string
@@ -387,8 +387,7 @@ func splitTextLines(s string) []rawLine {
 			l, s = s[:i], s[i+1:]
 		}
 		if t := collapse(l); t != "" {
-			lines = append(lines, rawLine{text: t})
+			emit(rawLine{text: t})
 		}
 	}
-	return lines
 }

@@ -173,7 +173,7 @@ func FuzzParse(f *testing.F) {
 		if ex, err := Explain(data, opts); err != nil || len(ex.Page.Records) != len(page.Records) {
 			t.Fatalf("Explain: %v, %d records for Parse's %d", err, len(ex.Page.Records), len(page.Records))
 		}
-		raw, base, err := readLines(data, opts)
+		raw, base, err := readRaw(data, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,25 +24,20 @@ const (
 )
 
 // line is one line of visible text (or one JSON candidate) in page order.
+// It is 32 bytes: a page of two million short lines holds 64 MB of them;
+// what only some lines say is behind head.
 type line struct {
-	kind lineKind
-	mark lineMark // what the markup says of it (a title)
-	raw  int32    // index of the raw line it came from
 	text string
-
-	// kindJSON
-	papers []*paperJSON
-
-	// kindImpact / kindMeta; for a title line whose link names the
-	// paper (markTitle), its paperID alone. nil for other lines, to keep
-	// lines small.
+	// head is what an impact, meta, citation or JSON line says; for a
+	// title line whose link names the paper (markTitle), its paperID
+	// alone. nil for other lines, to keep lines small.
 	head *headInfo
-
-	// kindCitation
-	citations int
+	raw  int32    // index of the raw line it came from
+	kind lineKind // (uint8)
+	mark lineMark // what the markup says of it (a title)
 }
 
-// headInfo is what an impact or meta line says.
+// headInfo is what an impact, meta, citation or JSON line says.
 type headInfo struct {
 	journal     string // meta line prefix, when it is a journal name
 	impact      float64
@@ -55,7 +50,21 @@ type headInfo struct {
 	doi         string
 	paperID     string // a title link's site id (kindText, markTitle)
 	badDate     string // after a date label, a date in a form not read
+
+	papers    []*paperJSON // kindJSON: the objects on the line
+	citations int          // kindCitation: the count
 }
+
+// objects are a JSON line's paper objects.
+func (l *line) objects() []*paperJSON {
+	if l.head == nil {
+		return nil
+	}
+	return l.head.papers
+}
+
+// count is a citation line's count.
+func (l *line) count() int { return l.head.citations }
 
 // ranked: the line says how the journal is ranked (an impact factor, a
 // zone, a subject or a JCR quartile).
@@ -112,7 +121,7 @@ func classify(text string) line {
 		l.kind = kindHeading
 	case citationCount(text) >= 0:
 		l.kind = kindCitation
-		l.citations = citationCount(text)
+		l.head = &headInfo{citations: citationCount(text)}
 	case mayBeRanking(text) && rankingLine(&l):
 	case strings.Contains(text, "Pub Date") || len(text) <= maxMetaLine && maybeMeta(text):
 		if h, ok := parseMeta(text); ok {

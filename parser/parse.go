@@ -1,10 +1,14 @@
 package parser
 
 import (
+	"context"
+
 	"bytes"
 	"fmt"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -146,6 +150,35 @@ func (p *Page) warn(code string) {
 	p.Warnings = append(p.Warnings, code)
 }
 
+// Memory. A page read from its token stream peaks at about 13 times its
+// size (measured: a 10 MB text capture of two million short lines, 116 MB;
+// a 16 MB page of small elements, 204 MB, the process included); a page
+// of at most maxDOMBytes whose markup is read from a DOM, at about 35
+// times. parseBudget bounds what the parses of one process hold at once,
+// whatever the callers' concurrency: each parse is admitted with its
+// page's expected peak, and waits while the others hold the budget. A
+// page whose expected peak passes the budget waits for all of it, and
+// parses alone.
+const (
+	parseBudget     = 512 << 20
+	streamPeakRatio = 13
+	domPeakRatio    = 35
+)
+
+var parsing = semaphore.NewWeighted(parseBudget)
+
+// admit waits until a page of n bytes may be parsed; the func it returns
+// gives the budget back.
+func admit(n int) func() {
+	ratio := int64(streamPeakRatio)
+	if n <= maxDOMBytes {
+		ratio = domPeakRatio
+	}
+	w := min(int64(n)*ratio, parseBudget)
+	parsing.Acquire(context.Background(), w) // (never fails: no deadline)
+	return func() { parsing.Release(w) }
+}
+
 // Parse splits a saved or fetched listing page into paper records. It reads
 // HTML of any markup and plain-text captures, tolerates noise, cut-off text
 // and missing parts, and never panics. The error is non-nil only for bad
@@ -153,17 +186,41 @@ func (p *Page) warn(code string) {
 //
 // Parse is safe for concurrent use; it keeps no state between calls.
 func Parse(data []byte, opts Options) (*Page, error) {
-	raw, page, err := readLines(data, opts)
+	defer admit(len(data))()
+	lines, page, err := readLines(data, opts, false)
 	if err != nil {
 		return nil, err
 	}
-	parseLines(raw, page, opts)
+	parseLines(lines, page, opts)
 	return page, nil
 }
 
-// readLines decodes and flattens a page into its raw lines, and starts its
-// Page with what the bytes say (format, charset, <title>, cut off).
-func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
+// readLines decodes and flattens a page into its classified lines, and
+// starts its Page with what the bytes say (format, charset, <title>, cut
+// off). explain keeps what each line was taken for (Explain).
+func readLines(data []byte, opts Options, explain bool) ([]line, *Page, error) {
+	text, page, err := decodePage(data, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if explain {
+		page.explained = map[int]*Explained{}
+	}
+	hint := 0
+	if page.Format != FormatHTML {
+		hint = bytes.Count(text, []byte{'\n'}) + 1
+	}
+	c := newClassifier(page, hint)
+	flattenLines(text, page, c.add)
+	if opts.Page > 0 {
+		page.PageNo = opts.Page // what the caller knows wins over the <title>
+	}
+	return c.finish(), page, nil
+}
+
+// decodePage decodes a page's bytes into text and starts its Page with
+// what they say (format, charset, cut off) and what the caller knows.
+func decodePage(data []byte, opts Options) ([]byte, *Page, error) {
 	format := opts.Format
 	if format == FormatAuto {
 		format = sniffFormat(data)
@@ -177,37 +234,6 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 	if guessed && cs != "utf-8" {
 		page.warn(PageWarnCharsetGuessed)
 	}
-
-	var raw []rawLine
-	if format == FormatHTML {
-		// The page is read from its token stream (stream.go); markup
-		// the stream cannot stand for is read from goquery's DOM, when
-		// the page is small enough for a tree.
-		var title string
-		var soup, deep bool
-		raw, title, soup, deep = flattenStream(text)
-		switch {
-		case soup && len(text) <= maxDOMBytes:
-			// The tree builder copies what it keeps, so text (which may
-			// be data itself) is not retained.
-			if doc, err := goquery.NewDocumentFromReader(bytes.NewReader(text)); err == nil {
-				raw, title = flattenHTML(doc)
-			} else {
-				page.warn(PageWarnHTMLFallback)
-			}
-		case soup || deep:
-			page.warn(PageWarnHTMLFallback)
-		}
-		if title != "" {
-			if j, n, ok := titleFacts(title); ok {
-				page.HeadingSeen = true
-				page.JournalName, page.PageNo = j, n
-			}
-		}
-	} else {
-		raw = splitTextLines(string(text))
-	}
-
 	page.capture = opts.Capture
 	if page.capture == "" {
 		page.capture = opts.URL
@@ -215,17 +241,65 @@ func readLines(data []byte, opts Options) ([]rawLine, *Page, error) {
 	if opts.Journal > 0 {
 		page.JournalID = opts.Journal
 	}
-	if opts.Page > 0 {
-		page.PageNo = opts.Page
-	}
-	return raw, page, nil
+	return text, page, nil
 }
 
-// parseLines turns the raw lines of a page into its records (and page
-// facts), returning the segments they were assembled from.
-func parseLines(raw []rawLine, page *Page, opts Options) []*segment {
-	page.footerRaw = -1
-	lines := classifyLines(raw, page)
+// flattenLines gives a page's visible lines and JSON candidates to emit,
+// in page order, and notes the <title>'s facts. HTML is read from its token
+// stream (stream.go). Markup the stream cannot stand for is read from
+// goquery's DOM when the page is small enough for a tree: the stream's
+// lines are then held until it is read whole. A larger page goes from the
+// stream to emit line by line, whatever its markup.
+func flattenLines(text []byte, page *Page, emit func(rawLine)) {
+	if page.Format != FormatHTML {
+		splitTextLines(string(text), emit)
+		return
+	}
+	var title string
+	if len(text) > maxDOMBytes {
+		var soup, deep bool
+		if title, soup, deep = flattenStream(text, emit); soup || deep {
+			page.warn(PageWarnHTMLFallback)
+		}
+	} else {
+		var raw []rawLine
+		keep := func(r rawLine) { raw = append(raw, r) }
+		var soup, deep bool
+		title, soup, deep = flattenStream(text, keep)
+		switch {
+		case soup:
+			// The tree builder copies what it keeps, so text (which may
+			// be data itself) is not retained.
+			if doc, err := goquery.NewDocumentFromReader(bytes.NewReader(text)); err == nil {
+				raw = raw[:0]
+				title = flattenHTML(doc, keep)
+			} else {
+				page.warn(PageWarnHTMLFallback)
+			}
+		case deep:
+			page.warn(PageWarnHTMLFallback)
+		}
+		for _, r := range raw {
+			emit(r)
+		}
+	}
+	page.titleFacts(title)
+}
+
+// titleFacts notes what the page's <title> says (the listing's heading).
+func (p *Page) titleFacts(title string) {
+	if title == "" {
+		return
+	}
+	if j, n, ok := titleFacts(title); ok {
+		p.HeadingSeen = true
+		p.JournalName, p.PageNo = j, n
+	}
+}
+
+// parseLines turns the classified lines of a page into its records (and
+// page facts), returning the segments they were assembled from.
+func parseLines(lines []line, page *Page, opts Options) []*segment {
 	page.LastPage = lastPageFromPager(page.pager, page.PageNo)
 	segs := segmentLines(lines)
 	segs = reconcile(segs)
@@ -396,49 +470,73 @@ func sniffFormat(data []byte) Format {
 	return FormatText
 }
 
-// classifyLines classifies each raw line, extracts JSON objects (splitting a
-// line that holds text around its JSON) and records page facts.
-func classifyLines(raw []rawLine, page *Page) []line {
-	out := make([]line, 0, len(raw))
-	for ri, r := range raw {
-		if r.json || strings.IndexByte(r.text, '{') >= 0 {
-			hits, exhausted := extractPapers(r.text)
-			if exhausted {
-				page.warn(PageWarnJSONScanLimit)
-			}
-			if len(hits) > 0 {
-				pos := 0
-				for _, h := range hits {
-					if !r.json {
-						out = appendText(out, r.text[pos:h.start], r, ri, page)
-					}
-					papers := []*paperJSON{h.paper}
-					if n := len(out); n > 0 && out[n-1].kind == kindJSON && r.json && out[n-1].raw == int32(ri) {
-						// Several objects in one script: keep them together.
-						out[n-1].papers = append(out[n-1].papers, h.paper)
-					} else {
-						out = append(out, line{kind: kindJSON, papers: papers, raw: int32(ri)})
-					}
-					pos = h.end
-				}
-				if !r.json {
-					out = appendText(out, r.text[pos:], r, ri, page)
-				}
-				if ri == len(raw)-1 && endsInObject(r.text) {
-					page.cut = true // the capture ends inside a JSON object
-				}
-				continue
-			}
-			if ri == len(raw)-1 && endsInObject(r.text) {
-				page.cut = true // the capture ends inside a JSON object
-			}
-			if r.json {
-				continue // a JSON script or attribute that holds no paper
-			}
-		}
-		out = appendText(out, r.text, r, ri, page)
+// classifier classifies raw lines as the flattening gives them, extracts
+// JSON objects (splitting a line that holds text around its JSON) and
+// records page facts. The raw lines are not kept: a page's text is held
+// once, as its classified lines.
+type classifier struct {
+	page   *Page
+	out    []line
+	ri     int    // the next raw line's index
+	last   string // the last raw line that held a '{'
+	lastAt int
+}
+
+func newClassifier(page *Page, capHint int) *classifier {
+	page.footerRaw = -1
+	return &classifier{page: page, out: make([]line, 0, capHint), lastAt: -1}
+}
+
+// add classifies the next raw line.
+func (c *classifier) add(r rawLine) {
+	if len(c.out)+2 > cap(c.out) {
+		// Doubled, not append's 1.25× for large slices: a page of
+		// millions of lines copies its lines about once, not four times.
+		grown := make([]line, len(c.out), max(2*cap(c.out), 64))
+		copy(grown, c.out)
+		c.out = grown
 	}
-	return out
+	ri, page := c.ri, c.page
+	c.ri++
+	if r.json || strings.IndexByte(r.text, '{') >= 0 {
+		c.last, c.lastAt = r.text, ri
+		hits, exhausted := extractPapers(r.text)
+		if exhausted {
+			page.warn(PageWarnJSONScanLimit)
+		}
+		if len(hits) > 0 {
+			pos := 0
+			for _, h := range hits {
+				if !r.json {
+					c.out = appendText(c.out, r.text[pos:h.start], r, ri, page)
+				}
+				if n := len(c.out); n > 0 && c.out[n-1].kind == kindJSON && r.json && c.out[n-1].raw == int32(ri) {
+					// Several objects in one script: keep them together.
+					c.out[n-1].head.papers = append(c.out[n-1].head.papers, h.paper)
+				} else {
+					c.out = append(c.out, line{kind: kindJSON, head: &headInfo{papers: []*paperJSON{h.paper}}, raw: int32(ri)})
+				}
+				pos = h.end
+			}
+			if !r.json {
+				c.out = appendText(c.out, r.text[pos:], r, ri, page)
+			}
+			return
+		}
+		if r.json {
+			return // a JSON script or attribute that holds no paper
+		}
+	}
+	c.out = appendText(c.out, r.text, r, ri, page)
+}
+
+// finish returns the classified lines; a capture whose last line ends
+// inside a JSON object was cut.
+func (c *classifier) finish() []line {
+	if c.lastAt >= 0 && c.lastAt == c.ri-1 && endsInObject(c.last) {
+		c.page.cut = true // the capture ends inside a JSON object
+	}
+	return c.out
 }
 
 // footerAfter reports whether the page's footer came after every line of

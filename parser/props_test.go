@@ -42,8 +42,27 @@ type parsedPage struct {
 func parseRaw(raw []rawLine, base Page, opts Options) parsedPage {
 	page := base
 	page.Warnings = slices.Clone(base.Warnings)
-	segs := parseLines(raw, &page, opts)
+	c := newClassifier(&page, len(raw))
+	for _, r := range raw {
+		c.add(r)
+	}
+	segs := parseLines(c.finish(), &page, opts)
 	return parsedPage{&page, segs}
+}
+
+// readRaw reads a page into its raw lines and the page facts the bytes
+// give, as readLines does before it classifies them.
+func readRaw(data []byte, opts Options) ([]rawLine, *Page, error) {
+	text, page, err := decodePage(data, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var raw []rawLine
+	flattenLines(text, page, func(r rawLine) { raw = append(raw, r) })
+	if opts.Page > 0 {
+		page.PageNo = opts.Page
+	}
+	return raw, page, nil
 }
 
 // fixtureRaw reads a fixture page into its raw lines and the page facts the
@@ -56,7 +75,7 @@ func fixtureRaw(t testing.TB, rel string) ([]rawLine, Page, Options) {
 	}
 	journal, pageNo, _ := site.Default.ParseFile(rel)
 	opts := Options{Capture: rel, Journal: journal, Page: pageNo}
-	raw, page, err := readLines(data, opts)
+	raw, page, err := readRaw(data, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -391,43 +391,52 @@ func (s *segment) accepts(p *paperJSON) bool {
 const maxBlockLines = 128
 
 // segmentLines groups classified lines into paper blocks.
+//
+// The segments' lines are written into lines itself, behind the line
+// being read (each line goes to at most one segment, in page order): a
+// page's lines are held once, whatever its size. A closed segment's slice
+// is capped, so a later stage that adds to it copies it out.
 func segmentLines(lines []line) []*segment {
 	var segs []*segment
-	cur := &segment{}
+	w := 0 // where the next segment's lines start
+	cur := &segment{lines: lines[:0]}
 	var last *segment // the last segment closed with an object
 	closeCur := func() {
+		n := len(cur.lines)
+		cur.lines = cur.lines[:n:n]
 		if !cur.empty() {
 			segs = append(segs, cur)
 			if cur.json != nil {
 				last = cur
 			}
+			w += n
 		}
-		cur = &segment{}
+		cur = &segment{lines: lines[w:w]}
 	}
-	// next[i] is the paper object of the first single-object JSON line
-	// after line i: a text line after a block's JSON that shows the next
-	// object belongs to the next block.
-	next := make([]*paperJSON, len(lines))
-	var upcoming *paperJSON
-	for i := len(lines) - 1; i >= 0; i-- {
-		next[i] = upcoming
-		if lines[i].kind == kindJSON {
-			upcoming = nil
-			if len(lines[i].papers) == 1 {
-				upcoming = lines[i].papers[0]
+	// next(i) is the paper object of the first JSON line after line i,
+	// when it holds one object: a text line after a block's JSON that
+	// shows the next object belongs to the next block.
+	nj := 0 // the first JSON line after the line read, or len(lines)
+	next := func(i int) *paperJSON {
+		if nj <= i {
+			for nj = i + 1; nj < len(lines) && lines[nj].kind != kindJSON; nj++ {
 			}
 		}
+		if nj < len(lines) && len(lines[nj].objects()) == 1 {
+			return lines[nj].objects()[0]
+		}
+		return nil
 	}
 	// owner maps a DOI to the page's one object that has it: a head line
 	// naming it belongs to that object's block, whatever its place.
 	owner := map[string]*paperJSON{}
 	for _, l := range lines {
-		if l.kind == kindJSON && len(l.papers) == 1 {
-			if d := l.papers[0].doiKey(); d != "" {
+		if l.kind == kindJSON && len(l.objects()) == 1 {
+			if d := l.objects()[0].doiKey(); d != "" {
 				if _, dup := owner[d]; dup {
 					owner[d] = nil // two objects, one DOI: no owner
 				} else {
-					owner[d] = l.papers[0]
+					owner[d] = l.objects()[0]
 				}
 			}
 		}
@@ -440,7 +449,7 @@ func segmentLines(lines []line) []*segment {
 		if l.kind != kindJSON && len(cur.lines) >= maxBlockLines {
 			closeCur() // no block is this long: bound the work on one
 		}
-		if cur.json == nil && l.kind != kindJSON && len(cur.lines) > 0 && !cur.ownJSONAhead(next[i]) && cur.strongTitle() >= 0 && !cur.pieceOf(last) {
+		if cur.json == nil && l.kind != kindJSON && len(cur.lines) > 0 && !cur.ownJSONAhead(next(i)) && cur.strongTitle() >= 0 && !cur.pieceOf(last) {
 			// A block without JSON that opens with a title by content
 			// holds the lines up to the next such title, in any order:
 			// its head, names, abstracts and citation line are told
@@ -462,17 +471,17 @@ func segmentLines(lines []line) []*segment {
 		}
 		switch l.kind {
 		case kindJSON:
-			if len(l.papers) > 1 {
+			if len(l.objects()) > 1 {
 				// A detached group (one script holding every paper): each
 				// object is its own segment; reconcile pairs them with the
 				// visible blocks.
 				closeCur()
-				for _, p := range l.papers {
+				for _, p := range l.objects() {
 					segs = append(segs, &segment{json: p, jsonRaw: l.raw, grouped: true})
 				}
 				continue
 			}
-			p := l.papers[0]
+			p := l.objects()[0]
 			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) && !cur.hasTitleFor(p) || cur.showsMore(last, p, owner) {
 				// Lines that show the previous object more than this one
 				// are the previous block's (reunite puts them back).
@@ -508,7 +517,7 @@ func segmentLines(lines []line) []*segment {
 			cur.lines = append(cur.lines, l)
 
 		case kindText:
-			if cur.json != nil && !fitsAfterJSON(cur, l, next[i], nextText(lines, i)) {
+			if cur.json != nil && !fitsAfterJSON(cur, l, next(i), nextText(lines, i)) {
 				closeCur()
 			} else if cur.json == nil && (cur.done() && isTitleLine(l.text) || l.mark == markTitle && cur.hasAnyText() && !showsLast(l.text, last)) {
 				// The next block's title, after this one's authors; a

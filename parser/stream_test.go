@@ -16,7 +16,8 @@ func domLines(s string) ([]rawLine, string, bool) {
 	if err != nil {
 		return nil, "", false
 	}
-	lines, title := flattenHTML(doc)
+	var lines []rawLine
+	title := flattenHTML(doc, func(r rawLine) { lines = append(lines, r) })
 	return lines, title, true
 }
 
@@ -67,7 +68,8 @@ func TestStreamMatchesDOMOnFixtures(t *testing.T) {
 	}
 	for name, data := range pages {
 		text, _, _, _ := decodeBytes(data, "", "", true)
-		got, title, soup, deep := flattenStream(text)
+		var got []rawLine
+		title, soup, deep := flattenStream(text, func(r rawLine) { got = append(got, r) })
 		want, wantTitle, ok := domLines(string(text))
 		if !ok || soup || deep {
 			t.Errorf("%s: dom ok %v, soup %v, deep %v", name, ok, soup, deep)
@@ -112,7 +114,8 @@ y</pre>`, false},
 		{`<svg><p>breaks out</p></svg>`, true},
 		{`<h1>a<h2>b</h2></h1>`, true},
 	} {
-		got, title, soup, _ := flattenStream([]byte(tc.html))
+		var got []rawLine
+		title, soup, _ := flattenStream([]byte(tc.html), func(r rawLine) { got = append(got, r) })
 		if soup != tc.soup {
 			t.Errorf("%q: soup %v, want %v", tc.html, soup, tc.soup)
 		}
@@ -140,7 +143,8 @@ func FuzzStreamMatchesDOM(f *testing.F) {
 		if len(data) > 1<<16 || bytes.Contains(data, []byte("\r")) {
 			return
 		}
-		got, title, soup, deep := flattenStream(data)
+		var got []rawLine
+		title, soup, deep := flattenStream(data, func(r rawLine) { got = append(got, r) })
 		if soup || deep {
 			return
 		}
@@ -152,4 +156,21 @@ func FuzzStreamMatchesDOM(f *testing.F) {
 			t.Errorf("%s; title %q, want %q", d, title, wantTitle)
 		}
 	})
+}
+
+// The parses of a process hold at most parseBudget of expected peak
+// memory at once: a page whose expected peak is the whole budget waits
+// for every other parse, and no other starts beside it.
+func TestParseBudget(t *testing.T) {
+	release := admit(parseBudget) // a page too large for the budget
+	if parsing.TryAcquire(1) {
+		t.Fatal("a parse was admitted beside one that holds the whole budget")
+	}
+	release()
+	small := admit(100 << 10) // a 100 KB page: 35 × its size
+	if !parsing.TryAcquire(parseBudget - 100<<10*domPeakRatio) {
+		t.Fatal("the rest of the budget is not free beside a small page")
+	}
+	parsing.Release(parseBudget - 100<<10*domPeakRatio)
+	small()
 }

@@ -122,8 +122,8 @@ func TestHeadLines(t *testing.T) {
 			t.Errorf("classify(%q) = %+v, want %+v", in, got, w)
 		}
 	}
-	if l := classify("引用次数: 12"); l.citations != 12 {
-		t.Errorf("citations = %d", l.citations)
+	if l := classify("引用次数: 12"); l.count() != 12 {
+		t.Errorf("citations = %d", l.count())
 	}
 }
 
