@@ -274,103 +274,148 @@ func mergeHead(dst *headInfo, h headInfo) {
 	}
 }
 
+// readMatched reads a block with JSON: its visible lines are matched
+// against the JSON (title and the Chinese title after it, authors,
+// abstract), wherever they stand; then, in turn, what the JSON could not
+// match: names where the JSON has none, English prose where it has no
+// abstract, a Chinese paragraph anywhere; last, lines that are another
+// paper's, and the title by place when no line shows the JSON's.
 func readMatched(s *segment, v *visible) {
-	p := s.json
-	titleIdx := -1
-	placed := make([]bool, len(s.lines))
-	afterHead := false
-	for i, l := range s.lines {
-		if l.kind != kindText {
-			if l.kind == kindImpact || l.kind == kindMeta {
-				afterHead = true
-			}
-			continue
-		}
-		if titleIdx < 0 {
-			if ok, rest, exact := matchTitle(l.text, p); ok {
-				titleIdx, placed[i] = i, true
-				v.titleCN, v.titleShown = rest, exact
-				continue
-			}
-		}
-		if v.authors == nil && matchAuthors(l.text, p) {
-			v.authors, placed[i] = splitAuthors(l.text), true
-			continue
-		}
-		if v.abstract == "" && matchAbstract(l.text, p) {
-			v.abstract, placed[i] = l.text, true
-			continue
-		}
-		if cjkDominant(l.text) {
-			switch {
-			case titleIdx >= 0 && i == titleIdx+1 && v.titleCN == "" && v.authors == nil:
-				v.titleCN, placed[i] = l.text, true
-			case v.abstractCN == "" && (v.abstract != "" || v.authors != nil || afterHead):
-				v.abstractCN, placed[i] = l.text, true
-			}
+	m := &matching{s: s, v: v, p: s.json, titleIdx: -1, placed: make([]bool, len(s.lines))}
+	for i := range s.lines {
+		m.match(i)
+	}
+	m.namesUnmatched()
+	m.abstractUnmatched()
+	m.abstractCNAnywhere()
+	m.strayLines()
+	m.titleByPlace()
+}
+
+// matching is readMatched's reading of one block.
+type matching struct {
+	s         *segment
+	v         *visible
+	p         *paperJSON
+	titleIdx  int    // the line that shows the JSON title, or -1
+	placed    []bool // lines taken for a field
+	afterHead bool   // a head line came before the line read
+}
+
+// match reads line i against the JSON.
+func (m *matching) match(i int) {
+	l, v, p := &m.s.lines[i], m.v, m.p
+	switch {
+	case l.kind == kindImpact || l.kind == kindMeta:
+		m.afterHead = true
+		return
+	case l.kind != kindText:
+		return
+	}
+	if m.titleIdx < 0 {
+		if ok, rest, exact := matchTitle(l.text, p); ok {
+			m.titleIdx, m.placed[i] = i, true
+			v.titleCN, v.titleShown = rest, exact
+			return
 		}
 	}
-	if len(p.authorList()) == 0 && v.authors == nil {
-		// The JSON gives no authors (or an odd value): the first unplaced
-		// line after the title that reads like names is the visible
-		// authors line, not the abstract.
-		for i, l := range s.lines {
-			if l.kind == kindText && !placed[i] && i > titleIdx && looksLikeAuthors(l.text) && !looksLikeProse(l.text) {
-				v.authors, placed[i] = splitAuthors(l.text), true
-				break
-			}
+	switch {
+	case v.authors == nil && matchAuthors(l.text, p):
+		v.authors, m.placed[i] = splitAuthors(l.text), true
+	case v.abstract == "" && matchAbstract(l.text, p):
+		v.abstract, m.placed[i] = l.text, true
+	case !cjkDominant(l.text):
+	case m.titleIdx >= 0 && i == m.titleIdx+1 && v.titleCN == "" && v.authors == nil:
+		v.titleCN, m.placed[i] = l.text, true
+	case v.abstractCN == "" && (v.abstract != "" || v.authors != nil || m.afterHead):
+		v.abstractCN, m.placed[i] = l.text, true
+	}
+}
+
+// unplaced: line i is text no field took yet.
+func (m *matching) unplaced(i int) bool {
+	return m.s.lines[i].kind == kindText && !m.placed[i]
+}
+
+// namesUnmatched: where the JSON gives no authors (or an odd value), the
+// first unplaced line after the title that reads like names is the
+// visible authors line, not the abstract.
+func (m *matching) namesUnmatched() {
+	if len(m.p.authorList()) > 0 || m.v.authors != nil {
+		return
+	}
+	for i, l := range m.s.lines {
+		if m.unplaced(i) && i > m.titleIdx && looksLikeAuthors(l.text) && !looksLikeProse(l.text) {
+			m.v.authors, m.placed[i] = splitAuthors(l.text), true
+			return
 		}
 	}
-	if p.plainAbstract() == "" && v.abstract == "" {
-		// The JSON has no abstract to match against: the first unplaced
-		// English prose line after the authors (or the head) is the visible
-		// abstract.
-		// English prose anywhere in the block is it too: a block may open
-		// with its abstract, before the title and authors lines.
-		for i, l := range s.lines {
-			if l.kind == kindText && !placed[i] && !cjkDominant(l.text) && (v.authors == nil || !looksLikeAuthors(l.text)) &&
-				(i > titleIdx && afterAuthorsOrHead(s, i) || looksLikeAbstract(l.text)) {
-				v.abstract, placed[i] = l.text, true
-				break
-			}
+}
+
+// abstractUnmatched: where the JSON has no abstract to match against, the
+// first unplaced English prose line after the authors (or the head) is
+// the visible abstract; English prose anywhere in the block is it too (a
+// block may open with its abstract, before the title and authors lines).
+func (m *matching) abstractUnmatched() {
+	v := m.v
+	if m.p.plainAbstract() != "" || v.abstract != "" {
+		return
+	}
+	for i, l := range m.s.lines {
+		if m.unplaced(i) && !cjkDominant(l.text) && (v.authors == nil || !looksLikeAuthors(l.text)) &&
+			(i > m.titleIdx && afterAuthorsOrHead(m.s, i) || looksLikeAbstract(l.text)) {
+			v.abstract, m.placed[i] = l.text, true
+			return
 		}
 	}
-	if v.abstractCN == "" {
-		// A Chinese paragraph in another place than after the English
-		// abstract (before the title, say) is the Chinese abstract.
-		for i, l := range s.lines {
-			if l.kind == kindText && !placed[i] && cjkDominant(l.text) && utf8.RuneCountInString(l.text) >= 12 && !strings.HasPrefix(l.text, "引用次数") &&
-				!isTitleLine(l.text) && !looksLikeCJKNames(l.text) && (titleIdx < 0 || i != titleIdx+1 || v.titleCN != "" && isCJKParagraph(l.text)) {
-				v.abstractCN, placed[i] = l.text, true
-				break
-			}
+}
+
+// abstractCNAnywhere: a Chinese paragraph in another place than after the
+// English abstract (before the title, say) is the Chinese abstract.
+func (m *matching) abstractCNAnywhere() {
+	v := m.v
+	if v.abstractCN != "" {
+		return
+	}
+	for i, l := range m.s.lines {
+		if m.unplaced(i) && cjkDominant(l.text) && utf8.RuneCountInString(l.text) >= 12 && !strings.HasPrefix(l.text, "引用次数") &&
+			!isTitleLine(l.text) && !looksLikeCJKNames(l.text) && (m.titleIdx < 0 || i != m.titleIdx+1 || v.titleCN != "" && isCJKParagraph(l.text)) {
+			v.abstractCN, m.placed[i] = l.text, true
+			return
 		}
 	}
-	for i, l := range s.lines {
-		if l.kind != kindText || placed[i] || l.text == v.abstractCN || !hasNonASCII(l.text) {
+}
+
+// strayLines: an unplaced title line that is not the JSON's (another
+// paper's, whose Chinese title is then lost or misplaced), or a second
+// Chinese paragraph (this block's, or a neighbour's?), is a doubt.
+func (m *matching) strayLines() {
+	for i, l := range m.s.lines {
+		if !m.unplaced(i) || l.text == m.v.abstractCN || !hasNonASCII(l.text) {
 			continue
 		}
 		if isTitleLine(l.text) {
-			if !titleOf(l.text, p) {
-				// A title line that is not the JSON's: another paper's,
-				// whose Chinese title is then lost or misplaced.
-				v.doubt("title_cn", l.text, "a title line of another paper in this paper's block")
-				break
+			if !titleOf(l.text, m.p) {
+				m.v.doubt("title_cn", l.text, "a title line of another paper in this paper's block")
+				return
 			}
 		} else if isCJKParagraph(l.text) {
-			// A second Chinese paragraph: this block's, or a neighbour's
-			// in a layout read by place?
-			v.doubt("abstract_cn", l.text, "a second Chinese paragraph in this paper's block")
-			break
+			m.v.doubt("abstract_cn", l.text, "a second Chinese paragraph in this paper's block")
+			return
 		}
 	}
-	if titleIdx < 0 {
-		// The title line does not show the JSON title: take the line in the
-		// title's place, if it is still unplaced, and let the caller compare.
-		if i, ok := s.titleCandidate(); ok && !placed[i] && s.hasHead() {
-			v.title, v.titleCN = splitTitleLine(s.lines[i].text)
-			v.positionalTitle = true
-		}
+}
+
+// titleByPlace: when no line shows the JSON title, the line in the
+// title's place, if unplaced, is taken, and the caller compares
+// (json-visible-mismatch).
+func (m *matching) titleByPlace() {
+	if m.titleIdx >= 0 {
+		return
+	}
+	if i, ok := m.s.titleCandidate(); ok && !m.placed[i] && m.s.hasHead() {
+		m.v.title, m.v.titleCN = splitTitleLine(m.s.lines[i].text)
+		m.v.positionalTitle = true
 	}
 }
 
@@ -427,112 +472,151 @@ func looksLikeProse(s string) bool {
 
 // buildRecord merges the JSON and the visible lines of one block. JSON wins
 // for the fields it has; the visible lines give title_cn, citations, zone,
-// subject, JCR and abstract_cn, and fill what the JSON lacks.
+// subject, JCR and abstract_cn, and fill what the JSON lacks. Each field
+// has one rule, in this order:
+//
+//   - fromJSON: every field the block's object gives (title, authors,
+//     abstract, DOI, date, journal, impact factor, zone, subject, JCR,
+//     citations, the site id);
+//   - shownOnly: the fields the visible lines always give when shown
+//     (title_cn, abstract_cn, citations, zone, subject, JCR);
+//   - fillFromLines: the fields the JSON lacked (title, authors,
+//     abstract, DOI, date, impact factor, journal name);
+//   - identify: the id (site id, else DOI, else title and date).
 func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	v := readVisible(s)
 	r := record.Record{SchemaVersion: record.SchemaVersion}
 	var j record.Journal
 	id := ""
 	if p := s.json; p != nil {
-		id = strings.TrimSpace(string(p.PaperID))
-		r.Title = p.plainTitle()
-		r.TitleCN = plainText(p.TitleCN)
-		r.Authors = p.authorList()
-		r.Abstract = p.plainAbstract()
-		r.AbstractCN = plainText(p.AbstractTextCN)
-		r.DOI = strings.TrimSpace(p.DOI)
-		if r.DOI == "" {
-			r.DOI = doiFromURL(p.DOIURL)
-		}
-		r.Published = isoDate(p.PublicationDate)
-		if p.Journal != nil {
-			j.Name = collapse(p.Journal.Name)
-			j.Volume, j.Issue = splitVolume(collapse(string(p.Journal.Volume)))
-			j.Pages = collapse(string(p.Journal.Pages))
-		}
-		if j.Name == "" {
-			j.Name = collapse(p.PeriodicalName)
-		}
-		if p.PeriodicalID > 0 {
-			j.ID = int64(p.PeriodicalID)
-		}
-		if p.PeriodicalIF > 0 && !math.IsInf(float64(p.PeriodicalIF), 0) {
-			r.ImpactFactor = float64(p.PeriodicalIF)
-		}
-		r.OpenAccessPDF = strings.TrimSpace(p.OpenAccessPDF)
-		r.PublicationType = collapse(string(p.PublicationType))
-		if p.CitationCount != nil && *p.CitationCount >= 0 {
-			n := int(*p.CitationCount)
-			r.Citations = &n
-		}
-		if p.truncated {
-			r.AddWarning(record.WarnJSONTruncated)
-		}
-		if p.oddTypes {
-			r.AddWarning(record.WarnJSONOddTypes)
-		}
-		mismatch := false
-		if v.head.doi != "" && r.DOI != "" && record.DOIKey(v.head.doi) != record.DOIKey(r.DOI) {
-			mismatch = true
-		}
-		if v.head.published != "" && r.Published != "" && v.head.published != r.Published {
-			mismatch = true
-		}
-		if v.head.hasImpact && r.ImpactFactor > 0 && math.Abs(v.head.impact-r.ImpactFactor) > 0.05 {
-			mismatch = true
-		}
-		titleContradicted := v.positionalTitle && v.title != "" && r.Title != "" && foldKey(v.title) != foldKey(strings.TrimRight(r.Title, ".")) &&
-			foldKey(strings.TrimRight(v.title, ".")) != foldKey(r.Title)
-		if titleContradicted {
-			mismatch = true
-		}
-		if mismatch {
+		id = fromJSON(p, &r, &j)
+		if jsonContradicted(v, &r) {
 			r.AddWarning(record.WarnJSONVisibleMismatch)
 		}
-		// How much the visible lines vouch for the JSON: when two records
-		// of a page name one paper, the better vouched-for is kept.
-		s.evidence = 0
-		if v.titleShown {
-			s.evidence += 2
-		}
-		if v.head.doi != "" {
-			if record.DOIKey(v.head.doi) == record.DOIKey(r.DOI) {
-				s.evidence += 2
-			} else {
-				s.evidence -= 2 // the visible DOI is another
-			}
-		}
-		if v.authors != nil && len(r.Authors) > 0 && slices.Equal(v.authors, r.Authors) {
-			s.evidence++
-		}
-		if v.abstract != "" && r.Abstract != "" && foldKey(v.abstract) == foldKey(r.Abstract) {
-			s.evidence++
-		}
-		if titleContradicted {
-			s.evidence -= 4 // the block shows another title
-		}
-		// Of two objects the page shows alike, the one with a paper's
-		// identity: a DOI and a date (an advert copying a paper has less).
-		if r.DOI != "" {
-			s.evidence++
-		}
-		if r.Published != "" {
-			s.evidence++
-		}
-		// A region number from the JSON is the zone when nothing visible says.
-		if p.RegionNum > 0 && p.RegionNum <= 4 {
-			r.Zone = int(p.RegionNum)
-		}
-		r.Subject = collapse(p.RegionCategory)
-		if q := strings.ToUpper(strings.TrimSpace(p.JCR)); reQuartile.MatchString(q) {
-			r.JCRQuartile = q
-		}
-		r.JCRCategory = collapse(p.JCRName)
+		s.evidence = vouch(v, &r)
 	} else {
 		r.AddWarning(record.WarnNoJSON)
 	}
+	shownOnly(v, &r)
+	fillFromLines(s, v, &r, &j, page)
+	if id == "" {
+		id = v.paperID // a link to the paper's page names it
+	}
+	if !identify(&r, id) {
+		return r, nil, false
+	}
+	return r, v.doubts, true
+}
 
-	// Visible lines: always for these, when shown.
+// fromJSON sets the fields the block's object gives, and returns its site
+// id.
+func fromJSON(p *paperJSON, r *record.Record, j *record.Journal) string {
+	r.Title = p.plainTitle()
+	r.TitleCN = plainText(p.TitleCN)
+	r.Authors = p.authorList()
+	r.Abstract = p.plainAbstract()
+	r.AbstractCN = plainText(p.AbstractTextCN)
+	r.DOI = strings.TrimSpace(p.DOI)
+	if r.DOI == "" {
+		r.DOI = doiFromURL(p.DOIURL)
+	}
+	r.Published = isoDate(p.PublicationDate)
+	if p.Journal != nil {
+		j.Name = collapse(p.Journal.Name)
+		j.Volume, j.Issue = splitVolume(collapse(string(p.Journal.Volume)))
+		j.Pages = collapse(string(p.Journal.Pages))
+	}
+	if j.Name == "" {
+		j.Name = collapse(p.PeriodicalName)
+	}
+	if p.PeriodicalID > 0 {
+		j.ID = int64(p.PeriodicalID)
+	}
+	if p.PeriodicalIF > 0 && !math.IsInf(float64(p.PeriodicalIF), 0) {
+		r.ImpactFactor = float64(p.PeriodicalIF)
+	}
+	r.OpenAccessPDF = strings.TrimSpace(p.OpenAccessPDF)
+	r.PublicationType = collapse(string(p.PublicationType))
+	if p.CitationCount != nil && *p.CitationCount >= 0 {
+		n := int(*p.CitationCount)
+		r.Citations = &n
+	}
+	if p.truncated {
+		r.AddWarning(record.WarnJSONTruncated)
+	}
+	if p.oddTypes {
+		r.AddWarning(record.WarnJSONOddTypes)
+	}
+	// A region number from the JSON is the zone when nothing visible says.
+	if p.RegionNum > 0 && p.RegionNum <= 4 {
+		r.Zone = int(p.RegionNum)
+	}
+	r.Subject = collapse(p.RegionCategory)
+	if q := strings.ToUpper(strings.TrimSpace(p.JCR)); reQuartile.MatchString(q) {
+		r.JCRQuartile = q
+	}
+	r.JCRCategory = collapse(p.JCRName)
+	return strings.TrimSpace(string(p.PaperID))
+}
+
+// jsonContradicted: the visible lines show another DOI, date, impact
+// factor or title than the JSON's (json-visible-mismatch).
+func jsonContradicted(v visible, r *record.Record) bool {
+	switch {
+	case v.head.doi != "" && r.DOI != "" && record.DOIKey(v.head.doi) != record.DOIKey(r.DOI):
+		return true
+	case v.head.published != "" && r.Published != "" && v.head.published != r.Published:
+		return true
+	case v.head.hasImpact && r.ImpactFactor > 0 && math.Abs(v.head.impact-r.ImpactFactor) > 0.05:
+		return true
+	}
+	return titleContradicted(v, r)
+}
+
+// titleContradicted: the block's title, taken by position, is not the
+// JSON's.
+func titleContradicted(v visible, r *record.Record) bool {
+	return v.positionalTitle && v.title != "" && r.Title != "" && foldKey(v.title) != foldKey(strings.TrimRight(r.Title, ".")) &&
+		foldKey(strings.TrimRight(v.title, ".")) != foldKey(r.Title)
+}
+
+// vouch is how much the visible lines vouch for the JSON: when two
+// records of a page name one paper, the better vouched-for is kept.
+func vouch(v visible, r *record.Record) int {
+	e := 0
+	if v.titleShown {
+		e += 2
+	}
+	if v.head.doi != "" {
+		if record.DOIKey(v.head.doi) == record.DOIKey(r.DOI) {
+			e += 2
+		} else {
+			e -= 2 // the visible DOI is another
+		}
+	}
+	if v.authors != nil && len(r.Authors) > 0 && slices.Equal(v.authors, r.Authors) {
+		e++
+	}
+	if v.abstract != "" && r.Abstract != "" && foldKey(v.abstract) == foldKey(r.Abstract) {
+		e++
+	}
+	if titleContradicted(v, r) {
+		e -= 4 // the block shows another title
+	}
+	// Of two objects the page shows alike, the one with a paper's
+	// identity: a DOI and a date (an advert copying a paper has less).
+	if r.DOI != "" {
+		e++
+	}
+	if r.Published != "" {
+		e++
+	}
+	return e
+}
+
+// shownOnly sets the fields the visible lines give whenever they show
+// them: the page's own data, which the JSON does not carry.
+func shownOnly(v visible, r *record.Record) {
 	if v.titleCN != "" {
 		r.TitleCN = v.titleCN
 	}
@@ -551,7 +635,11 @@ func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	if v.head.jcrQuartile != "" {
 		r.JCRQuartile, r.JCRCategory = v.head.jcrQuartile, v.head.jcrCategory
 	}
-	// Visible lines: where the JSON had nothing.
+}
+
+// fillFromLines sets what the JSON lacked from the visible lines, and
+// notes which of title, authors and abstract came from them.
+func fillFromLines(s *segment, v visible, r *record.Record, j *record.Journal, page *Page) {
 	if r.Title == "" {
 		r.Title = v.title
 		s.fromLines |= fromLinesTitle
@@ -590,14 +678,15 @@ func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	if page.JournalID > 0 {
 		j.ID = page.JournalID
 	}
-	if j != (record.Journal{}) {
-		r.Journal = &j
+	if *j != (record.Journal{}) {
+		r.Journal = j
 	}
+}
 
-	setIdentifiers(&r)
-	if id == "" {
-		id = v.paperID // a link to the paper's page names it
-	}
+// identify sets the record's identifiers and id: the site id, else its
+// DOI, else its title and date. false: the block names no paper.
+func identify(r *record.Record, id string) bool {
+	setIdentifiers(r)
 	switch {
 	case id != "":
 		r.ID = id
@@ -608,12 +697,12 @@ func buildRecord(s *segment, page *Page) (record.Record, []Finding, bool) {
 	case r.Title != "":
 		r.ID = record.TitleID(r.Title, r.Published)
 	default:
-		return r, nil, false
+		return false
 	}
 	if r.Title == "" {
 		r.AddWarning(record.WarnNoTitle)
 	}
-	return r, v.doubts, true
+	return true
 }
 
 // splitVolume splits the site's volume value, which runs the issue into

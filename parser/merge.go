@@ -265,7 +265,9 @@ func (f *segment) noTitle() bool {
 	return !ok || looksLikeAuthors(f.lines[i].text) || looksLikeAbstract(f.lines[i].text) || looksLikeProse(f.lines[i].text)
 }
 
-// homeBy is home's judgement by what the fragment shows.
+// homeBy is home's judgement by what the fragment shows: the neighbour
+// whose paper it shows more (claim), else, for lines of no identity, the
+// neighbour that lacks them (homeOfParts).
 func (f *segment) homeBy(prev, next *segment) *segment {
 	sp, sn := f.claim(prev), f.claim(next)
 	anyText := f.hasAnyText()
@@ -282,25 +284,23 @@ func (f *segment) homeBy(prev, next *segment) *segment {
 		return nil
 	case sp < 0 && sn < 0:
 		return nil
+	case sp > 0 && sp > sn:
+		return prev
+	case sn > 0 && sn > sp:
+		return next
 	case sp > 0 || sn > 0:
-		if sp > sn && sp > 0 {
-			return prev
-		}
-		if sn > sp && sn > 0 {
-			return next
-		}
 		return nil // shows both as much: leave it
 	}
 	// It shows neither paper and names no other: lines of no identity.
 	latin := f.hasText(func(t string) bool { return !cjkDominant(t) })
-	if anyText && (f.hasHead() && latin || f.titled() || f.hasText(isTitleLine) || f.anchored() && f.namedBlock()) {
+	switch {
+	case anyText && (f.hasHead() && latin || f.titled() || f.hasText(isTitleLine) || f.anchored() && f.namedBlock()):
 		// An English line with a head, or a title line, or a title in
 		// English and a names line before a citation line: a block of its
 		// own (a paper without JSON). A head with Chinese text alone (an
 		// abstract) has no title: it is a shuffled block's.
 		return nil
-	}
-	if anyText && !f.anchored() {
+	case anyText && !f.anchored():
 		// Text alone after a block's JSON: the block's when it is a line
 		// the block lacks (visible authors that the JSON does not give).
 		if prev != nil && sp == 0 && f.fillsNeed(prev) {
@@ -308,9 +308,14 @@ func (f *segment) homeBy(prev, next *segment) *segment {
 		}
 		return nil
 	}
-	// Head or citation lines without a DOI (with, perhaps, a stray line
-	// that is no title): to the neighbour that lacks them, the one whose
-	// impact factor they show first.
+	return f.homeOfParts(prev, next, sp, sn)
+}
+
+// homeOfParts places head or citation lines without a DOI (with, perhaps,
+// a stray line that is no title): to the neighbour that lacks them, the
+// one whose impact factor they show first; a citation line alone ends its
+// block in the site's order (the previous).
+func (f *segment) homeOfParts(prev, next *segment, sp, sn int) *segment {
 	var kinds [kindJSON + 1]bool
 	for _, l := range f.lines {
 		kinds[l.kind] = l.kind != kindText
@@ -326,25 +331,21 @@ func (f *segment) homeBy(prev, next *segment) *segment {
 		}
 		return true
 	}
-	for _, s := range []*segment{prev, next} {
-		if s == prev && fits(s, sp) && f.impactOf(s.json) || s == next && fits(s, sn) && f.impactOf(s.json) {
-			return s
-		}
-	}
-	if kinds[kindCitation] && !kinds[kindImpact] && !kinds[kindMeta] {
-		// A citation line ends its block in the site's order.
-		if fits(prev, sp) {
-			return prev
-		}
-		if fits(next, sn) {
-			return next
-		}
-		return nil
-	}
-	if fits(next, sn) {
+	okPrev, okNext := fits(prev, sp), fits(next, sn)
+	switch {
+	case okPrev && f.impactOf(prev.json):
+		return prev
+	case okNext && f.impactOf(next.json):
 		return next
-	}
-	if fits(prev, sp) {
+	case kinds[kindCitation] && !kinds[kindImpact] && !kinds[kindMeta] && okPrev:
+		return prev
+	case kinds[kindCitation] && !kinds[kindImpact] && !kinds[kindMeta] && okNext:
+		return next
+	case kinds[kindCitation] && !kinds[kindImpact] && !kinds[kindMeta]:
+		return nil
+	case okNext:
+		return next
+	case okPrev:
 		return prev
 	}
 	return nil
@@ -386,9 +387,32 @@ func (f *segment) claim(s *segment) int {
 			score += 4
 		}
 	}
+	if f.ownBlock(s) {
+		return -1
+	}
+	shown, unshown := f.linesShown(s)
+	switch {
+	case shown < 0:
+		return -1
+	case score+shown == 0 && unshown && f.hasHead():
+		// A head with an English line that is not this paper's: a block
+		// of its own.
+		return -1
+	}
+	return score + shown
+}
+
+// ownBlock: fragment f is a block of its own beside segment s: a title
+// line of its own beside a block that has its title, or a line in the
+// title's place before a head of its own (without the paper's DOI, or of
+// a kind the block has already) that is not this paper's (a paper without
+// JSON in the site's order), whatever else it shares with s (boilerplate
+// abstract, the same names, the DOI its JSON gives).
+func (f *segment) ownBlock(s *segment) bool {
+	p := s.json
 	doiMatch := f.headDOI() != "" && record.DOIKey(f.headDOI()) == p.doiKey()
 	if s.hasTitleFor(p) && !doiMatch && f.hasText(func(t string) bool { return isTitleLine(t) && !shows(t, p) }) {
-		return -1 // a title line of its own, beside a block that has its title
+		return true
 	}
 	secondHead := false
 	for _, l := range f.lines {
@@ -396,44 +420,34 @@ func (f *segment) claim(s *segment) int {
 			secondHead = true
 		}
 	}
-	if ti, ok := f.titleCandidate(); ok && f.hasHead() && !shows(f.lines[ti].text, p) && !chineseLine(f.lines[ti].text) &&
-		(secondHead || !doiMatch) {
-		// A line in the title's place, before a head of its own (without
-		// the paper's DOI, or of a kind the block has already), that is
-		// not this paper's: a block of its own (a paper without JSON in
-		// the site's order), whatever else it shares with this one
-		// (boilerplate abstract, the same names, the DOI its JSON gives).
-		return -1
-	}
-	unshown := false
+	ti, ok := f.titleCandidate()
+	return ok && f.hasHead() && !shows(f.lines[ti].text, p) && !chineseLine(f.lines[ti].text) && (secondHead || !doiMatch)
+}
+
+// linesShown scores the text lines of f that show s's paper: its title 2,
+// its authors or abstract 1 (-1: a second title line, another paper's:
+// Editorial); unshown says an English line shows nothing of it.
+func (f *segment) linesShown(s *segment) (score int, unshown bool) {
+	p := s.json
 	for _, l := range f.lines {
 		if l.kind != kindText {
 			continue
 		}
-		if s.repeats(l.text) {
-			if ok, _, _ := matchTitle(l.text, p); ok {
-				return -1 // a second title line: another paper's (Editorial)
-			}
-			continue // names or abstract shown already: they say nothing
-		}
-		if ok, _, _ := matchTitle(l.text, p); ok {
+		titled, _, _ := matchTitle(l.text, p)
+		switch {
+		case s.repeats(l.text) && titled:
+			return -1, unshown
+		case s.repeats(l.text):
+			// names or abstract shown already: they say nothing
+		case titled:
 			score += 2
-			continue
-		}
-		if matchAuthors(l.text, p) || matchAbstract(l.text, p) {
+		case matchAuthors(l.text, p) || matchAbstract(l.text, p):
 			score++
-			continue
-		}
-		if !cjkDominant(l.text) {
+		case !cjkDominant(l.text):
 			unshown = true
 		}
 	}
-	if score == 0 && unshown && f.hasHead() {
-		// A head with an English line that is not this paper's: a block
-		// of its own.
-		return -1
-	}
-	return score
+	return score, unshown
 }
 
 // dedupe merges records of one page that name the same paper (same site

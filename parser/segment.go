@@ -397,38 +397,75 @@ const maxBlockLines = 128
 // page's lines are held once, whatever its size. A closed segment's slice
 // is capped, so a later stage that adds to it copies it out.
 func segmentLines(lines []line) []*segment {
-	var segs []*segment
-	w := 0 // where the next segment's lines start
-	cur := &segment{lines: lines[:0]}
-	var last *segment // the last segment closed with an object
-	closeCur := func() {
-		n := len(cur.lines)
-		cur.lines = cur.lines[:n:n]
-		if !cur.empty() {
-			segs = append(segs, cur)
-			if cur.json != nil {
-				last = cur
-			}
-			w += n
+	g := &segmenter{lines: lines, cur: &segment{lines: lines[:0]}, owner: jsonOwners(lines)}
+	for i := range lines {
+		l := lines[i] // (a copy: segments are written over lines)
+		if l.kind != kindJSON && len(g.cur.lines) >= maxBlockLines {
+			g.close() // no block is this long: bound the work on one
 		}
-		cur = &segment{lines: lines[w:w]}
+		if g.byContent(i, l) {
+			continue
+		}
+		switch l.kind {
+		case kindJSON:
+			g.object(l)
+		case kindCitation:
+			g.cur.lines = append(g.cur.lines, l)
+			g.close()
+			g.cur.afterCite = true
+		case kindImpact, kindMeta:
+			g.head(l)
+		case kindText:
+			g.text(i, l)
+		}
 	}
-	// next(i) is the paper object of the first JSON line after line i,
-	// when it holds one object: a text line after a block's JSON that
-	// shows the next object belongs to the next block.
-	nj := 0 // the first JSON line after the line read, or len(lines)
-	next := func(i int) *paperJSON {
-		if nj <= i {
-			for nj = i + 1; nj < len(lines) && lines[nj].kind != kindJSON; nj++ {
-			}
+	g.close()
+	return g.segs
+}
+
+// segmenter is segmentLines' state: the segments closed, the one open.
+type segmenter struct {
+	lines []line
+	segs  []*segment
+	cur   *segment
+	last  *segment // the last segment closed with an object
+	w     int      // where the next segment's lines start in lines
+	nj    int      // the first JSON line after the line read (next)
+	owner map[string]*paperJSON
+}
+
+// close ends the open segment and opens the next.
+func (g *segmenter) close() {
+	cur := g.cur
+	n := len(cur.lines)
+	cur.lines = cur.lines[:n:n]
+	if !cur.empty() {
+		g.segs = append(g.segs, cur)
+		if cur.json != nil {
+			g.last = cur
 		}
-		if nj < len(lines) && len(lines[nj].objects()) == 1 {
-			return lines[nj].objects()[0]
-		}
-		return nil
+		g.w += n
 	}
-	// owner maps a DOI to the page's one object that has it: a head line
-	// naming it belongs to that object's block, whatever its place.
+	g.cur = &segment{lines: g.lines[g.w:g.w]}
+}
+
+// next is the paper object of the first JSON line after line i, when it
+// holds one object: a text line after a block's JSON that shows the next
+// object belongs to the next block.
+func (g *segmenter) next(i int) *paperJSON {
+	if g.nj <= i {
+		for g.nj = i + 1; g.nj < len(g.lines) && g.lines[g.nj].kind != kindJSON; g.nj++ {
+		}
+	}
+	if g.nj < len(g.lines) && len(g.lines[g.nj].objects()) == 1 {
+		return g.lines[g.nj].objects()[0]
+	}
+	return nil
+}
+
+// jsonOwners maps a DOI to the page's one object that has it: a head line
+// naming it belongs to that object's block, whatever its place.
+func jsonOwners(lines []line) map[string]*paperJSON {
 	owner := map[string]*paperJSON{}
 	for _, l := range lines {
 		if l.kind == kindJSON && len(l.objects()) == 1 {
@@ -441,94 +478,100 @@ func segmentLines(lines []line) []*segment {
 			}
 		}
 	}
-	elsewhere := func(doi string, p *paperJSON) bool {
-		o := owner[record.DOIKey(doi)]
-		return doi != "" && o != nil && o != p
+	return owner
+}
+
+// elsewhere: doi is the DOI of another object of the page than p.
+func (g *segmenter) elsewhere(doi string, p *paperJSON) bool {
+	o := g.owner[record.DOIKey(doi)]
+	return doi != "" && o != nil && o != p
+}
+
+// byContent reads line i into a block without JSON that opens with a
+// title by content: such a block holds the lines up to the next such
+// title, in any order: its head, names, abstracts and citation line are
+// told apart by what they are (roleOf, readByContent). A line of a role
+// the block has already (a second date, names line or abstract) starts a
+// piece of its own. true: the line was placed.
+func (g *segmenter) byContent(i int, l line) bool {
+	cur := g.cur
+	if cur.json != nil || l.kind == kindJSON || len(cur.lines) == 0 || cur.ownJSONAhead(g.next(i)) || cur.strongTitle() < 0 || cur.pieceOf(g.last) {
+		return false
 	}
-	for i, l := range lines {
-		if l.kind != kindJSON && len(cur.lines) >= maxBlockLines {
-			closeCur() // no block is this long: bound the work on one
+	if l.strong() && roleIn(cur.lines, &l) != roleTitleCN {
+		g.close()
+		g.cur.lines = append(g.cur.lines, l)
+		return true
+	}
+	if r := roleIn(cur.lines, &l); r&cur.roleSet() == 0 && !(cur.roles&roleCitation != 0 && r == roleAbstract && titleish(l.text) && !restFits(g.lines[i+1:], cur.roles|r)) {
+		cur.roles |= r
+		cur.lines = append(cur.lines, l)
+		cur.rolesN = len(cur.lines)
+		return true
+	}
+	g.close()
+	return false
+}
+
+// object places a JSON line: a group of objects (one script holding every
+// paper) makes a segment each, which reconcile pairs with the visible
+// blocks; one object joins the open block unless the block shows another
+// paper.
+func (g *segmenter) object(l line) {
+	if len(l.objects()) > 1 {
+		g.close()
+		for _, p := range l.objects() {
+			g.segs = append(g.segs, &segment{json: p, jsonRaw: l.raw, grouped: true})
 		}
-		if cur.json == nil && l.kind != kindJSON && len(cur.lines) > 0 && !cur.ownJSONAhead(next(i)) && cur.strongTitle() >= 0 && !cur.pieceOf(last) {
-			// A block without JSON that opens with a title by content
-			// holds the lines up to the next such title, in any order:
-			// its head, names, abstracts and citation line are told
-			// apart by what they are (roleOf, readByContent). A line of
-			// a role the block has already (a second date, names line or
-			// abstract) starts a piece of its own.
-			if l.strong() && roleIn(cur.lines, &l) != roleTitleCN {
-				closeCur()
-				cur.lines = append(cur.lines, l)
-				continue
-			}
-			if r := roleIn(cur.lines, &l); r&cur.roleSet() == 0 && !(cur.roles&roleCitation != 0 && r == roleAbstract && titleish(l.text) && !restFits(lines[i+1:], cur.roles|r)) {
-				cur.roles |= r
-				cur.lines = append(cur.lines, l)
-				cur.rolesN = len(cur.lines)
-				continue
-			}
-			closeCur()
+		return
+	}
+	p, cur := l.objects()[0], g.cur
+	if cur.json != nil || !cur.accepts(p) || g.elsewhere(cur.headDOI(), p) && !cur.hasTitleFor(p) || cur.showsMore(g.last, p, g.owner) {
+		// Lines that show the previous object more than this one are
+		// the previous block's (reunite puts them back).
+		g.close()
+	}
+	g.cur.json, g.cur.jsonAt, g.cur.jsonRaw = p, len(g.cur.lines), l.raw
+}
+
+// head places an impact or meta line: another object's head, or a second
+// head of a block, starts a block.
+func (g *segmenter) head(l line) {
+	cur := g.cur
+	switch {
+	case cur.json != nil && g.elsewhere(l.head.doi, cur.json):
+		g.close() // another object's head
+	case cur.json != nil && len(cur.lines) > cur.jsonAt:
+		// After the JSON: only this block's own head stays.
+		if !headFits(cur, l) {
+			g.close()
 		}
-		switch l.kind {
-		case kindJSON:
-			if len(l.objects()) > 1 {
-				// A detached group (one script holding every paper): each
-				// object is its own segment; reconcile pairs them with the
-				// visible blocks.
-				closeCur()
-				for _, p := range l.objects() {
-					segs = append(segs, &segment{json: p, jsonRaw: l.raw, grouped: true})
-				}
-				continue
-			}
-			p := l.objects()[0]
-			if cur.json != nil || !cur.accepts(p) || elsewhere(cur.headDOI(), p) && !cur.hasTitleFor(p) || cur.showsMore(last, p, owner) {
-				// Lines that show the previous object more than this one
-				// are the previous block's (reunite puts them back).
-				closeCur()
-			}
-			cur.json, cur.jsonAt, cur.jsonRaw = p, len(cur.lines), l.raw
-
-		case kindCitation:
-			cur.lines = append(cur.lines, l)
-			closeCur()
-			cur.afterCite = true
-
-		case kindImpact, kindMeta:
-			if cur.json != nil && elsewhere(l.head.doi, cur.json) {
-				closeCur() // another object's head
-			} else if cur.json != nil && len(cur.lines) > cur.jsonAt {
-				// After the JSON: only this block's own head stays.
-				if !headFits(cur, l) {
-					closeCur()
-				}
-			} else if cur.json != nil {
-				if l.head.doi != "" && cur.json.DOI != "" && record.DOIKey(l.head.doi) != record.DOIKey(cur.json.DOI) && cur.hasHead() {
-					closeCur()
-				}
-			} else if cur.hasHead() && !continuesHead(cur, l) {
-				// A second head: a new block starts, with its title line.
-				moved := splitOffTitle(cur)
-				closeCur()
-				if moved != nil {
-					cur.lines = append(cur.lines, *moved)
-				}
-			}
-			cur.lines = append(cur.lines, l)
-
-		case kindText:
-			if cur.json != nil && !fitsAfterJSON(cur, l, next(i), nextText(lines, i)) {
-				closeCur()
-			} else if cur.json == nil && (cur.done() && isTitleLine(l.text) || l.mark == markTitle && cur.hasAnyText() && !showsLast(l.text, last)) {
-				// The next block's title, after this one's authors; a
-				// title the markup shows starts a block wherever it stands.
-				closeCur()
-			}
-			cur.lines = append(cur.lines, l)
+	case cur.json != nil:
+		if l.head.doi != "" && cur.json.DOI != "" && record.DOIKey(l.head.doi) != record.DOIKey(cur.json.DOI) && cur.hasHead() {
+			g.close()
+		}
+	case cur.hasHead() && !continuesHead(cur, l):
+		// A second head: a new block starts, with its title line.
+		moved := splitOffTitle(cur)
+		g.close()
+		if moved != nil {
+			g.cur.lines = append(g.cur.lines, *moved)
 		}
 	}
-	closeCur()
-	return segs
+	g.cur.lines = append(g.cur.lines, l)
+}
+
+// text places a text line: after a block's JSON, a line that does not fit
+// it starts the next block; so does, in a block without JSON, the next
+// block's title after this one's authors, or a title the markup shows.
+func (g *segmenter) text(i int, l line) {
+	cur := g.cur
+	if cur.json != nil && !fitsAfterJSON(cur, l, g.next(i), nextText(g.lines, i)) {
+		g.close()
+	} else if cur.json == nil && (cur.done() && isTitleLine(l.text) || l.mark == markTitle && cur.hasAnyText() && !showsLast(l.text, g.last)) {
+		g.close()
+	}
+	g.cur.lines = append(g.cur.lines, l)
 }
 
 // showsMore reports whether the segment's lines show the paper of the

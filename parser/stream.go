@@ -176,6 +176,25 @@ func (st *streamer) childOfHeading() {
 	}
 }
 
+// shown opens an element whose text is shown: a block ends the line
+// before it; a heading marks its lines; <pre> keeps its newlines.
+func (st *streamer) shown(a atom.Atom, attrs []html.Attribute) elRole {
+	role := elNone
+	if isBlock(a) {
+		st.f.flush()
+		role = elBlock
+	}
+	st.f.jsonAttrsOf(attrs)
+	switch a {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		role = elHeading
+	case atom.Pre, atom.Listing:
+		st.pre++
+		st.dropNL = true
+	}
+	return role
+}
+
 // voidElement: no content, no end tag.
 func voidElement(a atom.Atom) bool {
 	switch a {
@@ -230,6 +249,12 @@ func (st *streamer) startTag(name []byte, attrs []html.Attribute, selfClosing bo
 	}
 	st.childOfHeading()
 	st.impliedEnds(a)
+	st.open(a, name, attrs, selfClosing)
+}
+
+// open opens an element (a void one is only read): what it is to the
+// lines (its role) and what it says (a link's href, JSON attributes).
+func (st *streamer) open(a atom.Atom, name []byte, attrs []html.Attribute, selfClosing bool) {
 	if voidElement(a) {
 		switch a {
 		case atom.Br, atom.Hr:
@@ -275,18 +300,7 @@ func (st *streamer) startTag(name []byte, attrs []html.Attribute, selfClosing bo
 			}
 		}
 	default:
-		if isBlock(a) {
-			st.f.flush()
-			el.role = elBlock
-		}
-		st.f.jsonAttrsOf(attrs)
-		switch a {
-		case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
-			el.role = elHeading
-		case atom.Pre, atom.Listing:
-			st.pre++
-			st.dropNL = true
-		}
+		el.role = st.shown(a, attrs)
 	}
 	switch el.role {
 	case elSkip, elHidden, elScript, elTitle:
