@@ -27,6 +27,7 @@ type crawlFlags struct {
 	report      string
 	archive     string
 	offline     string
+	relearn     bool
 }
 
 func (f *crawlFlags) register(cmd *cobra.Command) {
@@ -37,6 +38,7 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.report, "report", "", "write the run summary as JSON to this file")
 	fl.StringVar(&f.archive, "archive", "", "record every fetch as WARC files in this directory")
 	fl.StringVar(&f.offline, "offline", "", "fetch nothing: answer every request from the WARC files of this directory")
+	fl.BoolVar(&f.relearn, "relearn", false, "the journals' papers of this run are their new normal: the quality gate does not compare them with the journals' earlier runs, and later runs learn from this one on (after a change of layout the site made on purpose)")
 }
 
 // registerSite registers the flags that say where and how to fetch, and
@@ -206,6 +208,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, c app.Crawl) error {
 	}
 	c.Sinks, c.JournalSinks, c.StateDir, c.Report = env.Config.Sinks, env.Config.JournalSinks(), env.Config.StateDir, f.report
 	c.Transport = app.Transport{Archive: f.archive, Offline: f.offline}
+	c.Relearn = f.relearn
 	c.Progress = func(total int64, sum *engine.Summary) func() {
 		return startProgress(cmd.ErrOrStderr(), total, sum, env.Log)
 	}

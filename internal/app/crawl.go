@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/engine"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/history"
+	"github.com/litcrawl/litcrawl/internal/quality"
 	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 )
@@ -34,6 +37,9 @@ type Crawl struct {
 	// A backfill's pages: From..To (To 0: until the listing ends).
 	From, To            int
 	NoResume, Redeliver bool
+	// Relearn: the journals' papers of this run are their new normal
+	// (quality.Learned does not compare them; later runs learn from here).
+	Relearn bool
 	// Progress, when set, shows the run's progress while it goes on; total
 	// is the pages expected (-1: unknown). It returns the function that
 	// stops it.
@@ -129,6 +135,12 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return nil, err
 	}
 	defer st.Close()
+	// What the journals' papers held in the recent runs: the quality gate
+	// learns each journal from them.
+	learned, err := recentProfiles(st)
+	if err != nil {
+		return nil, err
+	}
 	// The run is in the history from the moment it holds the state, and
 	// runs.json says so to crawl runs and crawl report until it ends.
 	host, pid := hostAndPID()
@@ -144,6 +156,7 @@ func (e *Env) Crawl(ctx context.Context, c Crawl) (*engine.Summary, error) {
 		return st.PutRun(hist)
 	})
 	defer s.close()
+	s.learned, s.relearn = learned, c.Relearn
 	// A run that fails before it fetches (a sink that cannot be opened, a
 	// report that cannot be written) is recorded with its error.
 	if err := s.openSummaryFile(c.Report, c.StateDir); err != nil {
@@ -221,4 +234,32 @@ func (c Crawl) drive(ctx context.Context, run *engine.Run, cfg *config.Config, s
 			StopAfterRepeatPages: cfg.Backfill.StopAfterRepeatPages, AuditPages: cfg.Nightly.AuditPages, PerJournal: limits(cfg, c.Journals, false)})
 	}
 	return exitcode.Usagef("run kind %q: expected backfill or nightly", c.Kind)
+}
+
+// recentProfiles are what each journal's papers held in the runs of the
+// history, newest run first (quality.Learned takes what it needs).
+func recentProfiles(st *state.Store) (map[int64][]quality.Profile, error) {
+	runs, err := st.Runs()
+	if err != nil {
+		return nil, fmt.Errorf("run history: %w", err)
+	}
+	out := map[int64][]quality.Profile{}
+	for _, r := range slices.Backward(runs) {
+		var sum struct {
+			PerJournal map[string]struct {
+				Profile *quality.Profile `json:"profile"`
+			} `json:"per_journal"`
+		}
+		if len(r.Summary) == 0 || json.Unmarshal(r.Summary, &sum) != nil {
+			continue // a run killed before its end, or an older summary: nothing to learn
+		}
+		for k, c := range sum.PerJournal {
+			j, err := strconv.ParseInt(k, 10, 64)
+			if err != nil || c.Profile == nil || !c.Profile.Valid() {
+				continue
+			}
+			out[j] = append(out[j], *c.Profile)
+		}
+	}
+	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/quality"
 
 	"github.com/litcrawl/litcrawl/crawler"
 	"github.com/litcrawl/litcrawl/internal/config"
@@ -46,6 +47,11 @@ type session struct {
 	// keep puts the finished run's summary in the history (the state's,
 	// or the fleet's runs stream); an error fails the run.
 	keep func(summary []byte) error
+
+	// learned are the journals' profiles of the recent runs, newest
+	// first (quality.Learned); relearn: this run starts them anew.
+	learned map[int64][]quality.Profile
+	relearn bool
 
 	summaryFile *summaryFile     // --report; nil: none
 	quarantine  *quarantine.File // the records a sink refuses
@@ -177,7 +183,18 @@ func (s *session) end(runErr error, jobs *frontier.JobCounts) error {
 		}
 	}
 	rep := s.summary(jobs, runErr, nil)
-	final := verdict(s.e.Config.Quality, runErr, s.sum, &rep, s.quarantine.Path(), s.failedCounts)
+	var learnedErr error
+	if s.relearn {
+		for k, c := range rep.PerJournal {
+			if c.Profile != nil {
+				c.Profile.Relearn = true
+				rep.PerJournal[k] = c
+			}
+		}
+	} else if s.learned != nil {
+		learnedErr = quality.CheckLearned(s.sum.Profiles(), s.learned)
+	}
+	final := verdict(s.e.Config.Quality, runErr, s.sum, &rep, s.quarantine.Path(), s.failedCounts, learnedErr)
 	code := s.e.exitCode(final)
 	rep.ExitCode = &code
 	data, _ := json.Marshal(rep)
@@ -195,14 +212,19 @@ func (s *session) end(runErr error, jobs *frontier.JobCounts) error {
 }
 
 // verdict is how a run ends, the same rule for a local run and a fleet
-// worker's: the run's own error; else the quality gate's alarm (exit 4);
+// worker's: the run's own error; else the quality gate's alarm (exit 4),
+// the fixed thresholds' first, then a journal's papers unlike its recent
+// runs' (learned: quality.CheckLearned; a fleet worker learns nothing);
 // else, for a local run (failedCounts), its failed pages (a worker's are
 // retried or dead-lettered); else the records a sink refused, kept in the
 // quarantine at quarPath (named in rep).
-func verdict(q config.Quality, runErr error, sum *engine.Summary, rep *history.RunSummary, quarPath string, failedCounts bool) error {
+func verdict(q config.Quality, runErr error, sum *engine.Summary, rep *history.RunSummary, quarPath string, failedCounts bool, learned error) error {
 	final := runErr
 	if final == nil {
 		final = history.QualityAlarm(q, sum.QualityCounts())
+	}
+	if final == nil && learned != nil {
+		final = exitcode.QualityError(learned) // a journal unlike its recent runs
 	}
 	if final == nil && failedCounts && sum.Failed.Load() > 0 {
 		final = failedPages(sum.Failed.Load())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -74,6 +75,9 @@ type JournalCounts struct {
 	PapersKnown  int64 `json:"papers_known"`
 	// PapersUpdated are known papers delivered as a new revision.
 	PapersUpdated int64 `json:"papers_updated,omitempty"`
+	// Profile is what the journal's parsed papers held (the quality
+	// gate learns the journal from it: quality.Learned).
+	Profile *quality.Profile `json:"profile,omitempty"`
 }
 
 // IncompleteWalk is a nightly walk that stopped short of known papers
@@ -316,6 +320,35 @@ func (s *Summary) addQuality(page *parser.Page, findings []parser.Finding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.quality.AddFound(page, findings)
+	for _, r := range page.Records {
+		j := page.JournalID
+		if j == 0 && r.Journal != nil {
+			j = r.Journal.ID
+		}
+		if j == 0 {
+			continue
+		}
+		c := s.journal(j)
+		if c.Profile == nil {
+			c.Profile = &quality.Profile{}
+		}
+		c.Profile.Add(r)
+	}
+}
+
+// Profiles are what each journal's parsed papers held so far.
+func (s *Summary) Profiles() map[int64]quality.Profile {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int64]quality.Profile{}
+	for j, c := range s.journals {
+		if c.Profile != nil {
+			p := *c.Profile
+			p.Fields = maps.Clone(p.Fields)
+			out[j] = p
+		}
+	}
+	return out
 }
 
 // PageFailure is a page that failed permanently in this run.
@@ -408,7 +441,13 @@ func (s *Summary) Journals() map[int64]JournalCounts {
 	defer s.mu.Unlock()
 	out := make(map[int64]JournalCounts, len(s.journals))
 	for j, c := range s.journals {
-		out[j] = *c
+		cc := *c
+		if c.Profile != nil {
+			p := *c.Profile
+			p.Fields = maps.Clone(p.Fields)
+			cc.Profile = &p // (the run goes on counting into its own)
+		}
+		out[j] = cc
 	}
 	return out
 }

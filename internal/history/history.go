@@ -319,6 +319,9 @@ func sanitize(rep *RunSummary) {
 		for _, n := range []*int64{&c.PagesDone, &c.PagesFailed, &c.PagesSkipped, &c.PagesPastEnd, &c.PapersNew, &c.PapersKnown} {
 			*n = min(max(*n, 0), maxCount)
 		}
+		if c.Profile != nil && !c.Profile.Valid() {
+			c.Profile = nil // a profile no run wrote: not learned from
+		}
 		rep.PerJournal[k] = c
 	}
 	for i := range rep.Failures {

@@ -37,11 +37,12 @@ func SynthPage(journal int64, page int, ids []string) []byte {
 // for a test in which the site changes papers after they were listed.
 // The zero Variant is the usual paper.
 type Variant struct {
-	NoJSON    bool   // no embedded JSON (the site adds it days later)
-	Title     string // another title (a typo the site fixes later); "": the usual
-	NoDOI     bool   // no DOI yet, neither in the JSON nor on the page
-	Citations *int   // another citation count; nil: the usual
-	Published string // another publication date ("2099-01-02": one the parser finds implausible)
+	NoJSON         bool   // no embedded JSON (the site adds it days later)
+	Title          string // another title (a typo the site fixes later); "": the usual
+	NoDOI          bool   // no DOI yet, neither in the JSON nor on the page
+	Citations      *int   // another citation count; nil: the usual
+	Published      string // another publication date ("2099-01-02": one the parser finds implausible)
+	NoCitationLine bool   // no 引用次数 line (a layout that drops it)
 }
 
 // SetVariant makes the synthetic paper id show as v from now on (pages
@@ -102,12 +103,16 @@ func synthPage(journal int64, page int, ids []string, last bool, variant func(id
 		if v.NoJSON {
 			jsonDiv = ""
 		}
+		citeLine := fmt.Sprintf(`<div class="cite">引用次数: %d</div>`, cites)
+		if v.NoCitationLine {
+			citeLine = ""
+		}
 		fmt.Fprintf(&b, `<li><div class="title">%s 合成论文%s</div>
 <div class="meta">%s Pub Date : %s %s</div>
 <div class="authors">Ann Lee, Bo Chen</div>
 %s
-<div class="cite">引用次数: %d</div></li>
-`, html.EscapeString(title), id, html.EscapeString(jn), date, meta, jsonDiv, cites)
+%s</li>
+`, html.EscapeString(title), id, html.EscapeString(jn), date, meta, jsonDiv, citeLine)
 	}
 	if last {
 		fmt.Fprintf(&b, `</ul><div class="pager">上一页 %d</div>`, page)

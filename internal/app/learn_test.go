@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/litcrawl/litcrawl/internal/config"
+	"github.com/litcrawl/litcrawl/internal/exitcode"
+	"github.com/litcrawl/litcrawl/internal/history"
+	"github.com/litcrawl/litcrawl/internal/testsite"
+)
+
+// The quality gate learns a journal from its runs: after three runs whose
+// papers all show their citation count, a run where the journal's pages
+// drop the citation line exits 4, naming the journal and the field,
+// though every field left looks right and the fixed thresholds pass; a
+// run with --relearn accepts the new layout, and the runs after it learn
+// from it.
+func TestQualityGateLearnsTheJournal(t *testing.T) {
+	site := testsite.New()
+	site.SynthJournal(79, 2, 10)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	cfg := config.Default()
+	cfg.Site.BaseURL, cfg.Site.AllowedHosts = srv.URL, []string{"127.0.0.1"}
+	cfg.Fetch.Delay, cfg.Fetch.Jitter = 0, 0
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	if err := cfg.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{Config: cfg, Stdout: io.Discard, Stderr: io.Discard}
+	out := filepath.Join(t.TempDir(), "papers.jsonl")
+	run := func(relearn bool) error {
+		_, err := e.Crawl(context.Background(), Crawl{Kind: history.Backfill, Journals: []int64{79}, From: 1, To: 2,
+			Sinks: []string{"jsonl:" + out}, StateDir: cfg.StateDir, NoResume: true, Relearn: relearn})
+		return err
+	}
+	for i := range 3 {
+		if err := run(false); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+	for p := 1; p <= 2; p++ {
+		for i := range 10 {
+			site.SetVariant(testsite.SynthID(79, p, i), testsite.Variant{NoCitationLine: true})
+		}
+	}
+	err := run(false)
+	if exitcode.Of(err) != exitcode.Quality || !strings.Contains(err.Error(), "journal 79: citations in 0% of its papers") {
+		t.Fatalf("the journal's papers without their citations: exit %d: %v", exitcode.Of(err), err)
+	}
+	if err := run(true); err != nil {
+		t.Fatalf("--relearn: %v", err)
+	}
+	if err := run(false); err != nil {
+		t.Fatalf("the run after --relearn learns from it: %v", err)
+	}
+}
