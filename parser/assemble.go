@@ -78,15 +78,6 @@ func assemble(segs []*segment, page *Page, opts Options) {
 	}
 }
 
-// endsSentence reports whether text ends as a sentence does: with a
-// full stop, question or exclamation mark (Latin or CJK), an ellipsis, or
-// a closing bracket or quote after one.
-func endsSentence(text string) bool {
-	t := strings.TrimRight(text, " )]}\"'’”）】」")
-	r, _ := utf8.DecodeLastRuneInString(t)
-	return strings.ContainsRune(".!?。！？…", r) || t != text && strings.ContainsRune(".!?。！？", r)
-}
-
 // untaken notes the first text line of a segment that gives no record:
 // lines no paper took mean the page may be misread (a cut object's start
 // is no such line).
@@ -465,11 +456,6 @@ func readPositional(s *segment, v *visible) {
 	}
 }
 
-// looksLikeProse: a long run of sentences (an abstract), not a names line.
-func looksLikeProse(s string) bool {
-	return len(s) > 300 && strings.Count(s, ". ") >= 2 && !looksLikeAuthors(s)
-}
-
 // buildRecord merges the JSON and the visible lines of one block. JSON wins
 // for the fields it has; the visible lines give title_cn, citations, zone,
 // subject, JCR and abstract_cn, and fill what the JSON lacks. Each field
@@ -750,19 +736,6 @@ func setIdentifiers(r *record.Record) {
 	}
 }
 
-// doiFromURL reads the DOI out of a DOIUrl value: "https://doi.org/<doi>" or
-// the bare DOI ("" when it names none).
-func doiFromURL(u string) string {
-	id := record.ParseDOI(u)
-	if id.DOI != "" {
-		return id.DOI
-	}
-	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), "arxiv-") {
-		return strings.TrimSpace(u)
-	}
-	return ""
-}
-
 // afterAuthorsOrHead reports whether line i comes after a head line or after
 // a line that reads like authors: where a desktop block shows its abstract.
 func afterAuthorsOrHead(s *segment, i int) bool {
@@ -772,22 +745,4 @@ func afterAuthorsOrHead(s *segment, i int) bool {
 		}
 	}
 	return false
-}
-
-// looksLikeCJKNames: a line of Chinese (or Japanese, Korean) personal names,
-// such as "王磊, 李娜" or "陈静": short parts, no sentence punctuation.
-func looksLikeCJKNames(s string) bool {
-	if strings.ContainsAny(s, "。：:（(") {
-		return false
-	}
-	parts := splitAuthors(s)
-	if len(parts) == 0 {
-		return false
-	}
-	for _, p := range parts {
-		if n := len([]rune(p)); n > 8 || strings.Contains(p, " ") && n > 20 {
-			return false
-		}
-	}
-	return true
 }

@@ -7,25 +7,36 @@
 // JSON and by what they look like when it does not, never yields one
 // paper twice, and never panics. What it cannot read exactly it reports
 // (Page.Findings), so that a run alarms rather than deliver a wrong
-// field. Files:
+// field.
 //
-//   - parse.go: Parse, Options, Page (records plus what the page looked like)
-//   - decode.go: the one place bytes become UTF-8 text (charsets)
-//   - flatten.go: DOM or token stream → visible lines and JSON candidates
-//   - jsonscan.go: finding paper objects in text (and telling cut-off ones from prose)
+// A page goes through stages with one direction, each a function of the
+// previous one's output (parse.go runs them in order): bytes → text →
+// raw lines → lines → blocks → records → findings. A stage calls the
+// forms (forms.go, text.go: what a string looks like) and never a later
+// stage. Files:
+//
+//   - parse.go: Parse, Options, Page; the stages in order; the parse budget
+//   - decode.go: bytes → text, the one place bytes become UTF-8 (charsets)
+//   - stream.go: text → raw lines, from HTML's token stream (no tree)
+//   - flatten.go: raw lines from goquery's DOM (markup the stream hands
+//     over), the flattening rules both share, text captures' lines
+//   - lines.go: raw lines → lines: the classifier; line kinds (noise,
+//     heading, meta, citation) and the date/DOI labels, date and DOI forms
+//   - ranking.go: the ranking line (impact factor, zone, subject, JCR)
+//   - jsonscan.go: paper objects found in a line (and cut-off ones told from prose)
 //   - jsondecode.go: one-pass decoder of paper objects, held to encoding/json by a fuzz target
 //   - paperjson.go: the site's paper object, lenient types, salvage of cut-off objects
-//   - lines.go: line kinds (noise, heading, impact, meta, citation) and their
-//     fields; the date/DOI labels, date forms and DOI forms read
-//   - segment.go: grouping lines into paper blocks (by JSON, heads, citation
-//     lines, or a title by content and the roles of the lines after it);
-//     pairing detached JSON
-//   - merge.go: putting back pieces of blocks whose lines came in another
-//     order, and merging two records of one paper
-//   - assemble.go: one record per block, JSON merged with visible lines;
-//     blocks without JSON read by content (readByContent)
-//   - plausible.go: whether each field looks like that field (Implausible,
-//     Page.Findings, FurnitureIn): what the quality gate alarms on
+//   - segment.go: lines → blocks (by JSON, heads, citation lines, or a
+//     title by content and the roles of the lines after it); pairing
+//     detached JSON
+//   - merge.go: blocks put back together (pieces of one block in another
+//     order), and records of one paper merged
+//   - cutend.go: where the capture ends: a block it cut, a next block cut
+//   - assemble.go: blocks → records: visible lines read against the JSON
+//     or by content, then one rule a field group (fromJSON, shownOnly,
+//     fillFromLines, identify)
+//   - plausible.go: records → findings: one rule a field (fieldRules)
+//   - forms.go, text.go: the forms every stage reads with (names, title
+//     lines, sentences, Chinese prose, plain text, CJK helpers)
 //   - explain.go: Explain, each visible line and what it was taken for
-//   - text.go: plain text, authors, CJK helpers
 package parser

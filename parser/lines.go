@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -273,23 +272,6 @@ func isNavLine(text string) bool {
 		}
 	}
 	return words <= 10 && nav*2 >= words && nav >= 2
-}
-
-// hasLetterOrDigit reports whether s holds a letter or a digit of any
-// script.
-func hasLetterOrDigit(s string) bool {
-	for _, r := range s {
-		if r < utf8.RuneSelf {
-			if isDigit(byte(r)) || isASCIILetter(byte(r)) {
-				return true
-			}
-			continue
-		}
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return true
-		}
-	}
-	return false
 }
 
 // isFooter reports whether text is one of the footer lines.
@@ -653,31 +635,141 @@ func dateGroup(s string, i int) (digits string, end int, ok bool) {
 	return s[start:i], i, i > start
 }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+// classifier classifies raw lines as the flattening gives them, extracts
+// JSON objects (splitting a line that holds text around its JSON) and
+// records page facts. The raw lines are not kept: a page's text is held
+// once, as its classified lines.
+type classifier struct {
+	page   *Page
+	out    []line
+	ri     int    // the next raw line's index
+	last   string // the last raw line that held a '{'
+	lastAt int
+}
 
-func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
+func newClassifier(page *Page, capHint int) *classifier {
+	page.footerRaw = -1
+	return &classifier{page: page, out: make([]line, 0, capHint), lastAt: -1}
+}
 
-// lastPageFromPager returns current when the pager lines say it is the last
-// page: no "next" link, and no page number above it. A pager that shows only
-// a window of pages always has a "next" link short of the end, so this
-// never ends a walk early.
-func lastPageFromPager(lines []string, current int) int {
-	if len(lines) == 0 || current < 1 {
-		return 0
+// add classifies the next raw line.
+func (c *classifier) add(r rawLine) {
+	if len(c.out)+2 > cap(c.out) {
+		// Doubled, not append's 1.25× for large slices: a page of
+		// millions of lines copies its lines about once, not four times.
+		grown := make([]line, len(c.out), max(2*cap(c.out), 64))
+		copy(grown, c.out)
+		c.out = grown
 	}
-	highest := 0
-	for _, l := range lines {
-		if strings.Contains(l, "下一页") || strings.Contains(l, "Next") || strings.Contains(l, "»") {
-			return 0
+	ri, page := c.ri, c.page
+	c.ri++
+	if r.json || strings.IndexByte(r.text, '{') >= 0 {
+		c.last, c.lastAt = r.text, ri
+		hits, exhausted := extractPapers(r.text)
+		if exhausted {
+			page.warn(PageWarnJSONScanLimit)
 		}
-		for _, f := range strings.Fields(l) {
-			if n, err := strconv.Atoi(f); err == nil && n > highest {
-				highest = n
+		if len(hits) > 0 {
+			pos := 0
+			for _, h := range hits {
+				if !r.json {
+					c.out = appendText(c.out, r.text[pos:h.start], r, ri, page)
+				}
+				if n := len(c.out); n > 0 && c.out[n-1].kind == kindJSON && r.json && c.out[n-1].raw == int32(ri) {
+					// Several objects in one script: keep them together.
+					c.out[n-1].head.papers = append(c.out[n-1].head.papers, h.paper)
+				} else {
+					c.out = append(c.out, line{kind: kindJSON, head: &headInfo{papers: []*paperJSON{h.paper}}, raw: int32(ri)})
+				}
+				pos = h.end
+			}
+			if !r.json {
+				c.out = appendText(c.out, r.text[pos:], r, ri, page)
+			}
+			return
+		}
+		if r.json {
+			return // a JSON script or attribute that holds no paper
+		}
+	}
+	c.out = appendText(c.out, r.text, r, ri, page)
+}
+
+// finish returns the classified lines; a capture whose last line ends
+// inside a JSON object was cut.
+func (c *classifier) finish() []line {
+	if c.lastAt >= 0 && c.lastAt == c.ri-1 && endsInObject(c.last) {
+		c.page.cut = true // the capture ends inside a JSON object
+	}
+	return c.out
+}
+
+func appendText(out []line, text string, r rawLine, ri int, page *Page) []line {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return out
+	}
+	l := classify(text)
+	l.raw = int32(ri)
+	if l.kind == kindText {
+		if m, rest, ok := labelled(text); ok {
+			if m == markPlain || rest == "" {
+				page.explainSet(ri, text, "not read", "a labelled line of no field (keywords, article type)")
+				return out
+			}
+			l.mark, l.text = m, rest
+			return append(out, l)
+		}
+		if volumeLine(text) {
+			page.explainSet(ri, text, "not read", "a volume, issue or pages line")
+			return out
+		}
+		switch {
+		case r.mark == markLinksOnly || isNavLine(text):
+			l.kind = kindNoise // navigation, a language switch: furniture
+		case r.mark == markTitle:
+			l.mark = markTitle
+			if r.hint != nil && r.hint.paperID != "" {
+				l.head = &headInfo{paperID: r.hint.paperID}
+			}
+		case r.hint != nil && r.hint.doi != "" && len(text) <= 40:
+			// A short link to doi.org ("全文", "View article"): the DOI.
+			l.kind, l.head = kindMeta, &headInfo{doi: r.hint.doi}
+		}
+	}
+	switch l.kind {
+	case kindNoise:
+		if isFooter(text) {
+			page.FooterSeen, page.footerRaw = true, int32(ri)
+			page.explainSet(ri, text, "furniture", "footer")
+		} else if isPagerLine(text) {
+			page.pager = append(page.pager, text)
+			page.explainSet(ri, text, "furniture", "pager")
+		} else {
+			page.explainSet(ri, text, "furniture", "navigation, filter, language switch or chrome")
+		}
+		return out
+	case kindHeading:
+		page.HeadingSeen = true
+		j, n := headingInfo(text)
+		if page.JournalName == "" {
+			page.JournalName = j
+		}
+		if page.PageNo == 0 {
+			page.PageNo = n
+		}
+		page.explainSet(ri, text, "heading", "the listing's heading")
+		// What stood above the listing's heading, with no paper line
+		// among it (a site name, a search box), is page furniture.
+		for _, o := range out {
+			if o.kind != kindText {
+				return out
 			}
 		}
+		for _, o := range out {
+			page.explainSet(int(o.raw), o.text, "furniture", "above the listing's heading")
+		}
+		return out[:0]
 	}
-	if highest == current {
-		return current
-	}
-	return 0
+	return append(out, l)
 }

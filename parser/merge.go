@@ -650,15 +650,6 @@ func mergeRecords(a, b record.Record, bBetter bool) record.Record {
 	return base
 }
 
-func hasWarning(r record.Record, code string) bool {
-	for _, w := range r.Warnings {
-		if w == code {
-			return true
-		}
-	}
-	return false
-}
-
 func appendOnce(ws []string, w string) []string {
 	for _, x := range ws {
 		if x == w {

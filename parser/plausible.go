@@ -483,61 +483,11 @@ func lowerWords(s string) int {
 	return n
 }
 
-// looksLikeNameList: two or more parts, each of which reads as a personal
-// name (nameLike); a title with commas has a part that does not ("and
-// Cheap Consensus").
-func looksLikeNameList(s string) bool {
-	parts := splitAuthors(s)
-	if len(parts) < 2 {
-		return false
-	}
-	for _, p := range parts {
-		if !nameLike(p) {
-			return false
-		}
-	}
-	return true
-}
-
 // nameParticles are the lower-case words a personal name may hold.
 var nameParticles = map[string]bool{
 	"van": true, "von": true, "der": true, "den": true, "de": true, "del": true, "della": true, "da": true, "di": true,
 	"du": true, "dos": true, "das": true, "le": true, "la": true, "bin": true, "binti": true, "al": true, "el": true,
 	"ter": true, "ten": true, "y": true, "e": true, "zu": true, "et": true, "al.": true,
-}
-
-// nameLike: one personal name: one to six words, each capitalised, an
-// initial or a particle, no digits; or a short run of CJK characters.
-func nameLike(s string) bool {
-	s = strings.TrimSpace(s)
-	if s == "" || utf8.RuneCountInString(s) > 80 {
-		return false
-	}
-	if cjkDominant(s) {
-		return utf8.RuneCountInString(s) <= 8 && !strings.ContainsAny(s, "。，：:")
-	}
-	words := 0
-	for rest := s; rest != ""; {
-		var w string
-		w, rest, _ = strings.Cut(rest, " ")
-		if w == "" {
-			continue
-		}
-		if words++; words > 6 {
-			return false
-		}
-		r, _ := utf8.DecodeRuneInString(w)
-		switch {
-		case strings.ContainsAny(w, "0123456789"):
-			return false
-		case unicode.IsUpper(r):
-		case nameParticles[strings.ToLower(w)]:
-		case hasCJK(w):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // sentences counts the sentence ends of s: stops followed by a space, and
@@ -588,42 +538,4 @@ func isFurniture(s string) bool {
 		return false // furniture lines are short (FurnitureIn finds marks in long values)
 	}
 	return isNoise(s) || strings.Contains(s, "最新文献") && reHeading.MatchString(s)
-}
-
-// hasNonASCII reports whether s holds a byte outside ASCII.
-func hasNonASCII(s string) bool {
-	i := 0
-	for ; i+8 <= len(s); i += 8 { // eight bytes at a time: abstracts are long
-		if s[i]|s[i+1]|s[i+2]|s[i+3]|s[i+4]|s[i+5]|s[i+6]|s[i+7] >= utf8.RuneSelf {
-			return true
-		}
-	}
-	for ; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return true
-		}
-	}
-	return false
-}
-
-// isCJKParagraph: Chinese prose, as an abstract is: mostly CJK, and
-// either sentence punctuation or long; a run of link words (搜索 登录) or
-// a name is neither.
-func isCJKParagraph(s string) bool {
-	if !cjkDominant(s) {
-		return false
-	}
-	n := utf8.RuneCountInString(s)
-	return n >= 120 || n >= 12 && strings.ContainsAny(s, "，。；！？;")
-}
-
-func cutValue(s string) string {
-	if len(s) <= maxFindingValue {
-		return s
-	}
-	k := maxFindingValue
-	for k > 0 && !utf8.RuneStart(s[k]) {
-		k--
-	}
-	return s[:k] + "…"
 }

@@ -296,17 +296,6 @@ func (s *segment) done() bool {
 	return false
 }
 
-// isTitleLine: a visible title line, English then Chinese, not an
-// abstract that runs into its translation: short, and at most one
-// sentence in its English part.
-func isTitleLine(text string) bool {
-	if len(text) > 600 {
-		return false
-	}
-	en, cn := splitTitleLine(text)
-	return en != "" && cn != "" && strings.Count(en, ". ") <= 1 && len(strings.Fields(en)) >= 2
-}
-
 // oneWordTitleLine: a title line of one English word and its Chinese
 // title, "Editorial 社论", "Erratum 勘误" (not a names line "Wang 王磊, …").
 func oneWordTitleLine(text string) bool {
@@ -950,29 +939,6 @@ func matchAbstract(lineText string, p *paperJSON) bool {
 	}
 	pre := lineText[:n]
 	return len(pre) >= 12 && len(pa) >= len(pre) && strings.EqualFold(pa[:len(pre)], pre)
-}
-
-// looksLikeAuthors: several short comma-separated names, no sentence.
-func looksLikeAuthors(s string) bool {
-	if looksLikeTitleLine(s) {
-		return false
-	}
-	if cjkDominant(s) && !strings.ContainsAny(s, "，、,;") {
-		return false
-	}
-	parts := splitAuthors(s)
-	if len(parts) < 2 {
-		return false
-	}
-	words := 0
-	for _, p := range parts {
-		n := len(strings.Fields(p))
-		if n > 6 {
-			return false
-		}
-		words += n
-	}
-	return words <= 4*len(parts)
 }
 
 // looksLikeTitleLine: an English title followed by a Chinese one.
