@@ -86,12 +86,12 @@ func (f *flattener) flush() {
 		f.resetMarks()
 		return
 	}
+	text := len(bytes.TrimSpace(f.buf)) // (before collapseBytes, which works in place)
 	if t := collapseBytes(f.buf); t != "" {
 		rl := rawLine{text: t}
 		if f.doi != "" {
 			rl.hint = &lineHint{doi: f.doi}
 		}
-		text := len(bytes.TrimSpace(f.buf))
 		switch {
 		case f.paperID != "" && f.paperBytes*2 >= text && (f.heading || !f.toolLink):
 			rl.mark, rl.hint = markTitle, &lineHint{paperID: f.paperID, doi: f.doi}

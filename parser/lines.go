@@ -1,7 +1,9 @@
 package parser
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -635,6 +637,11 @@ func dateGroup(s string, i int) (digits string, end int, ok bool) {
 	return s[start:i], i, i > start
 }
 
+// maxPageLines bounds the lines of a page the classifier keeps: 32 bytes
+// each, 64 MiB of lines at most, whatever the page. A listing page has a
+// few thousand; a page of two million short lines (10 MB) is read whole.
+const maxPageLines = 1 << 21
+
 // classifier classifies raw lines as the flattening gives them, extracts
 // JSON objects (splitting a line that holds text around its JSON) and
 // records page facts. The raw lines are not kept: a page's text is held
@@ -654,10 +661,17 @@ func newClassifier(page *Page, capHint int) *classifier {
 
 // add classifies the next raw line.
 func (c *classifier) add(r rawLine) {
-	if len(c.out)+2 > cap(c.out) {
+	if len(c.out) >= maxPageLines {
+		if !slices.Contains(c.page.Warnings, PageWarnTooManyLines) {
+			c.page.warn(PageWarnTooManyLines)
+			c.page.doubt(0, "page", fmt.Sprintf("%d lines", maxPageLines), "holds more lines than a listing page: the rest is not read")
+		}
+		return
+	}
+	if len(c.out) == cap(c.out) {
 		// Doubled, not append's 1.25× for large slices: a page of
 		// millions of lines copies its lines about once, not four times.
-		grown := make([]line, len(c.out), max(2*cap(c.out), 64))
+		grown := make([]line, len(c.out), min(max(2*cap(c.out), 64), maxPageLines+2))
 		copy(grown, c.out)
 		c.out = grown
 	}

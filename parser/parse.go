@@ -117,9 +117,14 @@ const (
 	// JSON scan stopped at its work bound; papers after that point may be
 	// missing their JSON.
 	PageWarnJSONScanLimit = "json-scan-limit"
-	// PageWarnHTMLFallback: the document was too deeply nested for the HTML
-	// tree builder and was read as a token stream instead.
+	// PageWarnHTMLFallback: the document was read from its token stream
+	// where the tree builder would read it otherwise: nested deeper than
+	// it accepts, or markup it rearranges on a page too large for a DOM.
 	PageWarnHTMLFallback = "html-fallback"
+	// PageWarnTooManyLines: the page held more than maxPageLines lines (a
+	// listing page has a few thousand): the rest was not read, and the
+	// page has a finding.
+	PageWarnTooManyLines = "too-many-lines"
 	// PageWarnJSONNotPaper: JSON objects with a title that are not a paper
 	// (an advert, a tracking or login object) were rejected; their number
 	// is Page.JSONRejected.
@@ -208,7 +213,7 @@ func readLines(data []byte, opts Options, explain bool) ([]line, *Page, error) {
 	}
 	hint := 0
 	if page.Format != FormatHTML {
-		hint = bytes.Count(text, []byte{'\n'}) + 1
+		hint = min(bytes.Count(text, []byte{'\n'})+1, maxPageLines) // (a raw line may make up to three lines: the rest grows)
 	}
 	c := newClassifier(page, hint)
 	flattenLines(text, page, c.add)

@@ -2,6 +2,9 @@ package parser
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
+	"strings"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -64,9 +67,19 @@ type streamer struct {
 	foreign int              // open <svg>/<math>
 	dropNL  bool             // the next text follows <pre>: its first newline is not shown
 	tables  int              // open <table> elements
+	forms   int              // open <form> elements
 	attrs   []html.Attribute // the current tag's attributes (those read)
 	soup    bool             // the tree builder would make another tree of this markup
 	deep    bool             // more elements open at once than the tree builder accepts
+}
+
+// tokenizer is what flattenStream reads a page with: x/net/html's
+// Tokenizer, or the lexer (lexer.go) for the markup it reads.
+type tokenizer interface {
+	Next() html.TokenType
+	Text() []byte
+	TagName() ([]byte, bool)
+	TagAttr() (key, val []byte, more bool)
 }
 
 // maxTreeDepth is the nesting past which html.Parse refuses a document.
@@ -74,6 +87,10 @@ type streamer struct {
 // (as the tree builder's own searches do), so its work is linear in the
 // page whatever its nesting.
 const maxTreeDepth = 512
+
+// maxStack bounds the open elements kept (a hostile page of unclosed
+// tags would otherwise keep one entry for each).
+const maxStack = 4 * maxTreeDepth
 
 // floor is the lowest stack index a search looks at.
 func (st *streamer) floor() int { return max(len(st.stack)-maxTreeDepth, 0) }
@@ -83,7 +100,12 @@ func (st *streamer) floor() int { return max(len(st.stack)-maxTreeDepth, 0) }
 // DOM), deep that the DOM would refuse it.
 func flattenStream(s []byte, emit func(rawLine)) (title string, soup, deep bool) {
 	st := &streamer{f: flattener{emit: emit}}
-	z := html.NewTokenizer(bytes.NewReader(s))
+	var z tokenizer
+	if lx, ok := lexSmall(s); ok {
+		z = lx // (lexer.go: the page's markup is of the subset it reads)
+	} else {
+		z = html.NewTokenizer(bytes.NewReader(s))
+	}
 	for {
 		tt := z.Next()
 		switch tt {
@@ -110,6 +132,10 @@ func flattenStream(s []byte, emit func(rawLine)) (title string, soup, deep bool)
 		case html.EndTagToken:
 			name, _ := z.TagName()
 			st.endTag(name)
+		case html.CommentToken:
+			if st.foreign > 0 {
+				st.soup = true // (a CDATA section, which the builder reads as text there)
+			}
 		}
 	}
 }
@@ -136,14 +162,14 @@ func (st *streamer) text(t []byte) {
 		// those of a script's or a title's text U+FFFD).
 		t = bytes.ReplaceAll(t, []byte{0}, nil)
 	}
+	if n := len(st.stack); n > 0 && tableContext(st.stack[n-1].a) && len(bytes.TrimSpace(t)) > 0 {
+		st.soup = true // text between a table's cells goes before the table (out of a hidden one too)
+	}
 	if st.quiet > 0 {
 		if st.innerQuiet() {
 			st.capture = append(st.capture, t...)
 		}
 		return
-	}
-	if n := len(st.stack); n > 0 && tableContext(st.stack[n-1].a) && len(bytes.TrimSpace(t)) > 0 {
-		st.soup = true // text between a table's cells goes before the table
 	}
 	st.childOfHeading()
 	if st.pre == 0 {
@@ -188,9 +214,11 @@ func (st *streamer) shown(a atom.Atom, attrs []html.Attribute) elRole {
 	switch a {
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 		role = elHeading
-	case atom.Pre, atom.Listing:
+	case atom.Pre:
 		st.pre++
 		st.dropNL = true
+	case atom.Listing, atom.Textarea:
+		st.dropNL = true // (the tree builder drops its first newline; flatten.go shows its lines as text)
 	}
 	return role
 }
@@ -223,6 +251,9 @@ func (st *streamer) startTag(name []byte, attrs []html.Attribute, selfClosing bo
 		return
 	}
 	if st.quiet > 0 && st.quietKind() == elHidden {
+		if n := len(st.stack); tableContext(st.stack[n-1].a) && !tablePart(a) {
+			st.soup = true // an element between a hidden table's cells goes before it
+		}
 		st.impliedEnds(a) // a hidden element is closed as any other
 	}
 	if st.quiet > 0 {
@@ -233,7 +264,16 @@ func (st *streamer) startTag(name []byte, attrs []html.Attribute, selfClosing bo
 	case atom.Frameset, atom.Plaintext, atom.Frame:
 		st.soup = true
 	case atom.Body, atom.Html:
+		if hiddenElement(&html.Node{Attr: attrs}) {
+			st.soup = true // a hidden body: the DOM shows nothing of it
+		}
 		return // one body, one html: the builder merges a second's attributes
+	case atom.Form:
+		if st.forms > 0 {
+			st.soup = true // a form in a form: the builder ignores it, and its end tag
+		}
+	case atom.Base, atom.Basefont, atom.Bgsound:
+		st.soup = true // head elements: the DOM reads them in the head, or not at all
 	case atom.Head:
 		// <head> holds <title> and JSON scripts; nothing else is shown.
 		// Its other elements are read as the DOM reads a head, by
@@ -255,6 +295,23 @@ func (st *streamer) startTag(name []byte, attrs []html.Attribute, selfClosing bo
 // open opens an element (a void one is only read): what it is to the
 // lines (its role) and what it says (a link's href, JSON attributes).
 func (st *streamer) open(a atom.Atom, name []byte, attrs []html.Attribute, selfClosing bool) {
+	if formatting(a) && len(attrs) > 1 {
+		// The tree builder sorts a formatting element's attributes (its
+		// Noah's Ark clause): the DOM gives their JSON in that order.
+		slices.SortFunc(attrs, func(x, y html.Attribute) int {
+			return cmp.Or(strings.Compare(x.Key, y.Key), strings.Compare(x.Val, y.Val))
+		})
+	}
+	if len(st.stack) >= maxStack && !voidElement(a) {
+		// Nested past what any page needs (and past the tree builder,
+		// which refuses 512): the element is read as if it closed at
+		// once, so the stack, like the lines, stays bounded.
+		st.deep = true
+		if isBlock(a) {
+			st.f.flush()
+		}
+		return
+	}
 	if voidElement(a) {
 		switch a {
 		case atom.Br, atom.Hr:
@@ -314,8 +371,11 @@ func (st *streamer) open(a atom.Atom, name []byte, attrs []html.Attribute, selfC
 }
 
 func (st *streamer) push(el streamEl) {
-	if el.a == atom.Table {
+	switch el.a {
+	case atom.Table:
 		st.tables++
+	case atom.Form:
+		st.forms++
 	}
 	st.stack = append(st.stack, el)
 	if len(st.stack) > maxTreeDepth {
@@ -326,7 +386,14 @@ func (st *streamer) push(el streamEl) {
 // quietTag: a start tag inside an element whose text is not shown is
 // only counted, to find that element's end.
 func (st *streamer) quietTag(a atom.Atom, name string, selfClosing bool) {
+	if (a == atom.Input || a == atom.Keygen || a == atom.Textarea || a == atom.Select) && st.inSelect() {
+		st.soup = true // the builder closes the select
+	}
 	if voidElement(a) {
+		return
+	}
+	if len(st.stack) >= maxStack {
+		st.deep = true
 		return
 	}
 	if a == atom.Svg || a == atom.Math {
@@ -349,6 +416,13 @@ func (st *streamer) quietTag(a atom.Atom, name string, selfClosing bool) {
 // foreignTag: inside <svg> or <math>, self-closing tags are closed; an
 // HTML element breaks out of the foreign content in the tree builder.
 func (st *streamer) foreignTag(a atom.Atom, selfClosing bool) {
+	if _, raw := rawTextElements[a.String()]; raw || a == atom.Plaintext {
+		st.soup = true // in foreign content the builder reads it as markup, the tokenizer as text
+	}
+	if len(st.stack) >= maxStack {
+		st.deep = true
+		return
+	}
 	switch a {
 	case atom.B, atom.Big, atom.Blockquote, atom.Body, atom.Br, atom.Center, atom.Code, atom.Dd, atom.Div, atom.Dl,
 		atom.Dt, atom.Em, atom.Embed, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Head, atom.Hr, atom.I,
@@ -426,8 +500,22 @@ func closesP(a atom.Atom) bool {
 		atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header, atom.Hgroup,
 		atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.P, atom.Section, atom.Summary, atom.Ul, atom.H1, atom.H2,
 		atom.H3, atom.H4, atom.H5, atom.H6, atom.Pre, atom.Listing, atom.Form, atom.Li, atom.Dd, atom.Dt, atom.Hr,
-		atom.Xmp:
+		atom.Xmp, atom.Search:
 		return true
+	}
+	return false
+}
+
+func isHeading(a atom.Atom) bool {
+	return a == atom.H1 || a == atom.H2 || a == atom.H3 || a == atom.H4 || a == atom.H5 || a == atom.H6
+}
+
+// inSelect: a <select> is open.
+func (st *streamer) inSelect() bool {
+	for i := len(st.stack) - 1; i >= st.floor(); i-- {
+		if st.stack[i].a == atom.Select {
+			return true
+		}
 	}
 	return false
 }
@@ -496,6 +584,21 @@ func formatting(a atom.Atom) bool {
 func (st *streamer) endTag(name []byte) {
 	st.dropNL = false
 	a := atom.Lookup(name)
+	if st.foreign > 0 && (a == atom.P || a == atom.Br) {
+		st.soup = true // they break out of foreign content
+	}
+	if a == atom.Form && (len(st.stack) == 0 || st.stack[len(st.stack)-1].a != atom.Form) {
+		st.soup = true // the builder closes a form without closing what is in it
+	}
+	if isHeading(a) && st.quiet == 0 {
+		// Any heading's end tag closes the open heading, whatever its level.
+		for i := len(st.stack) - 1; i >= st.floor(); i-- {
+			if isHeading(st.stack[i].a) {
+				a, name = st.stack[i].a, []byte(st.stack[i].a.String())
+				break
+			}
+		}
+	}
 	if st.foreign == 0 && st.quiet == 0 {
 		switch a {
 		case atom.Br:
@@ -570,8 +673,11 @@ func tableFamily(a atom.Atom) bool {
 func (st *streamer) pop() {
 	el := st.stack[len(st.stack)-1]
 	st.stack = st.stack[:len(st.stack)-1]
-	if el.a == atom.Table {
+	switch el.a {
+	case atom.Table:
 		st.tables--
+	case atom.Form:
+		st.forms--
 	}
 	switch el.role {
 	case elSkip:
@@ -605,7 +711,7 @@ func (st *streamer) pop() {
 	case elBlock:
 		st.f.flush()
 	}
-	if el.a == atom.Pre || el.a == atom.Listing {
+	if el.a == atom.Pre {
 		st.pre--
 	}
 	if (el.a == atom.Svg || el.a == atom.Math) && el.role == elNone && st.quiet > 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
 )
 
 // domLines flattens s from goquery's DOM, as Parse did before the stream.
@@ -113,6 +114,19 @@ y</pre>`, false},
 		{`<span><div>x</span>y</div>`, true},
 		{`<svg><p>breaks out</p></svg>`, true},
 		{`<h1>a<h2>b</h2></h1>`, true},
+		{`<h2>Title</h3>more text<p>x</p>`, false},
+		{`<form><div>x</form>y</div>`, true},
+		{`<form>a<form>b</form>c</form>d`, true},
+		{`<select><input>after text</select>`, true},
+		{`<svg><style></svg><p>shown</p>`, true},
+		{`<svg><textarea><p>x</p></textarea></svg>y`, true},
+		{`<svg><![CDATA[ x > </svg> y ]]></svg>z`, true},
+		{`<svg></p>x</svg>y`, true},
+		{`<base data-x='{"title":"T","paperid":"1"}'><p>x`, true},
+		{`<p>a<search>b</search>`, false},
+		{`<html hidden><p>x</p>`, true},
+		{`<body style="display:none"><p>x`, true},
+		{`<table hidden>00`, true},
 	} {
 		var got []rawLine
 		title, soup, _ := flattenStream([]byte(tc.html), func(r rawLine) { got = append(got, r) })
@@ -173,4 +187,90 @@ func TestParseBudget(t *testing.T) {
 	}
 	parsing.Release(parseBudget - 100<<10*domPeakRatio)
 	small()
+}
+
+// tokensOf is a page's tokens as flattenStream reads them: text (adjacent
+// texts joined, comments and doctypes left out), tags with their
+// attributes.
+func tokensOf(z tokenizer) []string {
+	var out []string
+	text := ""
+	for {
+		tt := z.Next()
+		if tt != html.TextToken && text != "" && tt != html.CommentToken && tt != html.DoctypeToken {
+			out = append(out, "text "+text)
+			text = ""
+		}
+		switch tt {
+		case html.ErrorToken:
+			return out
+		case html.TextToken:
+			text += string(z.Text())
+		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
+			name, more := z.TagName()
+			t := fmt.Sprintf("%d <%s", tt, name)
+			for more {
+				var k, v []byte
+				k, v, more = z.TagAttr()
+				t += fmt.Sprintf(" %s=%q", k, v)
+			}
+			out = append(out, t)
+		}
+	}
+}
+
+// The lexer's tokens are the tokenizer's wherever it reads a page.
+func TestLexerMatchesTokenizerOnFixtures(t *testing.T) {
+	read := 0
+	for name, data := range htmlFixtures(t) {
+		lx, ok := lex(data)
+		if !ok {
+			continue
+		}
+		read++
+		got, want := tokensOf(lx), tokensOf(html.NewTokenizer(bytes.NewReader(data)))
+		if d := tokenDiff(got, want); d != "" {
+			t.Errorf("%s: %s", name, d)
+		}
+	}
+	if read < 15 {
+		t.Errorf("the lexer read %d fixture pages: it should read the site's markup", read)
+	}
+}
+
+func tokenDiff(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		g, w := "(none)", "(none)"
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf("token %d: lexer %q, tokenizer %q", i, g, w)
+		}
+	}
+	return ""
+}
+
+// FuzzLexerMatchesTokenizer: wherever the lexer reads an input, its
+// tokens are x/net/html's tokenizer's.
+func FuzzLexerMatchesTokenizer(f *testing.F) {
+	for _, data := range htmlFixtures(f) {
+		f.Add(data)
+	}
+	for _, s := range []string{`<p class="a">x &amp; y</p>`, `<script>if (a<b) {}</script>`, `<title>A &lt; B</title>`,
+		`<!-- c --><!DOCTYPE html><a href=/x data-j='{"title":"t"}'>l</a>`, `a < b <br/> <img src=x alt="">`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lx, ok := lex(data)
+		if !ok {
+			return
+		}
+		if d := tokenDiff(tokensOf(lx), tokensOf(html.NewTokenizer(bytes.NewReader(data)))); d != "" {
+			t.Error(d)
+		}
+	})
 }
