@@ -18,10 +18,6 @@ package parser
 // JSON, no citation lines) is cut when its last line stops mid-sentence.
 // A footer after the last block says the page is whole.
 
-// maxCutTail bounds the lines after the last paper that are read as the
-// start of a next block cut off (a block of the site has about a dozen).
-const maxCutTail = 12
-
 // readEnding decides where the capture ends: it marks the last paper's
 // block cutEnd when the capture cut it, and the pieces after it cutNext
 // when they are a next block cut off; it sets page.cut when either is so.
@@ -97,19 +93,27 @@ func footerBelow(segs []*segment, footer int32) bool {
 	return true
 }
 
-// smallTail: the pieces after the last paper are few text, title or
-// ranking lines (what a cut block can show), not a page's worth.
+// smallTail: the pieces after the last paper are what a block's start
+// shows before the cut: a title line, a ranking line, and at most one
+// more line that is neither names nor prose (a Chinese title on a line of
+// its own). A piece with names or an abstract is a block read whole that
+// names no paper: its lines are no paper's, and a finding.
 func smallTail(tail []*segment) bool {
-	n := 0
+	text := 0
 	for _, t := range tail {
 		for _, l := range t.lines {
-			if l.kind == kindCitation || l.kind == kindMeta {
+			switch {
+			case l.kind == kindCitation || l.kind == kindMeta:
 				return false
+			case l.kind != kindText:
+			case looksLikeAuthors(l.text) || looksLikeNameList(l.text) || looksLikeProse(l.text) || endsSentence(l.text) && len(l.text) > 80:
+				return false
+			default:
+				text++
 			}
 		}
-		n += len(t.lines)
 	}
-	return n <= maxCutTail
+	return text <= 2
 }
 
 // closes reports whether segs[i] is whole: known false when it lacks the

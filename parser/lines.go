@@ -452,6 +452,10 @@ func parseMeta(text string) (headInfo, bool) {
 		if ih, ok := parseRanking(prefix); ok {
 			ih.published, ih.doi = h.published, h.doi
 			h = ih
+		} else if ih, journal, ok := rankingThenJournal(prefix); ok && siteLabel {
+			// "IF 2 2区 物理与天体物理 Journal of Trials Pub Date : …"
+			ih.published, ih.doi, ih.journal = h.published, h.doi, journal
+			h = ih
 		} else if siteLabel && len(prefix) <= maxMetaLine && !isNoise(prefix) && !labelWithValue(prefix) {
 			// The site's "<journal> Pub Date : …" (a bullet or a pager
 			// word is no journal). Before another label the text is no

@@ -139,7 +139,9 @@ func (p *Page) missingFields() []Finding {
 				lacking = i
 			}
 		}
-		if lacking >= 0 && hasWarning(p.Records[lacking], record.WarnNoJSON) {
+		// (A record the capture cut lacks what came after the cut: its
+		// text-truncated says so, and a cut end alone is no finding.)
+		if lacking >= 0 && hasWarning(p.Records[lacking], record.WarnNoJSON) && !(p.cut && lacking == len(p.Records)-1 && hasWarning(p.Records[lacking], record.WarnTextTruncated)) {
 			out = append(out, Finding{Position: lacking + 1, Field: f.name, Why: "is missing where every other paper of the page has it: a line not read?"})
 		}
 	}

@@ -73,6 +73,32 @@ func parseRanking(text string) (headInfo, bool) {
 	return h, true
 }
 
+// rankingThenJournal reads a ranking line's parts at the start of text
+// and the journal's name after them ("IF 2 2区 物理与天体物理 Journal of
+// Trials", before the site's Pub Date label): ok when the parts hold an
+// impact factor, a zone or a quartile, and a name follows.
+func rankingThenJournal(text string) (headInfo, string, bool) {
+	if !mayBeRanking(text) {
+		return headInfo{}, "", false
+	}
+	f := strings.Fields(text)
+	var r ranking
+	k := 0
+	for k < len(f) {
+		n, part := r.readPart(f[k:])
+		if n == 0 || r.seen&part != 0 {
+			break
+		}
+		r.seen |= part
+		k += n
+	}
+	if r.seen&(rankIF|rankZone|rankJCR) == 0 || k == len(f) || k == 0 {
+		return headInfo{}, "", false
+	}
+	h := headInfo{impact: r.impact, hasImpact: r.hasImpact, zone: r.zone, subject: r.subject, jcrQuartile: r.jcrQuartile, jcrCategory: r.jcrCategory}
+	return h, strings.Join(f[k:], " "), true
+}
+
 // ranking is what a ranking line's parts say.
 type ranking struct {
 	seen                     rankPart
@@ -228,23 +254,32 @@ func firstField(s string) string {
 	return s
 }
 
-// hasRankingPart: s holds a zone ("3区") or an impact factor ("IF 2.1")
-// among its words, which no name of a journal or subject does: page text
-// (a ranking line in a form not read) in a field.
+// hasRankingPart: s holds a part of a ranking line among its words, in
+// any form, read or not: a zone ("3区", "中科院3区", "三区", "3区Top"), a
+// quartile ("Q3"), a "JCR" label, an impact factor ("IF 2.1", "IF: 1",
+// "IF NaN"). No name of a journal or subject holds one: page text (a
+// ranking line in a form not read) in a field.
 func hasRankingPart(s string) bool {
-	if len(s) > maxRankingLine || !strings.Contains(s, "区") && !strings.Contains(s, "IF") {
+	if len(s) > maxRankingLine {
 		return false
 	}
 	f := strings.Fields(s)
-	for k := range f {
-		var r ranking
-		if zoneAt(f[k:]) > 0 {
+	for k, w := range f {
+		w = strings.TrimRight(w, ":：,")
+		switch {
+		case isQuartile(w), w == "JCR":
 			return true
-		}
-		if strings.HasPrefix(f[k], "IF") {
-			if n, _ := r.readIF(f[k:]); n > 0 {
+		case strings.Contains(w, "区"):
+			before, _, _ := strings.Cut(w, "区")
+			if r, _ := utf8.DecodeLastRuneInString(before); r >= '0' && r <= '9' || strings.ContainsRune("一二三四五", r) {
 				return true
 			}
+		case w == "IF" && k+1 < len(f):
+			if n := strings.TrimLeft(f[k+1], ":："); n != "" && (isDigit(n[0]) || strings.EqualFold(n, "nan") || strings.EqualFold(n, "inf")) {
+				return true
+			}
+		case strings.HasPrefix(w, "IF") && len(w) > 2 && (isDigit(w[2]) || w[2] == ':' || strings.HasPrefix(w[2:], "：")):
+			return true
 		}
 	}
 	return false

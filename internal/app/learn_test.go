@@ -49,9 +49,15 @@ func TestQualityGateLearnsTheJournal(t *testing.T) {
 			site.SetVariant(testsite.SynthID(79, p, i), testsite.Variant{NoCitationLine: true})
 		}
 	}
-	err := run(false)
-	if exitcode.Of(err) != exitcode.Quality || !strings.Contains(err.Error(), "journal 79: citations in 0% of its papers") {
-		t.Fatalf("the journal's papers without their citations: exit %d: %v", exitcode.Of(err), err)
+	for i := range 2 { // the alarm holds, run after run: an alarmed run is not learned from
+		err := run(false)
+		if exitcode.Of(err) != exitcode.Quality || !strings.Contains(err.Error(), "journal 79: citations in 0% of its papers") {
+			t.Fatalf("the journal's papers without their citations, run %d: exit %d: %v", i+1, exitcode.Of(err), err)
+		}
+	}
+	h, err := history.Read(cfg.StateDir, cfg.Quality)
+	if err != nil || len(h.Runs) == 0 || h.Runs[0].Quality != "alarm" || !strings.Contains(h.Runs[0].QualityAlarm, "journal 79: citations") {
+		t.Fatalf("crawl runs shows the alarmed run as %+v (%v)", h.Runs[0], err)
 	}
 	if err := run(true); err != nil {
 		t.Fatalf("--relearn: %v", err)

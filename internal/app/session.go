@@ -2,6 +2,9 @@ package app
 
 import (
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
 
 	"context"
 	"encoding/json"
@@ -184,15 +187,22 @@ func (s *session) end(runErr error, jobs *frontier.JobCounts) error {
 	}
 	rep := s.summary(jobs, runErr, nil)
 	var learnedErr error
-	if s.relearn {
-		for k, c := range rep.PerJournal {
-			if c.Profile != nil {
-				c.Profile.Relearn = true
-				rep.PerJournal[k] = c
-			}
+	var alarmed []int64
+	if !s.relearn && s.learned != nil {
+		alarmed, learnedErr = quality.CheckLearned(s.sum.Profiles(), s.learned)
+	}
+	rep.Relearn = s.relearn
+	if learnedErr != nil {
+		rep.QualityLearned = strings.TrimPrefix(learnedErr.Error(), "quality alarm: ")
+	}
+	for k, c := range rep.PerJournal {
+		if c.Profile == nil {
+			continue
 		}
-	} else if s.learned != nil {
-		learnedErr = quality.CheckLearned(s.sum.Profiles(), s.learned)
+		j, _ := strconv.ParseInt(k, 10, 64)
+		c.Profile.Relearn = s.relearn
+		c.Profile.Alarmed = slices.Contains(alarmed, j)
+		rep.PerJournal[k] = c
 	}
 	final := verdict(s.e.Config.Quality, runErr, s.sum, &rep, s.quarantine.Path(), s.failedCounts, learnedErr)
 	code := s.e.exitCode(final)

@@ -259,6 +259,8 @@ func view(r state.Run, thresholds config.Quality) RunView {
 				v.Quality = "ok"
 				if err := QualityAlarm(t, rep.Quality); err != nil {
 					v.Quality, v.QualityAlarm = "alarm", strings.TrimPrefix(err.Error(), "quality alarm: ")
+				} else if rep.QualityLearned != "" {
+					v.Quality, v.QualityAlarm = "alarm", rep.QualityLearned // a journal unlike its recent runs
 				}
 			}
 		}
@@ -272,6 +274,10 @@ func view(r state.Run, thresholds config.Quality) RunView {
 // threshold that is no share, a duration beyond any run, counts below 0.
 func sanitize(rep *RunSummary) {
 	rep.Error = redact.Text(rep.Error) // a file from elsewhere may quote a URL with its password
+	if len(rep.QualityLearned) > 4096 {
+		rep.QualityLearned = rep.QualityLearned[:4096]
+	}
+	rep.QualityLearned = redact.Text(rep.QualityLearned)
 	if h := rep.FetchSeconds; h != nil {
 		if !slices.Equal(h.LE, engine.FetchSecondsBounds) || len(h.Counts) != len(h.LE)+1 {
 			rep.FetchSeconds = nil

@@ -49,6 +49,12 @@ type RunSummary struct {
 	Quality         engine.Quality `json:"quality"`
 	// QualityThresholds are the alarms the run was held to.
 	QualityThresholds *config.Quality `json:"quality_thresholds,omitempty"`
+	// QualityLearned is the learned gate's alarm (a journal's papers
+	// unlike its recent runs': quality.CheckLearned), if it alarmed.
+	QualityLearned string `json:"quality_learned,omitempty"`
+	// Relearn: the run took its journals' papers as their new normal
+	// (--relearn).
+	Relearn bool `json:"relearn,omitempty"`
 	// PerJournal are the counts by journal id.
 	PerJournal map[string]engine.JournalCounts `json:"per_journal,omitempty"`
 	// FetchSeconds is the histogram of page fetch times.

@@ -31,6 +31,10 @@ type Profile struct {
 	// Relearn: this run starts the journal's profile anew (--relearn):
 	// the runs before it are not learned from.
 	Relearn bool `json:"relearn,omitempty"`
+	// Alarmed: the learned gate alarmed on this journal in this run: its
+	// papers are not learned from (the alarm holds, run after run, until
+	// the layout is back or a run relearns).
+	Alarmed bool `json:"alarmed,omitempty"`
 }
 
 // LearnedFields are the fields whose presence is learned, by their JSON
@@ -76,7 +80,8 @@ func (p *Profile) Add(r record.Record) {
 // run's summary is held to it): no count below 0 or above its records,
 // only learned fields.
 func (p Profile) Valid() bool {
-	if p.Records < 0 || p.Names < 0 || p.AbstractBytes < 0 || len(p.Fields) > len(LearnedFields) {
+	if p.Records < 0 || p.Names < 0 || p.AbstractBytes < 0 || len(p.Fields) > len(LearnedFields) ||
+		p.Names > 10_000*max(p.Records, 1) || p.AbstractBytes > 1<<20*max(p.Records, 1) {
 		return false
 	}
 	for f, n := range p.Fields {
@@ -113,15 +118,15 @@ func has(r record.Record, f string) bool {
 func (p Profile) share(f string) float64 { return float64(p.Fields[f]) / float64(max(p.Records, 1)) }
 
 // Learnable returns the runs a journal's profile is learned from: of
-// recent (newest first), the first LearnRuns with MinRecords records,
-// stopping after a run that relearned.
+// recent (newest first), the first LearnRuns with MinRecords records that
+// did not alarm on it, stopping after a run that relearned.
 func Learnable(recent []Profile) []Profile {
 	var out []Profile
 	for _, p := range recent {
 		if len(out) == LearnRuns {
 			break
 		}
-		if p.Records >= MinRecords {
+		if p.Records >= MinRecords && !p.Alarmed {
 			out = append(out, p)
 		}
 		if p.Relearn {
@@ -166,14 +171,18 @@ func Learned(j int64, now Profile, recent []Profile) []string {
 
 // CheckLearned is the learning half of the gate: for each journal of
 // this run (now), its papers against its recent runs' (newest first). A
-// run that gets an error from it exits 4.
-func CheckLearned(now map[int64]Profile, recent map[int64][]Profile) error {
+// run that gets an error from it exits 4; alarmed are the journals it
+// alarmed on (their profiles of this run are marked Alarmed).
+func CheckLearned(now map[int64]Profile, recent map[int64][]Profile) (alarmed []int64, err error) {
 	var out []string
 	for _, j := range slices.Sorted(maps.Keys(now)) {
-		out = append(out, Learned(j, now[j], recent[j])...)
+		if why := Learned(j, now[j], recent[j]); len(why) > 0 {
+			out = append(out, why...)
+			alarmed = append(alarmed, j)
+		}
 	}
 	if len(out) == 0 {
-		return nil
+		return nil, nil
 	}
-	return &Alarm{fmt.Sprintf("quality alarm: %s: the journal's layout has probably changed (a change the site made on purpose: run once with --relearn)", strings.Join(out, "; "))}
+	return alarmed, &Alarm{fmt.Sprintf("quality alarm: %s: the journal's layout has probably changed (the alarm holds until it is back; a change the site made on purpose: run once with --relearn)", strings.Join(out, "; "))}
 }

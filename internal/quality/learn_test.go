@@ -57,6 +57,7 @@ func TestLearned(t *testing.T) {
 		{"too few papers this run", profile(4), usual, nil},
 		{"runs of too few papers are not learned", profile(20), []Profile{profile(4, "zone"), profile(4, "zone"), profile(20, "zone"), profile(20, "zone")}, nil},
 		{"this run relearns", func() Profile { p := profile(20); p.Relearn = true; return p }(), usual, nil},
+		{"a run that alarmed is not learned from", profile(20), []Profile{func() Profile { p := profile(20); p.Alarmed = true; return p }(), profile(20, "zone"), profile(20, "zone"), profile(20, "zone")}, []string{"zone in 0%"}},
 		{"learned only since a relearn", profile(20), []Profile{profile(20, "zone"), func() Profile { p := profile(20, "zone"); p.Relearn = true; return p }(), profile(20, "zone")}, nil},
 	} {
 		got := Learned(7, tc.now, tc.recent)
@@ -84,6 +85,8 @@ func TestProfileValid(t *testing.T) {
 		{Profile{Records: 2, Fields: map[string]int{"zone": 3}}, false},
 		{Profile{Records: 2, Fields: map[string]int{"password": 1}}, false},
 		{Profile{Records: 2, Names: -5}, false},
+		{Profile{Records: 2, Names: 1 << 40}, false},
+		{Profile{Records: 2, AbstractBytes: 1 << 40}, false},
 	} {
 		if got := tc.p.Valid(); got != tc.want {
 			t.Errorf("%+v: valid %v, want %v", tc.p, got, tc.want)
