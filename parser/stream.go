@@ -67,6 +67,7 @@ type streamer struct {
 	foreign int              // open <svg>/<math>
 	dropNL  bool             // the next text follows <pre>: its first newline is not shown
 	tables  int              // open <table> elements
+	open1   [5]int32         // open <p>, <li>, <dd>/<dt>, <a>, <select> (slot*)
 	forms   int              // open <form> elements
 	attrs   []html.Attribute // the current tag's attributes (those read)
 	soup    bool             // the tree builder would make another tree of this markup
@@ -370,7 +371,36 @@ func (st *streamer) open(a atom.Atom, name []byte, attrs []html.Attribute, selfC
 	st.push(el)
 }
 
+// The elements whose open count the streamer keeps (open1).
+const (
+	slotP = iota
+	slotLi
+	slotDdDt
+	slotA
+	slotSelect
+)
+
+// slot is a's index in open1, or -1.
+func slot(a atom.Atom) int {
+	switch a {
+	case atom.P:
+		return slotP
+	case atom.Li:
+		return slotLi
+	case atom.Dd, atom.Dt:
+		return slotDdDt
+	case atom.A:
+		return slotA
+	case atom.Select:
+		return slotSelect
+	}
+	return -1
+}
+
 func (st *streamer) push(el streamEl) {
+	if k := slot(el.a); k >= 0 {
+		st.open1[k]++
+	}
 	switch el.a {
 	case atom.Table:
 		st.tables++
@@ -443,30 +473,44 @@ func (st *streamer) foreignTag(a atom.Atom, selfClosing bool) {
 // impliedEnds closes what a start tag closes in the tree builder: a <p>
 // before a block, an <li> before an <li>, a cell or row before the next.
 func (st *streamer) impliedEnds(a atom.Atom) {
+	// (The searches below are skipped when nothing they look for is open:
+	// a page of millions of <div>s costs no search of its stack each.)
 	switch a {
 	case atom.Li:
+		if st.open1[slotLi] == 0 {
+			break
+		}
 		st.closeInScope(func(x atom.Atom) bool { return x == atom.Li }, listStop)
 	case atom.Dd, atom.Dt:
+		if st.open1[slotDdDt] == 0 {
+			break
+		}
 		st.closeInScope(func(x atom.Atom) bool { return x == atom.Dd || x == atom.Dt }, listStop)
 	case atom.Td, atom.Th:
+		if st.tables == 0 {
+			break
+		}
 		st.closeInScope(func(x atom.Atom) bool { return x == atom.Td || x == atom.Th }, func(x atom.Atom) bool { return x == atom.Tr || tableStop(x) })
 	case atom.Tr:
+		if st.tables == 0 {
+			break
+		}
 		st.closeInScope(func(x atom.Atom) bool { return x == atom.Tr }, func(x atom.Atom) bool { return tableStop(x) || x == atom.Tbody || x == atom.Thead || x == atom.Tfoot })
 	case atom.Tbody, atom.Thead, atom.Tfoot:
+		if st.tables == 0 {
+			break
+		}
 		st.closeInScope(func(x atom.Atom) bool { return x == atom.Tbody || x == atom.Thead || x == atom.Tfoot }, tableStop)
 	case atom.A:
-		for i := len(st.stack) - 1; i >= st.floor(); i-- {
-			if st.stack[i].a == atom.A {
-				st.soup = true // a link inside a link: the builder closes and reopens
-				break
-			}
+		if st.open1[slotA] > 0 {
+			st.soup = true // a link inside a link: the builder closes and reopens
 		}
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 		if n := len(st.stack); n > 0 && st.stack[n-1].role == elHeading {
 			st.soup = true // a heading inside a heading
 		}
 	}
-	if closesP(a) {
+	if closesP(a) && st.open1[slotP] > 0 {
 		st.closeInScope(func(x atom.Atom) bool { return x == atom.P }, func(x atom.Atom) bool { return x == atom.Button || scopeBoundary(x) })
 	}
 }
@@ -511,14 +555,7 @@ func isHeading(a atom.Atom) bool {
 }
 
 // inSelect: a <select> is open.
-func (st *streamer) inSelect() bool {
-	for i := len(st.stack) - 1; i >= st.floor(); i-- {
-		if st.stack[i].a == atom.Select {
-			return true
-		}
-	}
-	return false
-}
+func (st *streamer) inSelect() bool { return st.open1[slotSelect] > 0 }
 
 // scopeBoundary: elements that end the tree builder's search for an open
 // element ("in scope").
@@ -673,6 +710,9 @@ func tableFamily(a atom.Atom) bool {
 func (st *streamer) pop() {
 	el := st.stack[len(st.stack)-1]
 	st.stack = st.stack[:len(st.stack)-1]
+	if k := slot(el.a); k >= 0 {
+		st.open1[k]--
+	}
 	switch el.a {
 	case atom.Table:
 		st.tables--
