@@ -18,6 +18,8 @@
 //   - parse.go: Parse, Options, Page; the stages in order; the parse budget
 //   - decode.go: bytes → text, the one place bytes become UTF-8 (charsets)
 //   - stream.go: text → raw lines, from HTML's token stream (no tree)
+//   - lexer.go: the token stream of a page of the markup listing pages
+//     use, read in place (else x/net/html's tokenizer)
 //   - flatten.go: raw lines from goquery's DOM (markup the stream hands
 //     over), the flattening rules both share, text captures' lines
 //   - lines.go: raw lines → lines: the classifier; line kinds (noise,
