@@ -166,6 +166,8 @@ func main() {
 	crawlPath := flag.String("crawl", "", "measure this crawl binary instead of building ./cmd/crawl (an older version, say)")
 	configPath := flag.String("config", "config.yaml", "with -scale: the configuration the crawl runs with (an older version's, for an older binary)")
 	parseMemory := flag.Bool("parse-memory", false, "measure crawl parse's peak RSS on hostile pages instead (a 10 MB text capture of 2 million short lines, 16 MB of small elements, 1 MB of misnested markup read from a DOM)")
+	versus := flag.String("versus", "", "run this crawl binary in the baseline's place (another build: before and after a change, side by side, interleaved); -versus-config is its configuration")
+	versusConfig := flag.String("versus-config", "config.yaml", "with -versus: the configuration that binary runs with")
 	crawlProfile := flag.String("crawl-cpuprofile", "", "write a CPU profile of the crawl's first backfill to this file (go tool pprof -top FILE)")
 	nights := flag.Int("nights", 2, "with -scale: quiet nightlies in a row after the backfill (the first walks without a head to prove against)")
 	flag.Parse()
@@ -235,8 +237,17 @@ func main() {
 	runBaseline := func(round int) result {
 		out := filepath.Join(dir, fmt.Sprintf("baseline-%d.jsonl", round))
 		defer os.Remove(out)
-		r, err := run(baseBin, "-base-url", base, "-journal", strconv.Itoa(journal), "-pages", strconv.Itoa(*pages),
-			"-concurrency", strconv.Itoa(*conc), "-out", out)
+		args := []string{"-base-url", base, "-journal", strconv.Itoa(journal), "-pages", strconv.Itoa(*pages),
+			"-concurrency", strconv.Itoa(*conc), "-out", out}
+		bin := baseBin
+		if *versus != "" {
+			state := filepath.Join(dir, fmt.Sprintf("versus-state-%d", round))
+			defer os.RemoveAll(state)
+			bin, args = *versus, []string{"backfill", "--journal", strconv.Itoa(journal), "--pages", fmt.Sprintf("1-%d", *pages),
+				"--base-url", base, "--delay", "0", "--concurrency", strconv.Itoa(*conc), "--config", *versusConfig,
+				"--state-dir", state, "--sink", "jsonl:" + out, "--log-format", "json"}
+		}
+		r, err := run(bin, args...)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
