@@ -139,13 +139,20 @@ func (p *Page) missingFields() []Finding {
 				lacking = i
 			}
 		}
-		// (A record the capture cut lacks what came after the cut: its
-		// text-truncated says so, and a cut end alone is no finding.)
-		if lacking >= 0 && hasWarning(p.Records[lacking], record.WarnNoJSON) && !(p.cut && lacking == len(p.Records)-1 && hasWarning(p.Records[lacking], record.WarnTextTruncated)) {
+		if lacking >= 0 && hasWarning(p.Records[lacking], record.WarnNoJSON) && !p.cutBeforeNames(lacking) {
 			out = append(out, Finding{Position: lacking + 1, Field: f.name, Why: "is missing where every other paper of the page has it: a line not read?"})
 		}
 	}
 	return out
+}
+
+// cutBeforeNames: record i is the page's last, the capture cut it (its
+// text-truncated says so) before its names and abstract: it lacks them
+// because of the cut, and a cut end alone is no finding. (One that has
+// its abstract and lacks its names was read wrong.)
+func (p *Page) cutBeforeNames(i int) bool {
+	r := p.Records[i]
+	return p.cut && i == len(p.Records)-1 && hasWarning(r, record.WarnTextTruncated) && r.Abstract == "" && r.AbstractCN == ""
 }
 
 // doubt notes that record pos's field could not be settled by content.
