@@ -2,6 +2,7 @@ package parser
 
 import (
 	"bytes"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 )
@@ -43,6 +44,7 @@ type lexer struct {
 	nAttr int32  // attributes of cur returned
 	name  []byte // scratch: the lower-cased tag name (TagName)
 	key   []byte // scratch: a lower-cased attribute key (TagAttr)
+	plain []byte // scratch: an unescaped text (Text)
 }
 
 // rawTextElements are the elements whose content the tokenizer reads as
@@ -292,11 +294,33 @@ func (z *lexer) attribute(k int) (lexAttr, int, bool) {
 func (z *lexer) seen(t lexTok, at lexAttr) bool {
 	key := z.s[at.k0:at.k1]
 	for _, o := range z.attrs[t.attr : t.attr+t.nAtt] {
-		if bytes.EqualFold(z.s[o.k0:o.k1], key) {
+		if equalASCIIFold(z.s[o.k0:o.k1], key) {
 			return true
 		}
 	}
 	return false
+}
+
+// equalASCIIFold: a and b are equal, ASCII letters of either case alike
+// (as the tokenizer lower-cases names: bytes.EqualFold would also take two
+// invalid bytes for one).
+func equalASCIIFold(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x >= 'A' && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if y >= 'A' && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // plainEntities: every '&' in an attribute value starts a character
@@ -331,7 +355,7 @@ func (z *lexer) rawText(i int, name string, rcdata bool) (int, bool) {
 		}
 		m += k
 		e := m + 2 + len(name)
-		if e < len(s) && bytes.EqualFold(s[m+2:e], []byte(name)) && (isSpace(s[e]) || s[e] == '/' || s[e] == '>') {
+		if e < len(s) && equalASCIIFold(s[m+2:e], []byte(name)) && (isSpace(s[e]) || s[e] == '/' || s[e] == '>') {
 			if name == "script" && bytes.Contains(s[i:m], []byte("<!--")) {
 				return 0, false // the script's escaped states
 			}
@@ -353,13 +377,96 @@ func (z *lexer) Next() html.TokenType {
 	return z.cur.kind
 }
 
-// Text is a text token's text, unescaped unless raw.
+// Text is a text token's text, unescaped unless raw (valid until the
+// next call).
 func (z *lexer) Text() []byte {
 	t := z.s[z.cur.a:z.cur.b]
 	if z.cur.raw || bytes.IndexByte(t, '&') < 0 {
 		return t
 	}
+	if u, ok := unescapeCommon(t, z.plain[:0]); ok {
+		z.plain = u
+		return u
+	}
 	return []byte(html.UnescapeString(string(t)))
+}
+
+// unescapeCommon unescapes the character references HTML-escaped JSON is
+// made of (&quot; &amp; &lt; &gt; &apos; &nbsp;, and numeric ones of
+// plain characters) into dst, without the copies of html.UnescapeString;
+// ok false at any other reference (then html.UnescapeString reads it).
+func unescapeCommon(t, dst []byte) ([]byte, bool) {
+	for {
+		i := bytes.IndexByte(t, '&')
+		if i < 0 {
+			return append(dst, t...), true
+		}
+		dst = append(dst, t[:i]...)
+		t = t[i:]
+		end := bytes.IndexByte(t, ';')
+		if end < 0 || end > 10 {
+			return nil, false
+		}
+		ref := t[1:end]
+		var r rune
+		switch {
+		case len(ref) > 1 && ref[0] == '#':
+			n, ok := numericRef(ref[1:])
+			if !ok {
+				return nil, false
+			}
+			r = n
+		default:
+			switch string(ref) {
+			case "quot":
+				r = '"'
+			case "amp":
+				r = '&'
+			case "lt":
+				r = '<'
+			case "gt":
+				r = '>'
+			case "apos":
+				r = '\''
+			case "nbsp":
+				r = '\u00a0'
+			default:
+				return nil, false
+			}
+		}
+		dst = utf8.AppendRune(dst, r)
+		t = t[end+1:]
+	}
+}
+
+// numericRef reads the digits of "&#NN;" or "&#xHH;" as a character that
+// HTML takes as it is: not 0, no C1 control (HTML maps those to
+// Windows-1252), no surrogate, at most U+10FFFF.
+func numericRef(d []byte) (rune, bool) {
+	base := 10
+	if d[0] == 'x' || d[0] == 'X' {
+		base, d = 16, d[1:]
+	}
+	if len(d) == 0 || len(d) > 6 {
+		return 0, false
+	}
+	var n rune
+	for _, c := range d {
+		var v rune
+		switch {
+		case c >= '0' && c <= '9':
+			v = rune(c - '0')
+		case base == 16 && c|0x20 >= 'a' && c|0x20 <= 'f':
+			v = rune(c|0x20-'a') + 10
+		default:
+			return 0, false
+		}
+		n = n*rune(base) + v
+	}
+	if n == 0 || n >= 0x80 && n <= 0x9f || n >= 0xd800 && n <= 0xdfff || n > 0x10ffff || n == 0x0d {
+		return 0, false
+	}
+	return n, true
 }
 
 // TagName is a tag's lower-cased name, and whether it has attributes.
