@@ -41,7 +41,9 @@ func readEnding(segs []*segment, page *Page) []*segment {
 	whole, known := closes(segs, last)
 	if !known {
 		// Cut bytes (an HTML page without its end), or a last line that
-		// stops mid-sentence, say the block may be cut.
+		// stops mid-sentence, say the block may be cut. (A block that
+		// stops at its date/DOI line cannot be told from one shown
+		// without names: it stays whole, and what it lacks alarms.)
 		whole = !page.cut && !endsMidSentence(b)
 	}
 	if whole {

@@ -86,7 +86,7 @@ func (f *flattener) flush() {
 		f.resetMarks()
 		return
 	}
-	text := len(bytes.TrimSpace(f.buf)) // (before collapseBytes, which works in place)
+	text := collapsedLen(f.buf) // (before collapseBytes, which works in place)
 	if t := collapseBytes(f.buf); t != "" {
 		rl := rawLine{text: t}
 		if f.doi != "" {
@@ -108,6 +108,30 @@ func (f *flattener) flush() {
 	}
 	f.buf = f.buf[:0]
 	f.resetMarks()
+}
+
+// collapsedLen is the length of b with its white space collapsed as a
+// line's is (trimmed, each run one space), in characters, Chinese ones
+// left out: pretty-printed markup counts as compact markup does, and a
+// title line's Chinese title does not outweigh the link on its English
+// title.
+func collapsedLen(b []byte) int {
+	n, space := 0, false
+	for _, r := range string(bytes.TrimSpace(b)) {
+		switch {
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f':
+			space = true
+			continue
+		case isCJK(r):
+			continue
+		}
+		if space {
+			n++
+			space = false
+		}
+		n++
+	}
+	return n
 }
 
 func (f *flattener) resetMarks() {
@@ -148,8 +172,10 @@ func (f *flattener) endLink(start int, href string) {
 	if len(t) > maxNavLink {
 		f.longLink = true
 	}
-	if id := literatureID(href); id != "" && f.paperID == "" {
-		f.paperID, f.paperBytes = id, len(t)
+	if id := literatureID(href); id != "" && (f.paperID == "" || f.paperID == id) {
+		// (the English title's link and the Chinese title's, to one paper)
+		f.paperID = id
+		f.paperBytes += collapsedLen(t)
 	} else if strings.Contains(href, "doi.org/") {
 		if d := record.ParseDOI(href).DOI; d != "" {
 			f.doi = d

@@ -158,7 +158,7 @@ func (p *Page) warn(code string) {
 // Memory. A page read from its token stream peaks at about 13 times its
 // size (measured: a 10 MB text capture of two million short lines, 116 MB;
 // a 16 MB page of small elements, 204 MB, the process included); a page
-// of at most maxDOMBytes whose markup is read from a DOM, at about 35
+// of at most maxDOMBytes whose markup is read from a DOM, at 35 to 42
 // times. parseBudget bounds what the parses of one process hold at once,
 // whatever the callers' concurrency: each parse is admitted with its
 // page's expected peak, and waits while the others hold the budget. A
@@ -167,7 +167,7 @@ func (p *Page) warn(code string) {
 const (
 	parseBudget     = 512 << 20
 	streamPeakRatio = 13
-	domPeakRatio    = 35
+	domPeakRatio    = 45
 )
 
 var parsing = semaphore.NewWeighted(parseBudget)

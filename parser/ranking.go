@@ -85,8 +85,10 @@ func rankingThenJournal(text string) (headInfo, string, bool) {
 	var r ranking
 	k := 0
 	for k < len(f) {
+		prev := r
 		n, part := r.readPart(f[k:])
-		if n == 0 || r.seen&part != 0 {
+		if n == 0 || prev.seen&part != 0 {
+			r = prev // (a second part of a kind read: the journal's name)
 			break
 		}
 		r.seen |= part
@@ -141,12 +143,10 @@ func (r *ranking) readPart(f []string) (int, rankPart) {
 		}
 		return n, rankZone
 	case isHanWord(f[0]):
-		n := 1
-		for n < len(f) && isHanWord(f[n]) && zoneAt(f[n:]) == 0 {
-			n++
-		}
-		r.subject = strings.Join(f[:n], " ")
-		return n, rankSubject
+		// One word: the 中科院 subjects are (计算机科学, 工程技术); a second
+		// is a Chinese journal's name after the parts (物理学报).
+		r.subject = f[0]
+		return 1, rankSubject
 	case f[0] == "JCR" && len(f) > 1 && isQuartile(f[1]):
 		n, p := r.readJCR(f[1:])
 		return n + 1, p

@@ -108,3 +108,24 @@ func TestHasRankingPart(t *testing.T) {
 		}
 	}
 }
+
+// TestRankingThenJournal: a ranking line's parts before a journal's name,
+// in the text before the site's Pub Date label.
+func TestRankingThenJournal(t *testing.T) {
+	for _, tc := range []struct {
+		text, journal, subject string
+		zone                   int
+		ok                     bool
+	}{
+		{"IF 2 2区 物理与天体物理 Journal of Trials", "Journal of Trials", "物理与天体物理", 2, true},
+		{"IF 2 2区 物理与天体物理 物理学报", "物理学报", "物理与天体物理", 2, true},
+		{"3区 工程技术 IEEE Access", "IEEE Access", "工程技术", 3, true},
+		{"Journal of Trials", "", "", 0, false},
+		{"IF 2 2区 物理与天体物理", "", "", 0, false}, // a ranking line alone: parseRanking's
+	} {
+		h, journal, ok := rankingThenJournal(tc.text)
+		if ok != tc.ok || journal != tc.journal || h.subject != tc.subject || h.zone != tc.zone {
+			t.Errorf("%q: %q %q %d %v, want %q %q %d %v", tc.text, journal, h.subject, h.zone, ok, tc.journal, tc.subject, tc.zone, tc.ok)
+		}
+	}
+}
