@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/site"
@@ -386,9 +387,20 @@ func keptWithoutJSON(with []shown, without []record.Record) error {
 // that the English title does not use (a Chinese title "0000 中文" after
 // "Title"): without JSON nothing tells where the English ends
 // (docs/parser.md, Title lines).
+//
+// The Latin words may be glued to the Chinese ("Paper譇": a word holding a
+// CJK character starts the Chinese title, where the JSON title may end
+// inside it).
 func splitElsewhere(r record.Record, title, titleCN string) bool {
-	first, _, _ := strings.Cut(titleCN, " ")
-	return titleCN != "" && !hasCJK(first) && foldKey(r.Title+" "+r.TitleCN) == foldKey(title+" "+titleCN)
+	latinLed := func(cn string) bool {
+		r0, _ := utf8.DecodeRuneInString(cn)
+		return cn != "" && !isCJK(r0)
+	}
+	if titleCN == "" || !latinLed(titleCN) && !latinLed(r.TitleCN) {
+		return false
+	}
+	squeeze := func(s string) string { return strings.ReplaceAll(foldKey(s), " ", "") }
+	return squeeze(r.Title+r.TitleCN) == squeeze(title+titleCN)
 }
 
 func sameTitle(a, b string) bool {
