@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -273,4 +274,38 @@ func FuzzLexerMatchesTokenizer(f *testing.F) {
 			t.Error(d)
 		}
 	})
+}
+
+// A page past the line cap keeps the lines up to it, and says so: a page
+// warning and a finding (no listing page has that many lines).
+func TestLineCap(t *testing.T) {
+	defer func(n int) { maxPageLines = n }(maxPageLines)
+	maxPageLines = 100
+	page := []byte(strings.Repeat("x\n", 500))
+	p, err := Parse(page, Options{Format: FormatText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range p.Findings(testNow) {
+		found = found || strings.Contains(f.Why, "more lines than a listing page")
+	}
+	if !slices.Contains(p.Warnings, PageWarnTooManyLines) || !found {
+		t.Errorf("warnings %q, finding %v", p.Warnings, found)
+	}
+}
+
+// A page nested past the element cap is read in bounded memory, with the
+// page warning html-fallback, and the lines after it still read.
+func TestElementCap(t *testing.T) {
+	page := strings.Repeat("<div>", 5*maxStack) + "deep" + strings.Repeat("</div>", 5*maxStack) + "<p>after</p>"
+	var lines []string
+	_, _, deep := flattenStream([]byte(page), func(r rawLine) { lines = append(lines, r.text) })
+	if !deep || !slices.Equal(lines, []string{"deep", "after"}) {
+		t.Errorf("deep %v, lines %q", deep, lines)
+	}
+	p, _ := Parse([]byte(page), Options{})
+	if !slices.Contains(p.Warnings, PageWarnHTMLFallback) {
+		t.Errorf("warnings %q", p.Warnings)
+	}
 }
