@@ -8,8 +8,20 @@ import (
 
 // HasControl reports whether s holds a control character (C0, DEL or C1:
 // NUL, ESC, a line break and the like: textsafe.Control).
+//
+// It reads bytes, not runes: C0 and DEL are single bytes, and C1 (U+0080
+// to U+009F) is 0xC2 followed by 0x80 to 0x9F in UTF-8 (a record's
+// abstracts are long, and every string of every record is checked).
 func HasControl(s string) bool {
-	return strings.ContainsFunc(s, textsafe.Control)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == 0x7f:
+			return true
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			return true
+		}
+	}
+	return false
 }
 
 // StripControl is s without its control characters.
