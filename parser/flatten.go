@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/litcrawl/litcrawl/record"
 
@@ -117,7 +118,10 @@ func (f *flattener) flush() {
 // title.
 func collapsedLen(b []byte) int {
 	n, space := 0, false
-	for _, r := range string(bytes.TrimSpace(b)) {
+	b = bytes.TrimSpace(b)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
 		switch {
 		case r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f':
 			space = true

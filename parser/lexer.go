@@ -58,7 +58,7 @@ func lex(s []byte) (*lexer, bool) {
 	if len(s) >= 1<<31-1 || bytes.IndexByte(s, 0) >= 0 || bytes.IndexByte(s, '\r') >= 0 {
 		return nil, false
 	}
-	z := &lexer{s: s, toks: make([]lexTok, 0, len(s)/24)}
+	z := &lexer{s: s, toks: make([]lexTok, 0, len(s)/128+16)} // (a listing page: a token for each 100-odd bytes)
 	for i := 0; i < len(s); {
 		j := bytes.IndexByte(s[i:], '<')
 		if j < 0 {
