@@ -478,23 +478,13 @@ func sniffFormat(data []byte) Format {
 // footerAfter reports whether the page's footer came after every line of
 // record rec's block: the block was whole before the cut.
 func footerAfter(segs []*segment, rec int, footer int32) bool {
-	if footer < 0 {
-		return false
-	}
+	var mine []*segment
 	for _, s := range segs {
-		if s.rec != rec {
-			continue
-		}
-		if s.json != nil && s.jsonRaw >= footer {
-			return false
-		}
-		for _, l := range s.lines {
-			if l.raw >= footer {
-				return false
-			}
+		if s.rec == rec {
+			mine = append(mine, s)
 		}
 	}
-	return true
+	return footerBelow(mine, footer)
 }
 
 // endsInObject reports whether s ends inside a JSON object: an object

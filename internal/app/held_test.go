@@ -22,6 +22,22 @@ import (
 	"github.com/litcrawl/litcrawl/sink/quarantine"
 )
 
+// siteEnv is an Env crawling site (served for the test) with no delay,
+// its state in a temporary directory; stderr takes what it says.
+func siteEnv(t *testing.T, site *testsite.Site, stderr io.Writer) (*Env, *config.Config) {
+	t.Helper()
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	cfg := config.Default()
+	cfg.Site.BaseURL, cfg.Site.AllowedHosts = srv.URL, []string{"127.0.0.1"}
+	cfg.Fetch.Delay, cfg.Fetch.Jitter = 0, 0
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	if err := cfg.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Config: cfg, Stdout: io.Discard, Stderr: stderr}, cfg
+}
+
 // A page with a record the parser has a finding on (a date 70 years
 // ahead): the crawl delivers the others, holds that one in the quarantine
 // with its page's bytes, and exits 4 naming it; reading the page again
@@ -33,17 +49,8 @@ func TestHeldRecordDeliveredAfterTheFix(t *testing.T) {
 	site.SynthJournal(78, 1, 5)
 	bad := testsite.SynthID(78, 1, 2)
 	site.SetVariant(bad, testsite.Variant{Published: "2099-01-02"})
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	cfg := config.Default()
-	cfg.Site.BaseURL, cfg.Site.AllowedHosts = srv.URL, []string{"127.0.0.1"}
-	cfg.Fetch.Delay, cfg.Fetch.Jitter = 0, 0
-	cfg.StateDir = filepath.Join(t.TempDir(), "state")
-	if err := cfg.Prepare(); err != nil {
-		t.Fatal(err)
-	}
 	var stderr strings.Builder
-	e := &Env{Config: cfg, Stdout: io.Discard, Stderr: &stderr}
+	e, cfg := siteEnv(t, site, &stderr)
 	out := filepath.Join(t.TempDir(), "papers.jsonl")
 	ctx := context.Background()
 	c := Crawl{Kind: history.Backfill, Journals: []int64{78}, From: 1, To: 1, Sinks: []string{"jsonl:" + out}, StateDir: cfg.StateDir, NoResume: true}

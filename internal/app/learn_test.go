@@ -3,12 +3,10 @@ package app
 import (
 	"context"
 	"io"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/litcrawl/litcrawl/internal/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/history"
 	"github.com/litcrawl/litcrawl/internal/testsite"
@@ -23,16 +21,7 @@ import (
 func TestQualityGateLearnsTheJournal(t *testing.T) {
 	site := testsite.New()
 	site.SynthJournal(79, 2, 10)
-	srv := httptest.NewServer(site)
-	defer srv.Close()
-	cfg := config.Default()
-	cfg.Site.BaseURL, cfg.Site.AllowedHosts = srv.URL, []string{"127.0.0.1"}
-	cfg.Fetch.Delay, cfg.Fetch.Jitter = 0, 0
-	cfg.StateDir = filepath.Join(t.TempDir(), "state")
-	if err := cfg.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	e := &Env{Config: cfg, Stdout: io.Discard, Stderr: io.Discard}
+	e, cfg := siteEnv(t, site, io.Discard)
 	out := filepath.Join(t.TempDir(), "papers.jsonl")
 	run := func(relearn bool) error {
 		_, err := e.Crawl(context.Background(), Crawl{Kind: history.Backfill, Journals: []int64{79}, From: 1, To: 2,
