@@ -22,6 +22,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -62,6 +63,40 @@ type result struct {
 	cpu, sys          time.Duration // user+sys, and sys alone
 	maxRSS, maxAnonKB int64
 	papers            int
+	groups            float64 // commits of a crawl that logs JSON (0: unknown)
+}
+
+// logTail keeps the end of a command's standard error (for its error)
+// and counts, from a crawl's JSON log, the groups it committed: each
+// "page committed" line names its group's size, so a group of n pages is
+// n lines of 1/n.
+type logTail struct {
+	partial []byte
+	tail    []byte
+	groups  float64
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.tail = append(l.tail, p...)
+	if len(l.tail) > 64<<10 {
+		l.tail = l.tail[len(l.tail)-32<<10:]
+	}
+	l.partial = append(l.partial, p...)
+	for {
+		line, rest, ok := bytes.Cut(l.partial, []byte("\n"))
+		if !ok {
+			break
+		}
+		var entry struct {
+			Msg   string `json:"msg"`
+			Batch int    `json:"batch"`
+		}
+		if bytes.Contains(line, []byte(`"page committed"`)) && json.Unmarshal(line, &entry) == nil && entry.Batch > 0 {
+			l.groups += 1 / float64(entry.Batch)
+		}
+		l.partial = append(l.partial[:0], rest...)
+	}
+	return len(p), nil
 }
 
 // run starts a command and samples its peak RSS (VmHWM) and anonymous RSS
@@ -69,7 +104,7 @@ type result struct {
 // started with vfork reports its parent's high-water mark from before exec.
 func run(name string, args ...string) (result, error) {
 	cmd := exec.Command(name, args...)
-	var stderr bytes.Buffer
+	var stderr logTail
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -83,13 +118,13 @@ func run(name string, args ...string) (result, error) {
 	for {
 		select {
 		case err := <-done:
-			r := result{wall: time.Since(start), maxRSS: peak, maxAnonKB: peakAnon}
+			r := result{wall: time.Since(start), maxRSS: peak, maxAnonKB: peakAnon, groups: stderr.groups}
 			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 				r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 				r.sys = time.Duration(ru.Stime.Nano())
 			}
 			if err != nil {
-				return r, fmt.Errorf("%s: %v\n%s", name, err, stderr.String())
+				return r, fmt.Errorf("%s: %v\n%s", name, err, stderr.tail)
 			}
 			return r, nil
 		case <-tick.C:
@@ -261,7 +296,7 @@ func main() {
 			r.sys.Seconds(), float64(r.maxRSS)/1024, float64(r.maxAnonKB)/1024, r.papers, float64(r.papers)/r.wall.Seconds())
 	}
 	fmt.Printf("%-9s %10s %10s %10s %12s %12s %10s %10s\n", "", "wall", "cpu", "of it sys", "peak RSS", "peak anon", "papers", "papers/s")
-	var wall, cpu, rss []float64
+	var wall, cpu, rss, groups []float64
 	for i := range *rounds {
 		var c, b result
 		if i%2 == 0 {
@@ -278,6 +313,12 @@ func main() {
 		wall = append(wall, c.wall.Seconds()/b.wall.Seconds())
 		cpu = append(cpu, c.cpu.Seconds()/b.cpu.Seconds())
 		rss = append(rss, float64(c.maxRSS)/float64(b.maxRSS))
+		if c.groups > 0 {
+			groups = append(groups, float64(*pages)/c.groups)
+		}
+	}
+	if len(groups) > 0 {
+		fmt.Printf("crawl's commit groups: %.1f pages a group (median over the rounds)\n", median(groups))
 	}
 	if *rounds > 1 {
 		fmt.Printf("cpu ratios by round: %s\n", fmtRatios(cpu))

@@ -13,7 +13,8 @@
 //   - hold.go: holding back the records the parser has a finding on
 //     (quality.hold), with their page's bytes, in the quarantine
 //   - committer.go: the group committer (pages that queue up while a commit
-//     runs go out in one sink write and one ledger commit)
+//     runs go out in one sink write and one ledger commit; a backfill's
+//     pages wait up to 10 ms for more)
 //   - run.go: Run (one run over shared parts: fetcher, ledger, sink) and
 //     Page, the step for one page
 //   - backfill.go: a range of pages, committed in the background
