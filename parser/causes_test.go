@@ -261,6 +261,11 @@ func TestCutEnds(t *testing.T) {
 		{"fixtures/edge/cut-next-title.txt", 2, false, func(r record.Record) bool { return r.DOI == "10.1109/tcc.2024.002" }},
 		// A mobile page cut inside the last JSON's abstract: kept, cut.
 		{"fixtures/edge/cut-json-abstract.txt", 2, true, func(r record.Record) bool { return r.Abstract == "We study edge learning case 2. It" }},
+		// Cut right after the last block's date/DOI line, on a page
+		// without JSON or citation lines whose other blocks all go on.
+		{"fixtures/edge/cut-after-doi.txt", 4, true, func(r record.Record) bool {
+			return r.DOI == "10.1000/jns.2024.0104" && len(r.Authors) == 0 && r.Abstract == ""
+		}},
 	} {
 		p := parseFixture(t, tc.page)
 		if len(p.Records) != tc.records || !slices.Contains(p.Warnings, PageWarnTextTruncated) {
@@ -275,4 +280,32 @@ func TestCutEnds(t *testing.T) {
 			t.Errorf("%s: a cut end raised findings: %+v", tc.page, f)
 		}
 	}
+	// Not cut ends but misreadings that end like one: blocks that lead
+	// with their names (a names line no block took stands before the
+	// first), read as each block's last line, so the last block lacks
+	// its names and its citation line. Its missing names alarm.
+	// (The page is inline: the fixtures are pages read right.)
+	p, err := Parse([]byte(namesLeadCut), Options{Capture: "names-lead.htm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range p.Findings(time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)) {
+		found = found || f.Field == "authors" && f.Position == len(p.Records)
+	}
+	if !found {
+		t.Errorf("the last paper's missing names raised no finding (the page is misread: names lead its blocks)")
+	}
 }
+
+// namesLeadCut is a page whose blocks lead with their names, its last
+// block without the citation line every other one has.
+const namesLeadCut = `<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Journal of Drift最新文献</title></head><body>
+<h2>Journal of Drift最新文献</h2>
+<div><div>Alice Zhang, Bob Li</div><h3>Fast Graph Partitioning for Sparse Workloads</h3><div>Graph partitioning is central to sparse workloads. We present a fast partitioner.</div><div>Published: 2024/09/02 DOI： 10.1109/tst.2024.001</div><div>Cited by 42</div></div>
+<div><div>Giuseppe A. Di Luna, Giovanni Viglietta</div><h3>Universal Finite-State Computation in Anonymous Networks</h3><div>A network is said to be anonymous if its agents are indistinguishable. We study what it computes.</div><div>Published: 2024/09/01 DOI： 10.48550/arXiv.2409.00688</div><div>Cited by 13</div></div>
+<div><div>Ines Costa, Wei Lan</div><h3>Scheduling Sensing Tasks Across Energy Bursts</h3><div>Published: 2025/01/22 DOI： 10.5555/jes.2025.0101</div><div>IF 3.1 2区 物理与天体物理</div><div>Cited by 61</div></div>
+<div><div>Nicolas Bousquet, Laurent Feuilloley</div><h3>How local constraints influence network diameter</h3><div>Published: 2024/09/02 DOI： 10.48550/arXiv.2409.01305</div><div>1区 医学</div></div>
+</body></html>
+`

@@ -15,7 +15,9 @@ package parser
 // A block is whole when it reaches the part its page's blocks close with:
 // the JSON object where every other block of the page has one, the
 // citation line where every other has one. A page without such parts (no
-// JSON, no citation lines) is cut when its last line stops mid-sentence.
+// JSON, no citation lines) is cut when its last line stops mid-sentence,
+// or when the block stops at its date/DOI line where every other block
+// (two or more) goes on past it.
 // A footer after the last block says the page is whole.
 
 // readEnding decides where the capture ends: it marks the last paper's
@@ -42,8 +44,9 @@ func readEnding(segs []*segment, page *Page) []*segment {
 	if !known {
 		// Cut bytes (an HTML page without its end), or a last line that
 		// stops mid-sentence, say the block may be cut. (A block that
-		// stops at its date/DOI line cannot be told from one shown
-		// without names: it stays whole, and what it lacks alarms.)
+		// stops at its date/DOI line where its page's others do too
+		// cannot be told from one shown without names: it stays whole,
+		// and what it lacks alarms.)
 		whole = !page.cut && !endsMidSentence(b)
 	}
 	if whole {
@@ -139,12 +142,72 @@ func closes(segs []*segment, i int) (whole, known bool) {
 	}
 	b := segs[i]
 	switch {
-	case others > 0 && (withJSON == others && b.json == nil || withCite == others && !b.hasKind(kindCitation)):
+	case others > 0 && withJSON == others && b.json == nil:
 		return false, true
 	case closedAtEnd(b):
 		return true, true
+	case textBeforeFirst(segs):
+		// Text no block took stands before the first block: blocks may
+		// lead with what was read as the previous block's end (names
+		// before the title), and what the last block lacks is that
+		// misreading's, for the page's findings to show.
+		return false, false
+	case others > 0 && withCite == others && !b.hasKind(kindCitation):
+		return false, true
+	case b.json == nil && stopsAtHead(b) && others >= 2 && goOnPastHead(segs, i) == others:
+		// Every other block goes on past its date/DOI line (names, an
+		// abstract) and this one stops at it: nothing after that line
+		// was shown, so nothing of it can have been misread; it is cut.
+		return false, true
 	}
 	return false, false
+}
+
+// stopsAtHead: the block's last line is its date/DOI line or a ranking
+// line, with no text of it after its date/DOI line.
+func stopsAtHead(s *segment) bool {
+	n := len(s.lines)
+	return n > 0 && (s.lines[n-1].kind == kindMeta || s.lines[n-1].kind == kindImpact) && s.hasKind(kindMeta)
+}
+
+// textBeforeFirst: a piece before the page's first named block holds text.
+func textBeforeFirst(segs []*segment) bool {
+	for _, s := range segs {
+		if s.named() {
+			return false
+		}
+		if s.hasKind(kindText) {
+			return true
+		}
+	}
+	return false
+}
+
+// goOnPastHead counts the named blocks but segs[i] with a line of text
+// after their date/DOI line.
+func goOnPastHead(segs []*segment, i int) int {
+	n := 0
+	for k, s := range segs {
+		if k == i || !s.named() {
+			continue
+		}
+		meta := -1
+		for j, l := range s.lines {
+			if l.kind == kindMeta {
+				meta = j
+			}
+		}
+		if meta < 0 {
+			continue
+		}
+		for _, l := range s.lines[meta+1:] {
+			if l.kind == kindText {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // closedAtEnd: the block ends with a closing part: its citation line, or
