@@ -159,7 +159,8 @@ func (p *Page) warn(code string) {
 // size (measured: a 10 MB text capture of two million short lines, 116 MB;
 // a 16 MB page of small elements, 204 MB, the process included); a page
 // of at most maxDOMBytes whose markup is read from a DOM, at 35 to 42
-// times. parseBudget bounds what the parses of one process hold at once,
+// times (the tree's nodes, about 21 times the page live; the stream that
+// found the soup stopped there, and its lines are let go first). parseBudget bounds what the parses of one process hold at once,
 // whatever the callers' concurrency: each parse is admitted with its
 // page's expected peak, and waits while the others hold the budget. A
 // page whose expected peak passes the budget waits for all of it, and
@@ -270,15 +271,20 @@ func flattenLines(text []byte, page *Page, emit func(rawLine)) {
 		var raw []rawLine
 		keep := func(r rawLine) { raw = append(raw, r) }
 		var soup, deep bool
-		title, soup, deep = flattenStream(text, keep)
+		title, soup, deep = streamLines(text, keep, true)
 		switch {
 		case soup:
-			// The tree builder copies what it keeps, so text (which may
-			// be data itself) is not retained.
+			// The stream stopped at the soup, and its lines go before the
+			// tree is built (a tree costs 20 to 30 times its page). The
+			// tree builder copies what it keeps, so text (which may be
+			// data itself) is not retained.
+			raw = nil
 			if doc, err := goquery.NewDocumentFromReader(bytes.NewReader(text)); err == nil {
-				raw = raw[:0]
 				title = flattenHTML(doc, keep)
 			} else {
+				// (x/net/html refuses a page nested past 512 elements:
+				// the stream reads it whole after all.)
+				title, _, _ = flattenStream(text, keep)
 				page.warn(PageWarnHTMLFallback)
 			}
 		case deep:

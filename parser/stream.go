@@ -100,6 +100,13 @@ func (st *streamer) floor() int { return max(len(st.stack)-maxTreeDepth, 0) }
 // markup is one whose DOM the stream cannot stand for (read it from the
 // DOM), deep that the DOM would refuse it.
 func flattenStream(s []byte, emit func(rawLine)) (title string, soup, deep bool) {
+	return streamLines(s, emit, false)
+}
+
+// streamLines is flattenStream; with stopOnSoup it stops at the first
+// markup it cannot stand for (soup), for a caller that then reads the
+// page from a DOM: what it emitted is incomplete, and the title empty.
+func streamLines(s []byte, emit func(rawLine), stopOnSoup bool) (title string, soup, deep bool) {
 	st := &streamer{f: flattener{emit: emit}}
 	var z tokenizer
 	if lx, ok := lexSmall(s); ok {
@@ -137,6 +144,9 @@ func flattenStream(s []byte, emit func(rawLine)) (title string, soup, deep bool)
 			if st.foreign > 0 {
 				st.soup = true // (a CDATA section, which the builder reads as text there)
 			}
+		}
+		if stopOnSoup && st.soup {
+			return "", true, st.deep
 		}
 	}
 }

@@ -309,3 +309,18 @@ func TestElementCap(t *testing.T) {
 		t.Errorf("warnings %q", p.Warnings)
 	}
 }
+
+// Soup in a page nested deeper than the tree builder takes (512 open
+// elements, fewer than the stream's cap): the stream, which stopped at
+// the soup for the tree, reads the page whole after all, with the page
+// warning html-fallback.
+func TestSoupTooDeepForTheTree(t *testing.T) {
+	page := "<html><body>" + strings.Repeat("<div>", 600) + "<p><a href=/x>first<a href=/y>second</a></a></p><p>after the soup</p>" +
+		strings.Repeat("</div>", 600) + "</body></html>"
+	var lines []string
+	p := &Page{Format: FormatHTML}
+	flattenLines([]byte(page), p, func(r rawLine) { lines = append(lines, r.text) })
+	if !slices.Contains(lines, "after the soup") || !slices.Contains(p.Warnings, PageWarnHTMLFallback) {
+		t.Errorf("lines %q, warnings %q", lines, p.Warnings)
+	}
+}
