@@ -318,10 +318,14 @@ func main() {
 		}
 	}
 	if len(groups) > 0 {
-		fmt.Printf("crawl's commit groups: %.1f pages a group (median over the rounds)\n", median(groups))
+		fmt.Printf("crawl's commit groups: %.1f pages a group (each round's mean; the median of the rounds)\n", median(groups))
 	}
 	if *rounds > 1 {
 		fmt.Printf("cpu ratios by round: %s\n", fmtRatios(cpu))
+	}
+	if *rounds > 1 {
+		fmt.Printf("ratio crawl/baseline (medians of the rounds): wall %.2f, cpu %.2f, peak RSS %.2f\n", median(wall), median(cpu), median(rss))
+		return
 	}
 	fmt.Printf("ratio crawl/baseline: wall %.2f, cpu %.2f, peak RSS %.2f\n", median(wall), median(cpu), median(rss))
 }

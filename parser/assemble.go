@@ -50,6 +50,8 @@ func assemble(segs []*segment, page *Page, opts Options) {
 		if !s.anchored() {
 			if len(page.Records) > 0 {
 				untaken(s, page)
+			} else {
+				namesBeforeFirst(s, page)
 			}
 			continue
 		}
@@ -87,6 +89,20 @@ func untaken(s *segment, page *Page) {
 			// (a citation, impact or date/DOI line too: another
 			// paper's, in a layout read wrong)
 			page.doubt(len(page.Records), "page", l.text, "a line that no paper took")
+			return
+		}
+	}
+}
+
+// namesBeforeFirst notes a line of names that stands before the page's
+// first paper, which no paper took: the blocks may lead with their names,
+// read as each previous block's end (the first paper's names left over),
+// and every paper's names may be its neighbour's. (Header text is no
+// names line.)
+func namesBeforeFirst(s *segment, page *Page) {
+	for _, l := range s.lines {
+		if l.kind == kindText && (looksLikeAuthors(l.text) || looksLikeNameList(l.text)) {
+			page.doubt(1, "authors", l.text, "a line of names before the first paper: do the blocks lead with their names?")
 			return
 		}
 	}

@@ -15,9 +15,11 @@ package parser
 // A block is whole when it reaches the part its page's blocks close with:
 // the JSON object where every other block of the page has one, the
 // citation line where every other has one. A page without such parts (no
-// JSON, no citation lines) is cut when its last line stops mid-sentence,
-// or when the block stops at its date/DOI line where every other block
-// (two or more) goes on past it.
+// JSON, no citation lines) is cut when its last line stops mid-sentence.
+// (One that stops at its date/DOI line where every other block goes on
+// past it is not: blocks that lead with names or an abstract, the first
+// shown without them, read the same way shifted by one, and its missing
+// names alarm.)
 // A footer after the last block says the page is whole.
 
 // readEnding decides where the capture ends: it marks the last paper's
@@ -44,9 +46,9 @@ func readEnding(segs []*segment, page *Page) []*segment {
 	if !known {
 		// Cut bytes (an HTML page without its end), or a last line that
 		// stops mid-sentence, say the block may be cut. (A block that
-		// stops at its date/DOI line where its page's others do too
-		// cannot be told from one shown without names: it stays whole,
-		// and what it lacks alarms.)
+		// stops at its date/DOI line cannot be told from one shown
+		// without names, or from blocks read shifted by one: it stays
+		// whole, and what it lacks alarms.)
 		whole = !page.cut && !endsMidSentence(b)
 	}
 	if whole {
@@ -154,20 +156,8 @@ func closes(segs []*segment, i int) (whole, known bool) {
 		return false, false
 	case others > 0 && withCite == others && !b.hasKind(kindCitation):
 		return false, true
-	case b.json == nil && stopsAtHead(b) && others >= 2 && goOnPastHead(segs, i) == others:
-		// Every other block goes on past its date/DOI line (names, an
-		// abstract) and this one stops at it: nothing after that line
-		// was shown, so nothing of it can have been misread; it is cut.
-		return false, true
 	}
 	return false, false
-}
-
-// stopsAtHead: the block's last line is its date/DOI line or a ranking
-// line, with no text of it after its date/DOI line.
-func stopsAtHead(s *segment) bool {
-	n := len(s.lines)
-	return n > 0 && (s.lines[n-1].kind == kindMeta || s.lines[n-1].kind == kindImpact) && s.hasKind(kindMeta)
 }
 
 // textBeforeFirst: a piece before the page's first named block holds text.
@@ -181,33 +171,6 @@ func textBeforeFirst(segs []*segment) bool {
 		}
 	}
 	return false
-}
-
-// goOnPastHead counts the named blocks but segs[i] with a line of text
-// after their date/DOI line.
-func goOnPastHead(segs []*segment, i int) int {
-	n := 0
-	for k, s := range segs {
-		if k == i || !s.named() {
-			continue
-		}
-		meta := -1
-		for j, l := range s.lines {
-			if l.kind == kindMeta {
-				meta = j
-			}
-		}
-		if meta < 0 {
-			continue
-		}
-		for _, l := range s.lines[meta+1:] {
-			if l.kind == kindText {
-				n++
-				break
-			}
-		}
-	}
-	return n
 }
 
 // closedAtEnd: the block ends with a closing part: its citation line, or
