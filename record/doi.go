@@ -1,6 +1,7 @@
 package record
 
 import (
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -200,4 +201,27 @@ func DOIKey(doi string) string {
 		return "arxiv-" + s[len(arxivDOIPrefix):]
 	}
 	return strings.ToLower(s)
+}
+
+// MaxLinkBytes bounds a link a record's reader may open (WebLink).
+const MaxLinkBytes = 2048
+
+// WebLink is raw as a link a reader may open, "" when it is none: an
+// absolute http or https URL with a host, without user information or
+// control characters, of at most MaxLinkBytes as given and as written
+// (escaped). A javascript: or data: link is none. The one rule for the
+// links of the feeds' entries and of the exports.
+func WebLink(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if raw == "" || len(raw) > MaxLinkBytes || HasControl(raw) {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+		return ""
+	}
+	if out := u.String(); len(out) <= MaxLinkBytes {
+		return out
+	}
+	return ""
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +53,6 @@ const (
 	maxAuthors      = 100   // authors named (the rest as "and N more")
 	maxSummaryRunes = 10000 // an abstract
 	maxIDBytes      = 512   // a paper's id (a longer one is refused)
-	maxLinkBytes    = 2048  // a link (a longer one is left out)
 	// rankPage: an entry's rank is page × rankPage + position.
 	rankPage = 100_000
 )
@@ -125,6 +123,33 @@ func (e *entry) fill() {
 	}
 }
 
+// checkTexts makes an entry read back from a feed's state (a file anyone
+// may have edited) what fill makes of a record: its texts cleaned and
+// bounded, its link one a reader may open (a javascript: link is
+// dropped), its DOI a DOI.
+func (e *entry) checkTexts() {
+	e.Title = clean(e.Title, true, maxLineRunes)
+	e.TitleCN = clean(e.TitleCN, true, maxLineRunes)
+	e.DOI = clean(e.DOI, true, maxLineRunes)
+	if e.DOI != "" && !record.IsDOI(e.DOI) {
+		e.DOI = ""
+	}
+	e.Summary = clean(e.Summary, false, maxSummaryRunes)
+	e.Subject = clean(e.Subject, true, maxLineRunes)
+	e.Journal = clean(e.Journal, true, maxLineRunes)
+	e.Link = webLink(e.Link)
+	authors := e.Authors[:0]
+	for i, a := range e.Authors {
+		if i == maxAuthors+1 {
+			break
+		}
+		if a = clean(a, true, maxAuthorRunes); a != "" {
+			authors = append(authors, a)
+		}
+	}
+	e.Authors = authors
+}
+
 // paperTime reads a paper's date: a day (2024-09-02), a month, a year,
 // or a time in RFC 3339 (with "T", "t" or a space between date and time).
 func paperTime(s string) (time.Time, bool) {
@@ -139,21 +164,12 @@ func paperTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// webLink is the first of urls that a reader may open: an absolute http
-// or https URL with a host, without user information, of at most
-// maxLinkBytes as written (escaped); "" when none is.
+// webLink is the first of urls that a reader may open (record.WebLink);
+// "" when none is.
 func webLink(urls ...string) string {
 	for _, raw := range urls {
-		if len(raw) > maxLinkBytes {
-			continue
-		}
-		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
-			strings.ContainsFunc(raw, textsafe.Control) {
-			continue
-		}
-		if out := u.String(); len(out) <= maxLinkBytes { // as written: escaped
-			return out
+		if l := record.WebLink(raw); l != "" {
+			return l
 		}
 	}
 	return ""
@@ -250,11 +266,7 @@ func (e *entry) render() {
 	if e.Published != "" {
 		element(&b, "published", "", e.Published)
 	}
-	for _, a := range e.Authors {
-		b.WriteString("    <author><name>")
-		escape(&b, a)
-		b.WriteString("</name></author>\n")
-	}
+	e.renderPaper(&b)
 	if e.Link != "" {
 		b.WriteString(`    <link rel="alternate" type="text/html" href="`)
 		escape(&b, e.Link)
@@ -277,6 +289,35 @@ func (e *entry) render() {
 		panic(err)
 	}
 	e.line = line
+}
+
+// renderPaper writes what makes the entry a paper to a reference
+// manager (Zotero's feeds read these, as journals' own feeds give them):
+// one Dublin Core creator per author, the PRISM DOI, publication name
+// and cover date (the paper's day), and the DOI as a Dublin Core
+// identifier. The authors are dc:creator only, not Atom's <author> too:
+// feed readers (feedparser, the feed processor Zotero's reader comes
+// from) read both as the entry's authors, and would list each twice;
+// Atom's rule that an entry has an author is met by the feed's.
+func (e *entry) renderPaper(b *bytes.Buffer) {
+	for i, a := range e.Authors {
+		if i == maxAuthors {
+			break // ("and N more" is no author)
+		}
+		element(b, "dc:creator", "", a)
+	}
+	if e.DOI != "" {
+		element(b, "prism:doi", "", e.DOI)
+	}
+	if e.Journal != "" {
+		element(b, "prism:publicationName", "", e.Journal)
+	}
+	if len(e.Published) >= len("2006-01-02") {
+		element(b, "prism:coverDate", "", e.Published[:len("2006-01-02")])
+	}
+	if e.DOI != "" {
+		element(b, "dc:identifier", "", "doi:"+e.DOI)
+	}
 }
 
 // content is the entry's text: the Chinese title, the DOI, the journal.

@@ -1,0 +1,47 @@
+package export
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/litcrawl/litcrawl/record"
+)
+
+// Formats are the formats by name, as --format takes them.
+var Formats = map[string]func(io.Writer, []record.Record) error{
+	"bibtex":   WriteBibTeX,
+	"ris":      WriteRIS,
+	"csl-json": WriteCSLJSON,
+}
+
+// FormatNames lists the formats for messages.
+const FormatNames = "bibtex, ris or csl-json"
+
+// Keys are the records' citation keys (Key), one for each: should two
+// papers' keys ever be one (their ids' hashes alike), the later gets
+// "-2", "-3"….
+func Keys(recs []record.Record) []string {
+	keys := make([]string, len(recs))
+	seen := map[string]int{}
+	for i, r := range recs {
+		k := Key(r)
+		if n := seen[k]; n > 0 {
+			seen[k] = n + 1
+			k += "-" + strconv.Itoa(n+1)
+		} else {
+			seen[k] = 1
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// Write writes recs in the named format.
+func Write(w io.Writer, format string, recs []record.Record) error {
+	f, ok := Formats[format]
+	if !ok {
+		return fmt.Errorf("format %q: expected %s", format, FormatNames)
+	}
+	return f(w, recs)
+}
