@@ -255,7 +255,7 @@ Atom feeds a feed reader subscribes to.
 		Version:       version(),
 	}
 	root.SetVersionTemplate("crawl {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().String("config", config.DefaultPath, "configuration `FILE`; the default one may be absent, one given must exist")
 	root.PersistentFlags().String("log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
@@ -274,7 +274,7 @@ Atom feeds a feed reader subscribes to.
 			return err
 		}
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
-			if err := app.CheckOutputFile(path, stateDirFor(cmd)); err != nil {
+			if err := app.PrepareOutputFile(path, stateDirFor(cmd)); err != nil {
 				return exitcode.UsageError(fmt.Errorf("--metrics-file: %w", err))
 			}
 			errw := cmd.ErrOrStderr()
@@ -302,7 +302,7 @@ Atom feeds a feed reader subscribes to.
 		if path == "" {
 			return nil
 		}
-		if err := app.CheckOutputFile(path, stateDirFor(cmd)); err != nil {
+		if err := app.PrepareOutputFile(path, stateDirFor(cmd)); err != nil {
 			return exitcode.UsageError(fmt.Errorf("--cpuprofile %s: %w", path, err))
 		}
 		f, err := os.Create(path)
@@ -317,7 +317,7 @@ Atom feeds a feed reader subscribes to.
 		return nil
 	}
 	root.AddCommand(newParseCmd(), newBackfillCmd(), newNightlyCmd(), newServeCmd(), newDemoCmd(), newReplayCmd(),
-		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd(), newSinkCmd(), newQuarantineCmd(), newConfigCmd())
+		newEnqueueCmd(), newWorkerCmd(), newStatusCmd(), newStateCmd(), newRunsCmd(), newReportCmd(), newSinkCmd(), newQuarantineCmd(), newConfigCmd(), newExportCmd())
 	return root
 }
 

@@ -874,13 +874,21 @@ func updated(f *feed) string {
 	return u
 }
 
+// The namespaces of an entry's paper elements (renderPaper): Dublin
+// Core's elements and PRISM's basic vocabulary, as journals' feeds use
+// them.
+const (
+	nsDC    = "http://purl.org/dc/elements/1.1/"
+	nsPRISM = "http://prismstandard.org/namespaces/basic/2.0/"
+)
+
 func (s *atomSink) writeFeed(w *bufio.Writer, k string, f *feed) error {
 	var b bytes.Buffer
 	title := feedTitle(k, f)
 	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n")
 	st := s.stampOf(f)
 	fmt.Fprintf(&b, "%s%d, %d entries, options %s -->\n", genComment, st.gen, st.entries, st.opts)
-	b.WriteString(`<feed xmlns="http://www.w3.org/2005/Atom">` + "\n")
+	b.WriteString(`<feed xmlns="http://www.w3.org/2005/Atom" xmlns:dc="` + nsDC + `" xmlns:prism="` + nsPRISM + `">` + "\n")
 	element(&b, "id", "", tagID("journal", k))
 	element(&b, "title", ` type="text"`, title)
 	element(&b, "subtitle", ` type="text"`, fmt.Sprintf("%s: the newest papers of journal %s, newest first (%s)", s.o.title, k, title))
@@ -946,7 +954,13 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p>One Atom feed per journal, the newest {{.Keep}} papers of each, newest first. Paste a feed's address into a feed reader or a reference manager (Zotero: New Feed from URL); <a href="index.opml">index.opml</a> subscribes to all of them at once.</p>
+<p>One Atom feed per journal, the newest {{.Keep}} papers of each, newest first. Each paper carries its authors, DOI, journal and date as reference managers read them.</p>
+<h2>Subscribe</h2>
+<ul>
+<li><b>Zotero</b>: File &rarr; New Feed &rarr; From URL&hellip;, then paste a feed's address (copy the link from the table). Its papers come in as journal articles; &ldquo;Add to My Library&rdquo; keeps one.</li>
+<li><b>A feed reader</b> (Thunderbird, NetNewsWire, Feedly&hellip;): add a feed's address, or import <a href="index.opml">index.opml</a> to subscribe to all of them at once.</li>
+<li>A reader fetches a feed by its address: serve this folder over HTTP where the reader can reach it (on one machine: <code>python3 -m http.server --bind 127.0.0.1 8080 --directory</code> this folder, then <code>http://127.0.0.1:8080/</code> and the feed's file name).</li>
+</ul>
 <table>
 <thead><tr><th>Journal</th><th>Feed</th><th>Papers</th><th>Newest</th></tr></thead>
 <tbody>
@@ -955,6 +969,7 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 {{- end}}
 </tbody>
 </table>
+<footer><p>Written by litcrawl at each crawl that changes a feed.</p></footer>
 </body>
 </html>
 `))

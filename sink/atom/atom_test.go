@@ -2,6 +2,7 @@ package atom_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/litcrawl/litcrawl/internal/browsertest"
 	"github.com/litcrawl/litcrawl/internal/feedtest"
 	"github.com/litcrawl/litcrawl/record"
 	"github.com/litcrawl/litcrawl/sink"
@@ -51,9 +53,7 @@ func readFeeds(t *testing.T, dir string) []record.Record {
 			if e.Summary != nil {
 				r.Abstract = e.Summary.Body
 			}
-			for _, a := range e.Authors {
-				r.Authors = append(r.Authors, a.Name)
-			}
+			r.Authors = append(r.Authors, e.Creators...)
 			if e.Content != nil {
 				for _, l := range strings.Split(e.Content.Body, "\n") {
 					if d, ok := strings.CutPrefix(l, "DOI: "); ok {
@@ -130,7 +130,7 @@ func TestFeedsPerJournal(t *testing.T) {
 	}
 	e := f.Entries[0]
 	if e.Title.Body != "Corrected title" || e.Published != "2026-01-08T00:00:00Z" || e.Updated != e.Published || f.Updated != e.Updated ||
-		len(e.Authors) != 2 || e.Authors[1].Name != "Théo Pierron" || len(e.Links) != 1 || e.Links[0].Href != "https://doi.org/10.1000/a.7" ||
+		len(e.Creators) != 2 || e.Creators[1] != "Théo Pierron" || len(e.Links) != 1 || e.Links[0].Href != "https://doi.org/10.1000/a.7" ||
 		len(e.Categories) != 2 || e.Categories[0].Term != "Journal 11 <Letters>" || e.Categories[1].Term != "Chemistry" ||
 		!strings.Contains(e.Content.Body, "论文标题") {
 		t.Errorf("entry: %+v", e)
@@ -149,17 +149,27 @@ func TestFeedsPerJournal(t *testing.T) {
 			t.Errorf("index.opml lacks %s:\n%s", want, opml)
 		}
 	}
-	for _, want := range []string{`href="11.atom"`, `href="12.atom"`, "Journal 11 &lt;Letters&gt;", "default-src 'none'"} {
+	for _, want := range []string{`href="11.atom"`, `href="12.atom"`, "Journal 11 &lt;Letters&gt;", "default-src 'none'",
+		"<b>Zotero</b>: File &rarr; New Feed &rarr; From URL", `import <a href="index.opml">index.opml</a>`} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("index.html lacks %s:\n%s", want, html)
 		}
 	}
-	if strings.Contains(string(html), "http://") || strings.Contains(string(html), "src=") {
+	if strings.Contains(string(html), `href="http`) || strings.Contains(string(html), "src=") || strings.Contains(string(html), "url(") {
 		t.Errorf("index.html loads something: %s", html)
 	}
 	ps := feedtest.Feedparser(t, filepath.Join(dir, "11.atom"), filepath.Join(dir, "12.atom"))
-	if ps[0].Title != "Journal 11 <Letters>" || !slices.Equal(ps[0].IDs, want) || ps[0].Titles[0] != "Corrected title" || len(ps[0].Authors[0]) != 2 {
+	if ps[0].Title != "Journal 11 <Letters>" || !slices.Equal(ps[0].IDs, want) || ps[0].Titles[0] != "Corrected title" ||
+		!slices.Equal(ps[0].Authors[0], []string{"Ann Lee", "Théo Pierron"}) {
 		t.Errorf("feedparser read %+v", ps[0])
+	}
+	// What makes an entry a paper to a reference manager, as feedparser
+	// reads it: the DOI (PRISM's, and Dublin Core's identifier), the
+	// journal and the paper's day.
+	if ps[0].DOIs[0] != "10.1000/a.7" || ps[0].Identifiers[0] != "doi:10.1000/a.7" || ps[0].Journals[0] != "Journal 11 <Letters>" ||
+		ps[0].CoverDates[0] != "2026-01-08" {
+		t.Errorf("feedparser read the paper as DOI %q, identifier %q, journal %q, cover date %q",
+			ps[0].DOIs[0], ps[0].Identifiers[0], ps[0].Journals[0], ps[0].CoverDates[0])
 	}
 }
 
@@ -194,7 +204,7 @@ func TestHostileTextStaysText(t *testing.T) {
 	f := feedtest.Read(t, filepath.Join(dir, "7.atom")) // fails on any non-Atom element
 	e := f.Entries[0]
 	if e.Title.Body != "<script>alert(1)</script> ]]> [31mred \uFFFD done" || len(e.Links) != 0 ||
-		e.Summary.Body != r.Abstract || e.Authors[0].Name != "A B" || e.Authors[1].Name != "<b>Bold</b>" {
+		e.Summary.Body != r.Abstract || e.Creators[0] != "A B" || e.Creators[1] != "<b>Bold</b>" {
 		t.Errorf("entry %+v", e)
 	}
 	feedtest.Feedparser(t, filepath.Join(dir, "7.atom"))
@@ -356,5 +366,65 @@ func TestPapersOfOneDateKeepTheListingsOrder(t *testing.T) {
 	want := []string{tagPaper + "p-2", tagPaper + "p-1", tagPaper + "p-0", tagPaper + "p-5", tagPaper + "p-4", tagPaper + "p-3"}
 	if got := feedtest.Read(t, filepath.Join(dir, "5.atom")).IDs(); !slices.Equal(got, want) {
 		t.Errorf("feed order %v, want the listing's %v", got, want)
+	}
+}
+
+// A feed's state read back from disk is checked as a record is: a link
+// edited into it that a reader must not open (javascript:), a DOI that
+// is none and control characters in its texts never reach the feed.
+func TestAnEditedStateIsCheckedAsARecord(t *testing.T) {
+	dir := t.TempDir()
+	rs := papers("e", 7, 2, day0)
+	write(t, "atom:"+dir, sink.Options{}, rs)
+	path := filepath.Join(dir, ".litcrawl-atom", "7.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), `"link":"https://doi.org/`+rs[1].DOI+`"`, `"link":"javascript:alert(document.cookie)"`, 1)
+	edited = strings.Replace(edited, `"doi":"`+rs[1].DOI+`"`, `"doi":"javascript:alert(1)"`, 1)
+	title, _ := json.Marshal(rs[1].Title)
+	edited = strings.Replace(edited, `"title":`+string(title), `"title":"Edited\u001b[31m title"`, 1)
+	if !strings.Contains(edited, "Edited") || strings.Count(edited, "javascript:") != 2 {
+		t.Fatalf("the state file did not hold what the test edits:\n%s", data)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, "atom:"+dir, sink.Options{}, papers("f", 7, 1, day0.AddDate(0, 0, 5)))
+	feed, err := os.ReadFile(filepath.Join(dir, "7.atom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(feed), "javascript:") || strings.Contains(string(feed), "\x1b") {
+		t.Errorf("the edited state reached the feed:\n%s", feed)
+	}
+	f := feedtest.Read(t, filepath.Join(dir, "7.atom"))
+	var e *feedtest.Entry
+	for i := range f.Entries {
+		if strings.HasPrefix(f.Entries[i].Title.Body, "Edited") {
+			e = &f.Entries[i]
+		}
+	}
+	if e == nil || e.Title.Body != "Edited[31m title" || len(e.Links) != 0 || e.DOI != "" || e.Identifier != "" {
+		t.Errorf("the edited entry: %+v\n%s", e, feed)
+	}
+	feedtest.Feedparser(t, filepath.Join(dir, "7.atom"))
+}
+
+// index.html, opened in a browser, lists every feed and says how to
+// subscribe in Zotero and in a feed reader, loading nothing and raising
+// no console error.
+func TestIndexPageInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	write(t, "atom:"+dir+"?title=Lab+feeds", sink.Options{}, append(papers("a", 11, 3, day0), papers("b", 12, 2, day0)...))
+	p := browsertest.Open(t, "file://"+filepath.Join(dir, "index.html"))
+	for _, want := range []string{"Lab feeds", "Journal 11 <Letters>", "11.atom", "12.atom", "Subscribe", "Zotero: File → New Feed → From URL", "index.opml"} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("index.html shows no %q:\n%s", want, p.Text)
+		}
+	}
+	if len(p.ConsoleErrors) > 0 || len(p.Requests) > 0 {
+		t.Errorf("console errors %q, requests %q", p.ConsoleErrors, p.Requests)
 	}
 }

@@ -142,8 +142,9 @@ func loadFeed(path, k string) (*feed, error) {
 }
 
 // validEntries are es without the entries a feed cannot show (no id, a
-// time that is not RFC 3339) and without a second entry of one paper: a
-// state file edited by hand or damaged never makes an invalid feed.
+// time that is not RFC 3339) and without a second entry of one paper,
+// their texts and links checked as a record's are (checkTexts): a state
+// file edited by hand or damaged never makes an invalid or unsafe feed.
 func validEntries(es []*entry) []*entry {
 	seen := map[string]bool{}
 	return slices.DeleteFunc(es, func(e *entry) bool {
@@ -160,6 +161,7 @@ func validEntries(es []*entry) []*entry {
 		if _, err := time.Parse(time.RFC3339, e.Revised); e.Revised != "" && err != nil {
 			e.Revised = ""
 		}
+		e.checkTexts()
 		return false
 	})
 }
