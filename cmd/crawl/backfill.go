@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +48,7 @@ func (f *crawlFlags) register(cmd *cobra.Command) {
 func (f *crawlFlags) registerSite(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "base-url", "", "site base URL, e.g. a local test server (its host and port become the only ones allowed); user:password@ in it is sent as Basic auth and shown nowhere")
-	f.sinks.register(fl, false)
+	f.sinks.register(fl, false, "replaces the config's sinks (default: the config's, else standard output)")
 	typedVar(fl, newIntIn(&f.concurrency, 0, 1, config.MaxConcurrency, "requests per host (fetch.concurrency's bounds)"), "concurrency", "requests in flight per host (default: fetch.concurrency)")
 	typedVar(fl, newDuration(&f.delay, 0, false, "0 or 1.5s"), "delay", "delay between requests to a host, e.g. 0, 1.5s, for every journal, one with a fetch.delay of its own too (default: fetch.delay)")
 }
@@ -75,6 +77,7 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 		cfg.Sinks = sinks
 		cfg.DropJournalSinks() // --sink replaces every sink of the file, a journal's too
 	}
+	warnStdoutSink(cmd, cfg)
 	if f.stateDir != "" {
 		cfg.StateDir = f.stateDir
 	}
@@ -83,6 +86,22 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 		return exitcode.UsageError(fmt.Errorf("with the command-line flags: %w", err))
 	}
 	return nil
+}
+
+// warnStdoutSink says once, on stderr, that a crawl's records go to
+// standard output while that is no terminal (a file, a pipe, a log a
+// scheduler keeps): the state marks them delivered, so a scheduled run
+// without a file sink would leave its papers in its log.
+func warnStdoutSink(cmd *cobra.Command, cfg *config.Config) {
+	fileStdout := len(cfg.Sinks) == 0 || slices.Contains(cfg.Sinks, "-")
+	stdout := len(cfg.Journals) == 0 && fileStdout
+	for _, j := range cfg.Journals { // (a journal with sinks of its own does not use the file's)
+		stdout = stdout || len(j.Sinks) == 0 && fileStdout || slices.Contains(j.Sinks, "-")
+	}
+	if !stdout || terminal(cmd.OutOrStdout()) {
+		return
+	}
+	sayf(cmd.ErrOrStderr(), slog.LevelWarn, "crawl %s: the records go to standard output, which is not a terminal here (a file, a pipe or a log): the crawl state marks them delivered all the same. A scheduled crawl wants a file sink: --sink jsonl:FILE, or sinks: in the configuration (README: Your first week)", cmd.Name())
 }
 
 // parsePages reads "A-B" or "A-" (until the listing ends) or "A": page

@@ -108,8 +108,8 @@ func TestBackfillFailedPagesExit3(t *testing.T) {
 	}
 	// A report that cannot be written fails the run before it fetches.
 	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
-		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "no", "r.json"))
-	if code != exitcode.Fatal || !strings.Contains(errs, "--report "+filepath.Join(dir, "no", "r.json")) {
+		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "p.jsonl", "r.json"))
+	if code != exitcode.Fatal || !strings.Contains(errs, "--report "+filepath.Join(dir, "p.jsonl", "r.json")) {
 		t.Errorf("unwritable report: exit %d: %s", code, errs)
 	}
 	// So does a report that names a directory.
@@ -365,5 +365,24 @@ func TestReportOfARunThatFailsAtStart(t *testing.T) {
 	}
 	if got.ExitCode == nil || *got.ExitCode != exitcode.Fatal || got.Error == "" {
 		t.Errorf("report after the failed run: exit_code %v, error %q; want %d and the error", got.ExitCode, got.Error, exitcode.Fatal)
+	}
+}
+
+// A crawl whose records go to standard output while that is no terminal
+// (here: the test's buffer, as a log or a pipe would be) says so once on
+// stderr; one with a file sink says nothing of it.
+func TestRecordsToStdoutThatIsNoTerminalSaySo(t *testing.T) {
+	t.Parallel()
+	_, srv := fixtureSite(t)
+	dir := t.TempDir()
+	const notice = "the records go to standard output, which is not a terminal here"
+	code, out, errs := crawl(t, "backfill", "--journal", "501422", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0", "--state-dir", filepath.Join(dir, "a"))
+	if code != exitcode.OK || !strings.Contains(out, `"id"`) || strings.Count(errs, notice) != 1 || !strings.Contains(errs, "--sink jsonl:FILE") {
+		t.Errorf("to standard output: exit %d, stderr:\n%s", code, errs)
+	}
+	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-2", "--base-url", srv.URL, "--delay", "0", "--state-dir", filepath.Join(dir, "b"),
+		"--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"))
+	if code != exitcode.OK || strings.Contains(errs, notice) {
+		t.Errorf("to a file: exit %d, stderr:\n%s", code, errs)
 	}
 }

@@ -43,8 +43,8 @@ func newConfigShowCmd() *cobra.Command {
 value exits 1, naming its key) and prints, for each configured journal
 (or each --journal), the settings a crawl of it uses: nightly.*,
 backfill.*, sinks and fetch.delay. A value the journal sets itself is
-marked "journal"; the others come from the file's sections ("file") or
-the defaults. Sink URLs are shown with their passwords redacted.
+marked "journal"; the others come from the file's sections ("file"),
+or are the defaults ("default", whether the file states them or not). Sink URLs are shown with their passwords redacted.
 
 A journal's fetch.delay spaces the requests for its pages; the host's
 fetch.delay still holds between any two requests to the host, so the
@@ -95,6 +95,7 @@ func redactAll(urls []string) []string {
 // where each comes from.
 func printSettings(w io.Writer, settings []config.JournalSettings) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	defaults := settingRows(config.Default().For(0))
 	for i, s := range settings {
 		if i > 0 {
 			fmt.Fprintln(tw)
@@ -104,25 +105,36 @@ func printSettings(w io.Writer, settings []config.JournalSettings) error {
 			title += " (" + textsafe.Line(s.Name) + ")"
 		}
 		fmt.Fprintln(tw, title)
-		sinks := "standard output"
-		if len(s.Sinks) > 0 {
-			sinks = strings.Join(s.Sinks, ", ")
-		}
-		for _, row := range []struct{ key, value string }{
-			{"nightly.stop_after_known_pages", strconv.Itoa(s.Nightly.StopAfterKnownPages)},
-			{"nightly.max_pages", strconv.Itoa(s.Nightly.MaxPages)},
-			{"nightly.audit_pages", strconv.Itoa(s.Nightly.AuditPages)},
-			{"backfill.stop_after_repeat_pages", strconv.Itoa(s.Backfill.StopAfterRepeatPages)},
-			{"backfill.max_pages", strconv.Itoa(s.Backfill.MaxPages)},
-			{"sinks", textsafe.Line(sinks)},
-			{"fetch.delay", s.Fetch.Delay.D().String()},
-		} {
-			from := "file"
-			if slices.Contains(s.Own, row.key) {
+		for k, row := range settingRows(s) {
+			// Where it comes from: the journal's own section, else the
+			// file (a value other than the default), else the default
+			// (whether the file states it or not).
+			from := "default"
+			switch {
+			case slices.Contains(s.Own, row.key):
 				from = "journal"
+			case row.value != defaults[k].value:
+				from = "file"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", row.key, row.value, from)
 		}
 	}
 	return tw.Flush()
+}
+
+// settingRows are a journal's settings as config show prints them.
+func settingRows(s config.JournalSettings) []struct{ key, value string } {
+	sinks := "standard output"
+	if len(s.Sinks) > 0 {
+		sinks = strings.Join(s.Sinks, ", ")
+	}
+	return []struct{ key, value string }{
+		{"nightly.stop_after_known_pages", strconv.Itoa(s.Nightly.StopAfterKnownPages)},
+		{"nightly.max_pages", strconv.Itoa(s.Nightly.MaxPages)},
+		{"nightly.audit_pages", strconv.Itoa(s.Nightly.AuditPages)},
+		{"backfill.stop_after_repeat_pages", strconv.Itoa(s.Backfill.StopAfterRepeatPages)},
+		{"backfill.max_pages", strconv.Itoa(s.Backfill.MaxPages)},
+		{"sinks", textsafe.Line(sinks)},
+		{"fetch.delay", s.Fetch.Delay.D().String()},
+	}
 }

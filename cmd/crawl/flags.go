@@ -18,6 +18,7 @@ import (
 	"github.com/litcrawl/litcrawl/internal/config"
 	"github.com/litcrawl/litcrawl/internal/exitcode"
 	"github.com/litcrawl/litcrawl/internal/redact"
+	"github.com/litcrawl/litcrawl/internal/suggest"
 	"github.com/litcrawl/litcrawl/sink"
 )
 
@@ -150,7 +151,15 @@ var pflagInvalid = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(
 
 // flagError is the usage error of a flag the command line got wrong, in
 // the project's words: "--replicas 6: expected 1 to 5".
-func flagError(err error) error {
+func flagError(cmd *cobra.Command, err error) error {
+	if typed, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok && cmd != nil {
+		var names []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		if n := suggest.Nearest(typed, names...); n != "" {
+			return exitcode.Usagef("unknown flag: --%s; did you mean --%s?", typed, n)
+		}
+	}
 	if m := pflagInvalid.FindStringSubmatch(err.Error()); m != nil {
 		why := m[3]
 		if strings.HasPrefix(why, "strconv.") { // pflag's own number flags
@@ -180,10 +189,10 @@ type sinkFlags struct {
 	stateless bool
 }
 
-func (s *sinkFlags) register(fl *pflag.FlagSet, stateless bool) {
+func (s *sinkFlags) register(fl *pflag.FlagSet, stateless bool, defaults string) {
 	s.stateless = stateless
 	fl.StringArrayVar(&s.urls, "sink", nil, "deliver records to this sink `URL` (repeat to fan out): jsonl:PATH, - (stdout), postgres://USER@HOST:PORT/DB?table=papers, "+
-		"nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC, atom:DIR (an Atom feed per journal); replaces the config's sinks (default: the config's, else standard output; replay --updates and quarantine retry --reparse refuse standard output)")
+		"nats://HOST:PORT/SUBJECT?stream=NAME, kafka://HOST:PORT/TOPIC, atom:DIR (an Atom feed per journal); "+defaults)
 	fl.StringVarP(&s.out, "output", "o", "", "write the records to the JSONL file `FILE` (short for --sink jsonl:FILE)")
 	if stateless {
 		fl.BoolVar(&s.appendOK, "append", false, "add to a JSONL sink file that already holds records (refused otherwise)")

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,24 @@ journals:
 		if !strings.Contains(out, want) {
 			t.Errorf("config show lacks %q:\n%s", want, out)
 		}
+	}
+	// Where each comes from: the journal's own section, the file (a
+	// value not the default), or the default.
+	from := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 {
+			from[f[0]] = f[len(f)-1]
+		}
+	}
+	for key, want := range map[string]string{"nightly.max_pages": "journal", "fetch.delay": "journal", "sinks": "journal",
+		"nightly.stop_after_known_pages": "default", "backfill.stop_after_repeat_pages": "default"} {
+		if from[key] != want {
+			t.Errorf("config show: %s from %q, want %q:\n%s", key, from[key], want, out)
+		}
+	}
+	if code, out, _ := crawl(t, "--config", cfg, "config", "show", "--journal", "11"); code != 0 ||
+		!regexp.MustCompile(`fetch\.delay\s+0s\s+file`).MatchString(out) {
+		t.Errorf("config show --journal 11: the file's fetch.delay of 0s is not labelled file:\n%s", out)
 	}
 	var js []struct {
 		ID    int64

@@ -112,6 +112,8 @@ func TestParseExitCodes(t *testing.T) {
 	}{
 		{"no path", []string{"parse"}, exitcode.Usage, "expected at least 1 argument"},
 		{"unknown flag", []string{"parse", "--nope", "fixtures"}, exitcode.Usage, "unknown flag: --nope"},
+		{"mistyped flag", []string{"parse", "--sumary", "fixtures"}, exitcode.Usage, "unknown flag: --sumary; did you mean --summary?"},
+		{"mistyped global flag", []string{"parse", "--log-fromat", "json", "fixtures"}, exitcode.Usage, "did you mean --log-format?"},
 		{"bad format", []string{"parse", "--format", "pdf", "fixtures"}, exitcode.Usage, `format "pdf": expected auto, html or text`},
 		{"bad charset", []string{"parse", "--charset", "klingon", "fixtures"}, exitcode.Usage, `unknown charset "klingon"`},
 		{"bad concurrency", []string{"parse", "--concurrency", "0", "fixtures"}, exitcode.Usage, "--concurrency 0"},
@@ -230,7 +232,7 @@ func TestParseSinkErrors(t *testing.T) {
 	}
 }
 
-func TestParseSinksFromConfig(t *testing.T) {
+func TestParseWritesStandardOutputNotTheConfigsSinks(t *testing.T) {
 	t.Chdir(repoRoot) // paths relative to the repository, as the goldens hold them
 	dir := t.TempDir()
 	out := filepath.Join(dir, "from-config.jsonl")
@@ -238,17 +240,30 @@ func TestParseSinksFromConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("sinks:\n  - jsonl:"+out+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// parse prints to standard output whatever the configuration's sinks:
+	// those are where a crawl delivers.
 	code, stdout, errs := crawl(t, "parse", "--config", cfg, "fixtures/seeds/001_04a786490eff8f10.txt")
-	if code != exitcode.OK || stdout != "" {
+	if code != exitcode.OK || stdout != golden(t, "seeds/001_04a786490eff8f10.txt") {
 		t.Fatalf("exit %d, %d bytes on stdout: %s", code, len(stdout), errs)
 	}
-	if got, _ := os.ReadFile(out); string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
-		t.Error("the config's sink did not get the records")
+	if _, err := os.Stat(out); err == nil {
+		t.Error("parse wrote to the configuration's sink")
 	}
-	// --sink replaces the configured list.
-	code, stdout, _ = crawl(t, "parse", "--config", cfg, "--sink", "-", "fixtures/seeds/001_04a786490eff8f10.txt")
-	if got, _ := os.ReadFile(out); code != exitcode.OK || stdout == "" || string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
-		t.Error("--sink did not replace the configured sinks")
+	// --sink delivers.
+	if code, _, errs := crawl(t, "parse", "--config", cfg, "--sink", "jsonl:"+out, "fixtures/seeds/001_04a786490eff8f10.txt"); code != exitcode.OK {
+		t.Fatalf("--sink: exit %d: %s", code, errs)
+	}
+	if got, _ := os.ReadFile(out); string(got) != golden(t, "seeds/001_04a786490eff8f10.txt") {
+		t.Error("--sink did not get the records")
+	}
+}
+
+// The shipped config.yaml loads, with every sink it names (the atom
+// sink's too), and keeps what a crawl writes under data/.
+func TestShippedConfig(t *testing.T) {
+	code, out, errs := crawl(t, "--config", filepath.Join(repoRoot, "config.yaml"), "config", "show")
+	if code != exitcode.OK || !strings.Contains(out, "jsonl:data/papers.jsonl, atom:data/feeds") {
+		t.Errorf("config show of the shipped config: exit %d: %s%s", code, out, errs)
 	}
 }
 

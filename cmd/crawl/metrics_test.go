@@ -102,7 +102,16 @@ func TestMetricsFile(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `litcrawl_pages_total{result="done"}`) {
 		t.Errorf("metrics file: %v\n%s", err, b)
 	}
-	if code, _, errs := crawl(t, "parse", "--metrics-file", filepath.Join(dir, "no", "such", "m.prom"), "fixtures/html/flat-p"); code != exitcode.Usage {
+	// Its directory is made when missing; one that is a file is refused.
+	made := filepath.Join(dir, "no", "such", "m.prom")
+	if code, _, errs := crawl(t, "parse", "--metrics-file", made, filepath.Join(repoRoot, "fixtures", "html", "flat-p")); code != exitcode.OK {
 		t.Errorf("--metrics-file in a missing directory: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(made); err != nil {
+		t.Errorf("--metrics-file in a missing directory: %v", err)
+	}
+	if code, _, errs := crawl(t, "parse", "--metrics-file", filepath.Join(prom, "m.prom"), filepath.Join(repoRoot, "fixtures", "html", "flat-p")); code != exitcode.Usage ||
+		!strings.Contains(errs, "is not a directory") {
+		t.Errorf("--metrics-file below a file: exit %d: %s", code, errs)
 	}
 }

@@ -79,14 +79,16 @@ carries warnings, or the paths held no page file at all.`,
 				}
 				return runExplain(cmd.Context(), cmd.OutOrStdout(), env, p, f.strict)
 			}
-			if p.Sinks, err = f.sinks.resolve(cmd, env.Config.Sinks); err != nil {
+			// (standard output unless --sink or -o: the file's sinks are
+			// where a crawl delivers, and parse delivers no crawl)
+			if p.Sinks, err = f.sinks.resolve(cmd, nil); err != nil {
 				return err
 			}
 			return runParse(cmd, env, p, f)
 		},
 	}
 	fl := cmd.Flags()
-	f.sinks.register(fl, true)
+	f.sinks.register(fl, true, "default: standard output (the config's sinks are a crawl's, not parse's)")
 	fl.BoolVar(&f.summary, "summary", false, "print per-file record counts and warnings on stderr")
 	fl.BoolVar(&f.strict, "strict", false, "exit 4 when a field does not look like what it is; else 3 when any input yields no record, any record has warnings, or the paths hold no page file")
 	fl.StringVar(&f.format, "format", "auto", "input format: auto (sniff), html or text")

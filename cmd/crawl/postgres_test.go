@@ -541,7 +541,11 @@ func TestSinkCheck(t *testing.T) {
 	if code, _, errs := crawl(t, "parse", "fixtures/", "--sink", asCrawler); code != exitcode.OK {
 		t.Fatalf("the crawl user writes: exit %d: %s", code, errs)
 	}
-	if code, _, _ := crawl(t, "sink", "check"); code != 2 {
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(empty, []byte("journals: [501422]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := crawl(t, "--config", empty, "sink", "check"); code != 2 {
 		t.Errorf("no sink at all: exit %d, want 2", code)
 	}
 	for _, bad := range []string{"0s", "10ms", "2h"} {

@@ -195,6 +195,15 @@ usage, 3 records remain in the quarantine.`,
 			if res.Held > 0 {
 				msg += fmt.Sprintf(" (%d held back by the quality gate: crawl quarantine retry --reparse)", res.Held)
 			}
+			if len(res.UnmatchedSinks) > 0 {
+				// (as the quarantine names them: a password shown as
+				// xxxxx is to be given as the sink takes it)
+				hint := make([]string, len(res.UnmatchedSinks))
+				for i, u := range res.UnmatchedSinks {
+					hint[i] = "--sink '" + textsafe.Line(u) + "'"
+				}
+				msg += fmt.Sprintf("; to deliver the records of sinks not given, retry with %s (their secrets, masked here, as the sinks take them)", strings.Join(hint, " "))
+			}
 			fmt.Fprintln(cmd.ErrOrStderr(), msg)
 			if left > 0 {
 				return exitcode.Quiet(exitcode.Incomplete)

@@ -85,6 +85,13 @@ func TestRefusedPapersAreQuarantinedNotBlocking(t *testing.T) {
 	if code, _, errs := crawl(t, args...); code != exitcode.OK || !strings.Contains(errs, "skipped") {
 		t.Errorf("rerun: exit %d: %s", code, errs)
 	}
+	// Retried without the sink that refused them: kept, and the message
+	// names the sink URL to give.
+	code, _, errs = crawl(t, "quarantine", "retry", "--state-dir", stateDir, "--sink", "jsonl:"+out)
+	if code != exitcode.Incomplete || !strings.Contains(errs, fmt.Sprintf("%d for sinks not given", len(rs))) ||
+		!strings.Contains(errs, "retry with --sink '"+rs[0].Sink+"'") {
+		t.Errorf("retry without the refusing sink: exit %d: %s", code, errs)
+	}
 	// The sink still refuses them: retry keeps them, their tries counted.
 	// Given only the refusing sink, it keeps the JSONL sink's position in
 	// the state's token (a crash after it must not duplicate JSONL lines).

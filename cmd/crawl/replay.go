@@ -89,6 +89,6 @@ delivers each revision once. See docs/revisions.md.`,
 	cmd.Flags().StringVar(&dir, "archive", "", "directory of WARC files to replay")
 	cmd.Flags().BoolVar(&updates, "updates", false, "deliver against the crawl state: papers never delivered, and changed ones as their next revision")
 	stateDirVar(cmd.Flags(), &stateDir)
-	sinks.register(cmd.Flags(), true)
+	sinks.register(cmd.Flags(), true, "replaces the config's sinks (default: the config's, else standard output; with --updates, not standard output)")
 	return cmd
 }

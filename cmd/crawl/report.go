@@ -48,7 +48,7 @@ wait for it: it shows the history as it was when that crawl started.`,
 			if err != nil {
 				return err
 			}
-			if err := app.CheckOutputFile(out, dir); err != nil {
+			if err := app.PrepareOutputFile(out, dir); err != nil {
 				return exitcode.UsageError(fmt.Errorf("-o %s: %w", out, err))
 			}
 			d := htmlreport.Data{StateDir: dir, Thresholds: env.Config.Quality, Generated: time.Now(),

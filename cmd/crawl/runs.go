@@ -171,13 +171,15 @@ the parsed papers against their thresholds, the distribution of page
 fetch times, the counts per journal, nightly walks that stopped at
 nightly.max_pages, and the pages that failed with their errors.
 
-ID is a run id, a unique prefix of one, or "latest"; with --frontier, the
-fleet's worker runs are among them.`,
+ID is a run id, a unique prefix of one, the run's number in the # column
+crawl runs prints (3 or #3; 1 is the oldest), or "latest"; with
+--frontier, the fleet's worker runs are among them.`,
 		Example: `  crawl runs show latest
+  crawl runs show 3
   crawl runs show 20261203T0300 --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return exitcode.UsageError(fmt.Errorf("runs show: needs one run id (or \"latest\"), got %d arguments", len(args)))
+				return exitcode.UsageError(fmt.Errorf("runs show: needs one run id (a # number, or \"latest\"), got %d arguments", len(args)))
 			}
 			return nil
 		},

@@ -165,6 +165,9 @@ func TestReportCommand(t *testing.T) {
 	if err := os.Symlink(out, link); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		args []string
 		code int
@@ -173,7 +176,7 @@ func TestReportCommand(t *testing.T) {
 		{[]string{"report", "--state-dir", stateDir, "-o", fifo}, exitcode.Usage, "is not a regular file"},
 		{[]string{"report", "--state-dir", stateDir, "-o", link}, exitcode.Usage, "is a symbolic link"},
 		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(stateDir, "crawl.db")}, exitcode.Usage, "is inside the state directory"},
-		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(dir, "no", "r.html")}, exitcode.Usage, "no does not exist"},
+		{[]string{"report", "--state-dir", stateDir, "-o", filepath.Join(dir, "file", "r.html")}, exitcode.Usage, "file is not a directory"},
 		{[]string{"report", "--state-dir", stateDir, "-o", out, fifo}, exitcode.Fatal, "not a regular file"},
 		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", fifo}, exitcode.Fatal, "is not a regular file"},
 		{[]string{"runs", "--state-dir", stateDir, "--metrics-file", fifo}, exitcode.Usage, "is not a regular file"},
@@ -191,6 +194,21 @@ func TestReportCommand(t *testing.T) {
 	}
 	if info, err := os.Lstat(fifo); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO was replaced: %v %v", info, err)
+	}
+	// A report (--report too) into a directory that does not exist yet:
+	// made, as the file sinks make theirs.
+	for _, args := range [][]string{
+		{"report", "--state-dir", stateDir, "-o", filepath.Join(dir, "new", "r.html")},
+		{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p2.jsonl"), "--report", filepath.Join(dir, "runs", "last.json")},
+	} {
+		if code, _, errs := crawl(t, args...); code != exitcode.OK {
+			t.Errorf("crawl %v: exit %d: %s", args, code, errs)
+		}
+	}
+	for _, made := range []string{filepath.Join(dir, "new", "r.html"), filepath.Join(dir, "runs", "last.json")} {
+		if _, err := os.Stat(made); err != nil {
+			t.Errorf("not written: %v", err)
+		}
 	}
 	if _, err := state.OpenReadOnly(stateDir); err != nil {
 		t.Errorf("the state was damaged: %v", err)

@@ -68,7 +68,7 @@ address, or put it behind what guards your other dashboards.`,
 			// --watch and an argument, which is its value.
 			if len(args) == 1 && cmd.Flags().Changed("watch") && watch == 2*time.Second {
 				if err := cmd.Flags().Set("watch", args[0]); err != nil {
-					return flagError(err)
+					return flagError(cmd, err)
 				}
 				return nil
 			}

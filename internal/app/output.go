@@ -12,20 +12,26 @@ import (
 	"github.com/litcrawl/litcrawl/internal/fspath"
 )
 
-// CheckOutputFile checks a file the command will write by renaming a
-// temporary file over it (the HTML report, --report, --metrics-file): its
-// directory must exist, and the path must be new or a regular file. A
-// directory, a device (/dev/null), a FIFO or a socket would be replaced by
-// the rename, and a symbolic link too (not written through): they are
-// refused, as is a file inside stateDir (when given), which holds the
-// crawl state.
-func CheckOutputFile(path, stateDir string) error {
+// PrepareOutputFile makes ready a file the command will write by renaming
+// a temporary file over it (the HTML report, --report, --metrics-file,
+// --cpuprofile, crawl export -o): its directory is made when missing (as
+// the file sinks make theirs), and the path must be new or a regular
+// file. A directory, a device (/dev/null), a FIFO or a socket would be
+// replaced by the rename, and a symbolic link too (not written through):
+// they are refused, as is a file inside stateDir (when given), which
+// holds the crawl state (checked before any directory is made).
+func PrepareOutputFile(path, stateDir string) error {
+	if stateDir != "" && inside(path, stateDir) {
+		return fmt.Errorf("is inside the state directory %s: write it elsewhere", stateDir)
+	}
 	dir := filepath.Dir(path)
 	if info, err := os.Stat(dir); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("directory %s does not exist", dir)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-		return err
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("its directory %s cannot be made: %w", dir, err)
+		}
 	} else if !info.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
@@ -40,9 +46,6 @@ func CheckOutputFile(path, stateDir string) error {
 		return fmt.Errorf("is a symbolic link: give the file itself (the file is replaced, not written through the link)")
 	case !info.Mode().IsRegular():
 		return fmt.Errorf("is not a regular file (%s): expected a file name", fskind.Of(info.Mode()))
-	}
-	if stateDir != "" && inside(path, stateDir) {
-		return fmt.Errorf("is inside the state directory %s: write it elsewhere", stateDir)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/ledger"
@@ -120,8 +121,11 @@ type QuarantineResult struct {
 	Delivered int // delivered and gone from the quarantine
 	Refused   int // refused again, kept
 	Unmatched int // their sink is not among the sinks given, kept
-	Held      int // held back by the quality gate: retried by RetryHeld (--reparse), kept
-	Bad       int // lines of the file that are no entry
+	// UnmatchedSinks are those sinks, as the quarantine names them
+	// (redacted), in the order they first appear: what to give --sink.
+	UnmatchedSinks []string
+	Held           int // held back by the quality gate: retried by RetryHeld (--reparse), kept
+	Bad            int // lines of the file that are no entry
 }
 
 // RetryQuarantine delivers each quarantined record to the sink that refused
@@ -274,6 +278,9 @@ func bySink(rs []sink.Refusal, byName map[string]sink.Sink, digest string, res *
 		}
 		if byName[rs[i].Sink] == nil {
 			res.Unmatched++
+			if !slices.Contains(res.UnmatchedSinks, rs[i].Sink) {
+				res.UnmatchedSinks = append(res.UnmatchedSinks, rs[i].Sink)
+			}
 			continue
 		}
 		if groups[rs[i].Sink] == nil {

@@ -25,7 +25,7 @@ type summaryFile struct {
 // openSummaryFile creates the spool; it fails before the run starts when FILE's
 // directory cannot be written.
 func openSummaryFile(path, stateDir string) (*summaryFile, error) {
-	if err := CheckOutputFile(path, stateDir); err != nil {
+	if err := PrepareOutputFile(path, stateDir); err != nil {
 		return nil, fmt.Errorf("--report %s: %w", path, err)
 	}
 	spool, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".pages-*")

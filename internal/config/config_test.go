@@ -95,13 +95,6 @@ func TestMissingFile(t *testing.T) {
 	}
 }
 
-// The shipped config.yaml loads.
-func TestShippedConfig(t *testing.T) {
-	if _, err := config.Load("../../config.yaml", false, sink.Registered{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestFetchAndSiteKeys(t *testing.T) {
 	c, err := config.Load(write(t, "fetch:\n  delay: 1.5s\n  concurrency: 3\njournals: [7, 9]\nsite:\n  base_url: http://127.0.0.1:8089\n  allowed_hosts: [127.0.0.1]\n"), false, sink.Registered{})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/litcrawl/litcrawl/fetch"
@@ -65,6 +67,35 @@ type Run struct {
 	stopWhenUnreachable bool
 	hold                sink.Quarantine
 	citations           bool
+
+	failMu sync.Mutex
+	failed map[string]int // a failure's text, less its URL → pages that failed so
+}
+
+// logFailure logs a failed page: the first of each failure (its text less
+// the page's URL) as a warning, the others at debug level, with one line
+// saying so. A host that goes down fails every page left at once; one
+// line says it, not one a page (the summary and --report list the pages).
+func (r *Run) logFailure(url string, err error) {
+	text := err.Error()
+	if url != "" {
+		text = strings.ReplaceAll(text, url, "PAGE")
+	}
+	r.failMu.Lock()
+	if r.failed == nil {
+		r.failed = map[string]int{}
+	}
+	r.failed[text]++
+	n := r.failed[text]
+	r.failMu.Unlock()
+	switch n {
+	case 1:
+		r.log.Warn("page failed", "url", url, "error", err)
+	case 2:
+		r.log.Warn("more pages fail the same way: they are not logged one by one (the run's summary and --report list them)", "url", url, "error", err)
+	default:
+		r.log.Debug("page failed", "url", url, "error", err)
+	}
 }
 
 // Start starts a run (its committer).
@@ -199,7 +230,7 @@ func (r *Run) page(ctx context.Context, key ledger.PageKey, o PageOptions, async
 		then(Outcome{}, err) // stops the run
 		return nil
 	case err != nil:
-		r.log.Warn("page failed", "url", res.URL, "error", err)
+		r.logFailure(res.URL, err)
 		if r.pages != nil {
 			if ferr := r.pages.FailPage(ctx, key, o.RunID, err, time.Now()); ferr != nil {
 				then(Outcome{}, ferr)

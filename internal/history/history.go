@@ -379,13 +379,27 @@ func journalsOf(rep RunSummary) []int64 {
 }
 
 // Find is the run whose id is id, or starts with it (a unique prefix);
-// "latest" is the newest run.
+// "latest" is the newest run; a number, the run of that number in the #
+// column crawl runs and the report print (1 the oldest): "#3" always,
+// "3" when the history holds that many runs (else, and from eight
+// digits, it is an id's prefix: "20261206").
 func (h *History) Find(id string) (RunView, error) {
 	if id == "latest" && len(h.Runs) > 0 {
 		return h.Runs[0], nil
 	}
 	if strings.TrimSpace(id) == "" {
-		return RunView{}, exitcode.Usagef("run id: empty (give an id, a prefix of one, or latest)")
+		return RunView{}, exitcode.Usagef("run id: empty (give an id, a prefix of one, a # number, or latest)")
+	}
+	digits, hash := strings.CutPrefix(id, "#")
+	// (a run id begins with its day's eight digits: eight or more are
+	// its prefix)
+	number := digits != "" && (hash || len(digits) < 8) && len(digits) <= 9 && strings.Trim(digits, "0123456789") == ""
+	if number {
+		if n, _ := strconv.Atoi(digits); n >= 1 && n <= len(h.Runs) {
+			return h.Runs[len(h.Runs)-n], nil
+		} else if hash {
+			return RunView{}, exitcode.Usagef("run #%d: the history numbers its runs #1 to #%d (crawl runs lists them)", n, len(h.Runs))
+		}
 	}
 	var found []RunView
 	for _, v := range h.Runs {
@@ -400,6 +414,9 @@ func (h *History) Find(id string) (RunView, error) {
 	case 1:
 		return found[0], nil
 	case 0:
+		if number {
+			return RunView{}, exitcode.Usagef("run %q: no run has this number (the history numbers its runs #1 to #%d) and no run id starts with it (crawl runs lists them)", id, len(h.Runs))
+		}
 		return RunView{}, exitcode.Usagef("run %q: no such run in the history (crawl runs lists them)", id)
 	}
 	return RunView{}, exitcode.Usagef("run %q: %d runs start with it (%s, …): give more of the id", id, len(found), found[0].ID)

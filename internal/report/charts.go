@@ -220,10 +220,34 @@ func (a xAxis) apply(p *plot.Plot) {
 		return
 	}
 	format := "2006-01-02"
-	if a.span < 2*24*time.Hour {
+	switch {
+	case a.span < time.Hour:
+		format = "15:04:05"
+	case a.span < 2*24*time.Hour:
 		format = "Jan 2 15:04"
 	}
-	p.X.Tick.Marker = plot.TimeTicks{Format: format}
+	p.X.Tick.Marker = distinctTicks{plot.TimeTicks{Format: format}}
+}
+
+// distinctTicks are m's ticks, a label that repeats the one before it
+// left off (its tick kept, unlabelled): runs close together put several
+// ticks within one minute or one day of the format.
+type distinctTicks struct{ m plot.Ticker }
+
+func (d distinctTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := d.m.Ticks(lo, hi)
+	last := ""
+	for i := range ts {
+		if ts[i].Label == "" {
+			continue
+		}
+		if ts[i].Label == last {
+			ts[i].Label = ""
+			continue
+		}
+		last = ts[i].Label
+	}
+	return ts
 }
 
 // countTicks are the default ticks without fractions: for counts.
