@@ -150,6 +150,12 @@ func TestRead(t *testing.T) {
 	if len(rs) != 1 || rs[0].Title != "A[31m title" || rs[0].URL != "" || rs[0].OpenAccessPDF != "" || rs[0].DOIURL != "https://doi.org/10.1000/x" {
 		t.Errorf("read %+v", rs)
 	}
+	defer func(n int) { MaxPapers = n }(MaxPapers)
+	MaxPapers = 2
+	if err := Read(strings.NewReader(`{"id":"1"}`+"\n"+`{"id":"1","revision":1}`+"\n"+`{"id":"2"}`+"\n"+`{"id":"3"}`), "c.jsonl", &Papers{}); err == nil ||
+		!strings.HasPrefix(err.Error(), "c.jsonl:4: more than 2 papers in one export") {
+		t.Errorf("past MaxPapers: %v", err)
+	}
 	for _, tt := range []struct{ in, want string }{
 		{string(line) + "\nnot json\n", "b.jsonl:2: not a record"},
 		{`{"id":"","title":"x"}`, "b.jsonl:1: a record without a valid id"},

@@ -19,6 +19,12 @@ const MaxLine = 16 << 20
 // maxIDBytes bounds a paper's id, as the feeds do.
 const maxIDBytes = 512
 
+// MaxPapers bounds the papers one export holds (each paper's last
+// revision is kept in memory until they are written: about 1 to 2 KB a
+// paper, so at most a few GB); a larger input is refused, naming the
+// filters that split it.
+var MaxPapers = 1_000_000
+
 // Read adds the records of a JSONL stream (name is for errors: a file,
 // or "standard input") to ps. A blank line is skipped; a line that is not
 // a record, or longer than MaxLine, is an error naming the line.
@@ -40,6 +46,9 @@ func Read(r io.Reader, name string, ps *Papers) error {
 			return fmt.Errorf("%s:%d: %v", name, n, err)
 		}
 		ps.Add(rec)
+		if ps.Len() > MaxPapers {
+			return fmt.Errorf("%s:%d: more than %d papers in one export: export a part at a time (--journal, --since, --until)", name, n, MaxPapers)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
