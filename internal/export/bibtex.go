@@ -60,22 +60,52 @@ func WriteBibTeX(w io.Writer, recs []record.Record) error {
 }
 
 // texEscape is s as BibTeX field text: one line; the characters TeX
-// reserves (\ { } $ & % # _ ~ ^) escaped.
+// reserves (\ { } $ & % # _ ~ ^) escaped. BibTeX, biber, JabRef and
+// bibtexparser count a field's braces whatever stands before them, so a
+// field's braces are written \{ and \} (which every reader, pandoc
+// included, reads as braces) only when they pair up; otherwise (a cut
+// abstract's lone "{") as \textbraceleft{} and \textbraceright{}, which
+// keep the field's braces balanced (pandoc 2.17 reads them as nothing).
 func texEscape(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
+	return texEscapeBraces(s, paired(s))
+}
+
+// paired says whether s's braces pair up, in order.
+func paired(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}
+
+// texEscapeBraces is texEscape with the field's choice of braces made.
+func texEscapeBraces(s string, pairs bool) string {
 	if !strings.ContainsAny(s, `\{}$&%#_~^`) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		switch r {
-		case '\\':
+		switch {
+		case r == '\\':
 			b.WriteString(`\textbackslash{}`)
-		case '~':
+		case r == '~':
 			b.WriteString(`\textasciitilde{}`)
-		case '^':
+		case r == '^':
 			b.WriteString(`\textasciicircum{}`)
-		case '{', '}', '$', '&', '%', '#', '_':
+		case r == '{' && !pairs:
+			b.WriteString(`\textbraceleft{}`)
+		case r == '}' && !pairs:
+			b.WriteString(`\textbraceright{}`)
+		case strings.ContainsRune("{}$&%#_", r):
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		default:
@@ -88,12 +118,15 @@ func texEscape(s string) string {
 // protectCapitals is a title as BibTeX text, each word holding a capital
 // letter in braces ("{Adaptive} {ViFi}: {Handoff} for {Vehicular}
 // {Networks}"): styles lower a title's letters outside braces, and the
-// site's titles are as the papers give them.
+// site's titles are as the papers give them. (A word holding a brace of
+// a pair that spans words is not put in braces of its own: the title's
+// braces pair up as a whole, not the word's.)
 func protectCapitals(title string) string {
 	words := strings.Fields(title)
+	pairs := paired(title)
 	for i, w := range words {
-		e := texEscape(w)
-		if strings.ContainsFunc(w, unicode.IsUpper) {
+		e := texEscapeBraces(w, pairs)
+		if strings.ContainsFunc(w, unicode.IsUpper) && (!pairs || paired(w)) {
 			if strings.HasPrefix(e, `\`) {
 				e = "{" + e + "}" // ({\… is a special character to BibTeX)
 			}

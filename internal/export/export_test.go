@@ -74,6 +74,9 @@ func TestBibTeXText(t *testing.T) {
 		{"escape", "网络 über\nline", "网络 über line"},
 		{"title", "Adaptive ViFi: a 5G Study", "{Adaptive} {ViFi:} a {5G} {Study}"},
 		{"title", `The {Edge} of C\D`, `{The} {{\{Edge\}}} of {C\textbackslash{}D}`},
+		{"title", "A {Big Set} of X", `{A} \{Big Set\} of {X}`},
+		{"title", "Sets {a, b} and } {", `{Sets} \textbraceleft{}a, b\textbraceright{} and \textbraceright{} \textbraceleft{}`},
+		{"escape", "a lone { in a cut abstract", `a lone \textbraceleft{} in a cut abstract`},
 		{"verbatim", "https://doi.org/10.1002/a%3Cb%3E", "https://doi.org/10.1002/a%3Cb%3E"},
 		{"verbatim", `10.1000/a{b}\c d`, "10.1000/a%7Bb%7D%5Cc%20d"},
 	} {
@@ -105,7 +108,7 @@ func TestLatestAndFilters(t *testing.T) {
 		{ID: "1", Title: "B fixed", Published: "2024-06-02", Revision: 2, Journal: j},
 		{ID: "1", Title: "B older", Published: "2024-06-02", Revision: 1, Journal: j},
 		{ID: "3", Title: "C", Published: "2024-07-01", Journal: &record.Journal{ID: 7, Name: "Other"}},
-		{ID: "4", Title: "D undated", Journal: j},
+		{ID: "4", Title: "D undated", Journal: j, Source: record.Source{FetchedAt: "2026-12-05T03:00:00Z"}},
 	} {
 		ps.Add(r)
 	}
@@ -128,6 +131,8 @@ func TestLatestAndFilters(t *testing.T) {
 		{Filter{Since: "2024-06-02"}, "B fixed|C"},
 		{Filter{Until: "2024-06-01"}, "A"},
 		{Filter{Since: "2024-06-02", Until: "2024-06-30"}, "B fixed"},
+		{Filter{FetchedSince: "2026-12-05"}, "D undated"},
+		{Filter{FetchedSince: "2026-12-06"}, ""},
 	} {
 		if got := titles(tt.f); got != tt.want {
 			t.Errorf("Latest(%+v) = %q, want %q", tt.f, got, tt.want)
@@ -138,16 +143,18 @@ func TestLatestAndFilters(t *testing.T) {
 // A record read from a file is checked: a link that is not http or
 // https (a javascript: URL) and a DOI that is none are dropped, control
 // characters leave; a record without an id, and a line that is not a
-// record, stop the read, naming the line.
+// record, stop the read, naming the line. In texts a control character
+// (a line break) becomes a space, so words stay apart, and a mark that
+// reorders text (a bidirectional override) goes.
 func TestRead(t *testing.T) {
-	good := record.Record{ID: "1", Title: "A\x1b[31m title", DOI: "10.1000/x", URL: "javascript:alert(1)", OpenAccessPDF: "https://u:p@x.org/a.pdf"}
+	good := record.Record{ID: "1", Title: "A\x1b[31m title", Abstract: "line1\r\nER  - x\u202e", DOI: "10.1000/x", URL: "javascript:alert(1)", OpenAccessPDF: "https://u:p@x.org/a.pdf"}
 	line, _ := json.Marshal(good)
 	var ps Papers
 	if err := Read(strings.NewReader("\n"+string(line)+"\n\n"), "a.jsonl", &ps); err != nil {
 		t.Fatal(err)
 	}
 	rs := ps.Latest(Filter{})
-	if len(rs) != 1 || rs[0].Title != "A[31m title" || rs[0].URL != "" || rs[0].OpenAccessPDF != "" || rs[0].DOIURL != "https://doi.org/10.1000/x" {
+	if len(rs) != 1 || rs[0].Title != "A [31m title" || rs[0].Abstract != "line1  ER  - x" || rs[0].URL != "" || rs[0].OpenAccessPDF != "" || rs[0].DOIURL != "https://doi.org/10.1000/x" {
 		t.Errorf("read %+v", rs)
 	}
 	defer func(n int) { MaxPapers = n }(MaxPapers)

@@ -1,9 +1,13 @@
 package export
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -44,4 +48,28 @@ func Write(w io.Writer, format string, recs []record.Record) error {
 		return fmt.Errorf("format %q: expected %s", format, FormatNames)
 	}
 	return f(w, recs)
+}
+
+// starts are how a file of each format begins (after white space).
+var starts = map[string]string{"bibtex": "@", "ris": "TY  - ", "csl-json": "["}
+
+// Replaceable says whether -o may replace path: a file that does not
+// exist, is empty, or begins as the format's files do (an earlier export).
+// Anything else (the records' JSONL, a crawl state, a feed) would be lost.
+func Replaceable(path, format string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	text := strings.TrimLeft(strings.TrimPrefix(string(head[:n]), "\uFEFF"), " \t\r\n")
+	if text == "" || strings.HasPrefix(text, starts[format]) {
+		return nil
+	}
+	return fmt.Errorf("exists and is not a %s file (an earlier export): remove it first, or write to another file", format)
 }

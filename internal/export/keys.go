@@ -48,7 +48,7 @@ func Key(r record.Record) string {
 		b.WriteString(r.ID)
 	} else {
 		sum := sha256.Sum256([]byte(r.ID))
-		b.WriteString(hex.EncodeToString(sum[:4]))
+		b.WriteString("h" + hex.EncodeToString(sum[:4])) // ("h": never a site id's digits)
 	}
 	return b.String()
 }

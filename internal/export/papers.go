@@ -2,6 +2,7 @@ package export
 
 import (
 	"strings"
+	"time"
 
 	"github.com/litcrawl/litcrawl/record"
 )
@@ -43,6 +44,10 @@ func (ps *Papers) Add(r record.Record) {
 type Filter struct {
 	Journal      string
 	Since, Until string
+	// FetchedSince (YYYY-MM-DD): only papers the crawl fetched on or
+	// after that day (source.fetched_at, in UTC): the papers that came
+	// since, whatever their date.
+	FetchedSince string
 }
 
 // Latest is each paper's last revision that f selects, in the order the
@@ -62,6 +67,12 @@ func (f Filter) selects(r record.Record) bool {
 	if f.Journal != "" {
 		j := r.Journal
 		if j == nil || !(strings.EqualFold(strings.TrimSpace(j.Name), strings.TrimSpace(f.Journal)) || j.ID != 0 && f.Journal == itoa(j.ID)) {
+			return false
+		}
+	}
+	if f.FetchedSince != "" {
+		t, err := time.Parse(time.RFC3339, r.Source.FetchedAt)
+		if err != nil || t.UTC().Format("2006-01-02") < f.FetchedSince {
 			return false
 		}
 	}

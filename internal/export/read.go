@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/litcrawl/litcrawl/internal/textsafe"
 	"github.com/litcrawl/litcrawl/record"
 )
 
@@ -69,6 +70,15 @@ func Check(r *record.Record) error {
 	if strings.TrimSpace(r.ID) == "" || len(r.ID) > maxIDBytes || !utf8.ValidString(r.ID) {
 		return fmt.Errorf("a record without a valid id (1 to %d bytes of UTF-8)", maxIDBytes)
 	}
+	for _, f := range []*string{&r.Title, &r.TitleCN, &r.Abstract, &r.AbstractCN, &r.Subject} {
+		*f = spaced(*f)
+	}
+	for i := range r.Authors {
+		r.Authors[i] = spaced(r.Authors[i])
+	}
+	if r.Journal != nil {
+		r.Journal.Name = spaced(r.Journal.Name)
+	}
 	r.CleanControl()
 	if r.DOI != "" && !record.IsDOI(r.DOI) {
 		r.DOI = ""
@@ -77,4 +87,23 @@ func Check(r *record.Record) error {
 	r.URL = record.WebLink(r.URL)
 	r.OpenAccessPDF = record.WebLink(r.OpenAccessPDF)
 	return nil
+}
+
+// spaced is a text with its control characters (line breaks, tabs) as
+// spaces, so that words they parted stay apart, and without the marks
+// that reorder text or show as nothing (a bidirectional override would
+// reorder a reference list).
+func spaced(s string) string {
+	if !strings.ContainsFunc(s, textsafe.Unsafe) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case textsafe.Control(r):
+			return ' '
+		case textsafe.Unsafe(r):
+			return -1
+		}
+		return r
+	}, s)
 }
