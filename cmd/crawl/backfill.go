@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,9 +82,58 @@ func (f *crawlFlags) apply(cmd *cobra.Command, cfg *config.Config) error {
 	if f.stateDir != "" {
 		cfg.StateDir = f.stateDir
 	}
+	if f.report != "" {
+		// (checked, and its directory made, before the state is opened)
+		if err := app.PrepareOutputFile(f.report, cfg.StateDir); err != nil {
+			return exitcode.UsageError(fmt.Errorf("--report %s: %w", f.report, err))
+		}
+	}
 	// The flags obey the same bounds as the file: one validation for both.
 	if err := cfg.Prepare(); err != nil {
 		return exitcode.UsageError(fmt.Errorf("with the command-line flags: %w", err))
+	}
+	return nil
+}
+
+// outputsNotSinks refuses --report, --metrics-file and --cpuprofile
+// naming a sink's file (a JSONL file, a feeds' directory): each is
+// replaced whole (or written) by the command, and the records there would
+// be lost while the state marks them delivered. It runs before any of
+// them is opened (the root's PersistentPreRunE).
+func outputsNotSinks(cmd *cobra.Command, sinks []string) error {
+	for _, name := range []string{"report", "metrics-file", "cpuprofile"} {
+		fl := cmd.Flags().Lookup(name)
+		if fl == nil || fl.Value.String() == "" {
+			continue
+		}
+		if err := app.NotASinksFile(fl.Value.String(), sinks); err != nil {
+			return exitcode.UsageError(fmt.Errorf("--%s %s: %w", name, fl.Value.String(), err))
+		}
+	}
+	return nil
+}
+
+// commandSinks are the sinks the command delivers to, as far as its
+// flags and the configuration say before it runs: --sink and -o, else
+// (a crawl, a replay, a retry) the configuration's, its journals' too;
+// nil for a command that delivers nothing.
+func commandSinks(cmd *cobra.Command) []string {
+	fl := cmd.Flags().Lookup("sink")
+	if fl == nil {
+		return nil
+	}
+	var sinks []string
+	if fl.Changed {
+		sinks, _ = cmd.Flags().GetStringArray("sink")
+	}
+	if o := cmd.Flags().Lookup("output"); o != nil && o.Value.String() != "" {
+		sinks = append(sinks, "jsonl:"+o.Value.String())
+	}
+	if len(sinks) > 0 || cmd.Name() == "parse" {
+		return sinks
+	}
+	if cfg, err := loadConfig(cmd); err == nil {
+		return slices.Concat(append([][]string{cfg.Sinks}, slices.Collect(maps.Values(cfg.JournalSinks()))...)...)
 	}
 	return nil
 }

@@ -106,17 +106,18 @@ func TestBackfillFailedPagesExit3(t *testing.T) {
 	if ents, _ := os.ReadDir(repDir); len(ents) != 1 {
 		t.Errorf("report dir holds %d files, want only the report: %v", len(ents), ents)
 	}
-	// A report that cannot be written fails the run before it fetches.
+	// A report that cannot be written is a usage error, before the run
+	// opens its state or fetches.
 	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "p.jsonl", "r.json"))
-	if code != exitcode.Fatal || !strings.Contains(errs, "--report "+filepath.Join(dir, "p.jsonl", "r.json")) {
+	if code != exitcode.Usage || !strings.Contains(errs, "--report "+filepath.Join(dir, "p.jsonl", "r.json")) {
 		t.Errorf("unwritable report: exit %d: %s", code, errs)
 	}
 	// So does a report that names a directory.
 	hits := site.Hits(testsite.PagePath(501422, 1))
 	code, _, errs = crawl(t, "backfill", "--journal", "501422", "--pages", "1-3", "--no-resume", "--base-url", srv.URL, "--delay", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--sink", "jsonl:"+filepath.Join(dir, "p.jsonl"), "--report", repDir)
-	if code != exitcode.Fatal || !strings.Contains(errs, "is a directory") || site.Hits(testsite.PagePath(501422, 1)) != hits {
+	if code != exitcode.Usage || !strings.Contains(errs, "is a directory") || site.Hits(testsite.PagePath(501422, 1)) != hits {
 		t.Errorf("report naming a directory: exit %d: %s", code, errs)
 	}
 }

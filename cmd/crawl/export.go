@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +23,7 @@ func newExportCmd() *cobra.Command {
 	var format, out string
 	var f export.Filter
 	cmd := &cobra.Command{
-		Use:   "export --format bibtex|ris|csl-json [--journal J] [--since DAY] [--until DAY] [-o FILE] FILE.jsonl…",
+		Use:   "export --format bibtex|ris|csl-json [--journal J] [--since DAY] [--until DAY] [--fetched-since DAY] [-o FILE] FILE.jsonl…",
 		Short: "Turn delivered records (JSONL files) into BibTeX, RIS or CSL-JSON for a reference manager",
 		Long: `export reads the JSONL files the jsonl sink wrote ("-": standard input)
 and writes their papers in a format reference managers import: BibTeX
@@ -40,7 +42,7 @@ The output goes to standard output, or with -o to FILE, replaced
 atomically (its directory is created). A line that is not a record
 stops the export, naming the file and the line.`,
 		Example: `  crawl export --format bibtex data/papers.jsonl > papers.bib
-  crawl export --format ris --since 2026-12-01 -o data/new.ris data/papers.jsonl
+  crawl export --format ris --fetched-since 2026-12-01 -o data/new.ris data/papers.jsonl
   crawl export --format csl-json --journal 501422 data/papers-*.jsonl`,
 		Args: argsAtLeast(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,7 +52,7 @@ stops the export, naming the file and the line.`,
 			for _, d := range []struct {
 				name string
 				v    *string
-			}{{"since", &f.Since}, {"until", &f.Until}} {
+			}{{"since", &f.Since}, {"until", &f.Until}, {"fetched-since", &f.FetchedSince}} {
 				if *d.v == "" {
 					continue
 				}
@@ -64,7 +66,24 @@ stops the export, naming the file and the line.`,
 				return exitcode.Usagef("--since %s is after --until %s", f.Since, f.Until)
 			}
 			if out != "" {
-				if err := app.PrepareOutputFile(out, ""); err != nil {
+				// Not over an input, the crawl state or a sink's file:
+				// each would be lost.
+				for _, in := range args {
+					if in != "-" && app.SamePath(in, out) {
+						return exitcode.Usagef("-o %s: is an input too: write the export to a file of its own", out)
+					}
+				}
+				var sinks []string
+				if cfg, err := loadConfig(cmd); err == nil {
+					sinks = slices.Concat(append([][]string{cfg.Sinks}, slices.Collect(maps.Values(cfg.JournalSinks()))...)...)
+				}
+				if err := app.NotASinksFile(out, sinks); err != nil {
+					return exitcode.UsageError(fmt.Errorf("-o %s: %w", out, err))
+				}
+				if err := app.PrepareOutputFile(out, stateDirFor(cmd)); err != nil {
+					return exitcode.UsageError(fmt.Errorf("-o %s: %w", out, err))
+				}
+				if err := export.Replaceable(out, format); err != nil {
 					return exitcode.UsageError(fmt.Errorf("-o %s: %w", out, err))
 				}
 			}
@@ -95,6 +114,7 @@ stops the export, naming the file and the line.`,
 	cmd.Flags().StringVar(&f.Journal, "journal", "", "only this journal's papers: its id (PeriodicalId) or its name")
 	cmd.Flags().StringVar(&f.Since, "since", "", "only papers published on or after this `DAY` (YYYY-MM-DD)")
 	cmd.Flags().StringVar(&f.Until, "until", "", "only papers published on or before this `DAY` (YYYY-MM-DD)")
+	cmd.Flags().StringVar(&f.FetchedSince, "fetched-since", "", "only papers the crawl fetched on or after this `DAY` (YYYY-MM-DD, UTC; source.fetched_at): those that came since, whatever their date")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this `FILE` (replaced atomically; its directory is created) instead of standard output")
 	return cmd
 }

@@ -32,6 +32,10 @@ func TestExportCommand(t *testing.T) {
 	if code != exitcode.OK || out != "" || strings.Count(string(data), "TY  - JOUR") != 1 || !strings.Contains(string(data), "TI  - Adaptive Routing") {
 		t.Fatalf("export -o: exit %d, stdout %q, stderr %s, file:\n%s", code, out, errs, data)
 	}
+	// An earlier export of the format is replaced.
+	if code, _, errs := crawl(t, "export", "--format", "ris", "-o", file, in); code != exitcode.OK {
+		t.Errorf("export over an earlier export: exit %d: %s", code, errs)
+	}
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte(lines+"{not json\n"), 0o644)
 	for _, tt := range []struct {
@@ -49,10 +53,25 @@ func TestExportCommand(t *testing.T) {
 		{[]string{"export", "--format", "ris", bad}, exitcode.Fatal, "bad.jsonl:3: not a record"},
 		{[]string{"export", "--format", "ris", "-o", dir, in}, exitcode.Usage, "is a directory"},
 		{[]string{"export", "--fromat", "ris", in}, exitcode.Usage, "did you mean --format?"},
+		// -o never over what it would destroy: an input, a file not an
+		// earlier export of the format (records, a crawl state).
+		{[]string{"export", "--format", "ris", "-o", in, in}, exitcode.Usage, "is an input too"},
+		{[]string{"export", "--format", "ris", "-o", bad, in}, exitcode.Usage, "exists and is not a ris file"},
+		{[]string{"export", "--format", "bibtex", "-o", file, in}, exitcode.Usage, "exists and is not a bibtex file"},
+		{[]string{"export", "--format", "ris", "--fetched-since", "2026-02-30", in}, exitcode.Usage, `--fetched-since "2026-02-30": expected a day`},
 	} {
 		code, _, errs := crawl(t, tt.args...)
 		if code != tt.code || !strings.Contains(errs, tt.want) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, code, errs, tt.code, tt.want)
 		}
+	}
+}
+
+// A mistyped command gets cobra's suggestion, its indent a few spaces
+// (not a tab shown as "?").
+func TestMistypedCommandSuggests(t *testing.T) {
+	code, _, errs := crawl(t, "backfil", "--pages", "1-")
+	if code != exitcode.Usage || !strings.Contains(errs, "Did you mean this?\n    backfill\n") || strings.Contains(errs, "?backfill") {
+		t.Errorf("exit %d: %q", code, errs)
 	}
 }

@@ -135,7 +135,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if jsonNotices(stderr) {
 			say(stderr, slog.LevelError, "crawl: "+err.Error(), "exit", code, "hint", hint)
 		} else {
-			fmt.Fprintf(stderr, "crawl: %s\n%s\n", textsafe.Lines(err.Error()), hint)
+			// (cobra's "Did you mean this?" indents its names with a tab)
+			fmt.Fprintf(stderr, "crawl: %s\n%s\n", textsafe.Lines(strings.ReplaceAll(err.Error(), "\t", "    ")), hint)
 		}
 		return code
 	}
@@ -271,6 +272,9 @@ Atom feeds a feed reader subscribes to.
 			sess.atEnd(cancel)
 		}
 		if err := noEmptyValues(cmd); err != nil {
+			return err
+		}
+		if err := outputsNotSinks(cmd, commandSinks(cmd)); err != nil {
 			return err
 		}
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {

@@ -262,7 +262,7 @@ func TestParseWritesStandardOutputNotTheConfigsSinks(t *testing.T) {
 // sink's too), and keeps what a crawl writes under data/.
 func TestShippedConfig(t *testing.T) {
 	code, out, errs := crawl(t, "--config", filepath.Join(repoRoot, "config.yaml"), "config", "show")
-	if code != exitcode.OK || !strings.Contains(out, "jsonl:data/papers.jsonl, atom:data/feeds") {
+	if code != exitcode.OK || !strings.Contains(out, "jsonl:data/papers.jsonl, atom:data/feeds?base=http://127.0.0.1:8000") {
 		t.Errorf("config show of the shipped config: exit %d: %s%s", code, out, errs)
 	}
 }

@@ -484,8 +484,8 @@ func printRun(w io.Writer, v history.RunView) error {
 	}
 	if len(s.Failures) > 0 {
 		fmt.Fprintf(w, "\nfailed pages (%d):\n", len(s.Failures)+s.FailuresOmitted)
-		for _, f := range s.Failures {
-			fmt.Fprintf(w, "  journal %d page %d: %s\n", f.Journal, f.Page, textsafe.Line(f.Error))
+		for _, g := range history.GroupFailures(s.Failures) {
+			fmt.Fprintf(w, "  %s\n", textsafe.Line(g.String()))
 		}
 		if s.FailuresOmitted > 0 {
 			fmt.Fprintf(w, "  … and %d more (the run's --report page log lists every page)\n", s.FailuresOmitted)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/litcrawl/litcrawl/internal/fskind"
@@ -67,4 +68,31 @@ func samePath(a, b string) bool {
 		}
 	}
 	return fspath.File(a) == fspath.File(b)
+}
+
+// SamePath says whether two paths name one file (samePath).
+func SamePath(a, b string) bool { return samePath(a, b) }
+
+// NotASinksFile refuses path as an output file (a report, the metrics,
+// a profile, an export) when it is a sink's: the file of a jsonl: sink,
+// or a file in an atom: sink's directory (its feeds, their state). A
+// rename over it would destroy records the state marks delivered.
+func NotASinksFile(path string, sinks []string) error {
+	for _, u := range sinks {
+		if p, ok := strings.CutPrefix(u, "jsonl:"); ok && samePath(p, path) {
+			return fmt.Errorf("is the records' JSONL file (sink %s): give it a file of its own", u)
+		}
+		if d, ok := strings.CutPrefix(u, "atom:"); ok {
+			if i := strings.IndexByte(d, '?'); i >= 0 {
+				d = d[:i]
+			}
+			if inside(path, d) {
+				return fmt.Errorf("is in the feeds' directory %s (sink atom:%s): give it a place of its own", d, d)
+			}
+		}
+	}
+	if slices.Contains(strings.Split(filepath.ToSlash(filepath.Clean(path)), "/"), ".litcrawl-atom") {
+		return fmt.Errorf("is in a feeds' state directory (.litcrawl-atom): give it a place of its own")
+	}
+	return nil
 }

@@ -3,10 +3,8 @@ package app
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/engine"
@@ -89,74 +87,12 @@ func (e *Env) printSummary(r history.RunSummary, s *engine.Summary) {
 	if r.Quarantined > 0 {
 		fmt.Fprintf(e.Stderr, "  quarantined: %d records refused by a sink, kept in %s (crawl quarantine list)\n", r.Quarantined, r.Quarantine)
 	}
-	for _, g := range groupFailures(r.Failures) {
-		if len(g.pages) == 1 {
-			fmt.Fprintf(e.Stderr, "  failed: journal %d page %d: %s\n", g.journal, g.pages[0], g.first)
-			continue
-		}
-		fmt.Fprintf(e.Stderr, "  failed: journal %d, %d pages (%s): %s\n", g.journal, len(g.pages), pageRanges(g.pages), g.text)
+	for _, g := range history.GroupFailures(r.Failures) {
+		fmt.Fprintf(e.Stderr, "  failed: %s\n", g)
 	}
 	if r.FailuresOmitted > 0 {
 		fmt.Fprintf(e.Stderr, "  … and %d more failed pages (--report lists every page)\n", r.FailuresOmitted)
 	}
-}
-
-// failureGroup is the failed pages of one journal that failed the same
-// way (their errors alike but for the page's URL).
-type failureGroup struct {
-	journal int64
-	pages   []int
-	text    string // the error, its URL as "…"
-	first   string // the first page's error, whole
-}
-
-// groupFailures groups the failures by journal and error, in the order
-// they first appear: a host that went down fails every page left the same
-// way, and the summary says it once, not once a page.
-func groupFailures(fs []engine.PageFailure) []*failureGroup {
-	var out []*failureGroup
-	byKey := map[string]*failureGroup{}
-	for _, f := range fs {
-		text := urlInError.ReplaceAllStringFunc(f.Error, func(u string) string {
-			return "…" + u[len(strings.TrimRight(u, ":;,.)")):] // (the punctuation after it stays)
-		})
-		key := fmt.Sprint(f.Journal) + " " + text
-		g := byKey[key]
-		if g == nil {
-			g = &failureGroup{journal: f.Journal, text: text, first: f.Error}
-			byKey[key] = g
-			out = append(out, g)
-		}
-		g.pages = append(g.pages, f.Page)
-	}
-	return out
-}
-
-// urlInError is a URL in an error's text.
-var urlInError = regexp.MustCompile(`https?://[^\s"]+`)
-
-// pageRanges writes page numbers as ranges: "3, 79-120, 122-300".
-func pageRanges(pages []int) string {
-	ps := slices.Clone(pages)
-	slices.Sort(ps)
-	ps = slices.Compact(ps)
-	var b strings.Builder
-	for i := 0; i < len(ps); {
-		j := i
-		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		if j == i {
-			fmt.Fprintf(&b, "%d", ps[i])
-		} else {
-			fmt.Fprintf(&b, "%d-%d", ps[i], ps[j])
-		}
-		i = j + 1
-	}
-	return b.String()
 }
 
 func pluralPages(n int64) string {

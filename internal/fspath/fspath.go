@@ -5,8 +5,8 @@ package fspath
 import "path/filepath"
 
 // Real is p made absolute with its symbolic links resolved; when p does
-// not exist (or cannot be resolved) it is p made absolute, and when even
-// that fails, p as given.
+// not exist (or cannot be resolved) it is its longest part that does,
+// resolved, and the rest as given; when even that fails, p as given.
 func Real(p string) string {
 	abs, err := filepath.Abs(p)
 	if err != nil {
@@ -14,6 +14,14 @@ func Real(p string) string {
 	}
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		return r
+	}
+	// Not all of it exists yet: its longest part that does, with its
+	// links resolved, and the rest as given (a link to the state
+	// directory, then directories still to be made, is still in it).
+	for dir, rest := filepath.Dir(abs), filepath.Base(abs); dir != filepath.Dir(dir); dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
 	}
 	return abs
 }

@@ -21,6 +21,10 @@ func TestReal(t *testing.T) {
 	if Real(link) != Real(target) || Real(target+"/.") != Real(target) {
 		t.Errorf("Real(%q) = %q, Real(%q) = %q: want one place", link, Real(link), target, Real(target))
 	}
+	// A path below a link, not made yet: through the link.
+	if got, want := Real(filepath.Join(link, "sub", "deeper")), filepath.Join(Real(target), "sub", "deeper"); got != want {
+		t.Errorf("Real of a path not made yet below a link = %q, want %q", got, want)
+	}
 	t.Chdir(dir)
 	if got := Real("later"); !filepath.IsAbs(got) || filepath.Base(got) != "later" {
 		t.Errorf("Real of a path not made yet = %q, want it absolute", got)

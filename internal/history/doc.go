@@ -10,4 +10,6 @@
 //   - history.go: History, RunView, Read
 //   - summary.go: Kind, RunSummary, the quality verdict of a summary
 //   - summaryfile.go: --report files read back (SummaryFile)
+//   - failures.go: failed pages grouped by how they failed (GroupFailures),
+//     for the summary and runs show
 package history

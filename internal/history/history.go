@@ -380,9 +380,10 @@ func journalsOf(rep RunSummary) []int64 {
 
 // Find is the run whose id is id, or starts with it (a unique prefix);
 // "latest" is the newest run; a number, the run of that number in the #
-// column crawl runs and the report print (1 the oldest): "#3" always,
-// "3" when the history holds that many runs (else, and from eight
-// digits, it is an id's prefix: "20261206").
+// column crawl runs and the report print (1 the oldest): "#3" and "3"
+// (up to three digits) always, a longer number when the history holds
+// that many runs (else, and from eight digits, it is an id's prefix:
+// "2026", "20261206").
 func (h *History) Find(id string) (RunView, error) {
 	if id == "latest" && len(h.Runs) > 0 {
 		return h.Runs[0], nil
@@ -397,7 +398,9 @@ func (h *History) Find(id string) (RunView, error) {
 	if number {
 		if n, _ := strconv.Atoi(digits); n >= 1 && n <= len(h.Runs) {
 			return h.Runs[len(h.Runs)-n], nil
-		} else if hash {
+		} else if hash || len(digits) < 4 {
+			// (fewer than four digits are no useful prefix of an id,
+			// which begins with its year: a number past the history)
 			return RunView{}, exitcode.Usagef("run #%d: the history numbers its runs #1 to #%d (crawl runs lists them)", n, len(h.Runs))
 		}
 	}
