@@ -959,7 +959,7 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <ul>
 <li><b>Zotero</b>: File &rarr; New Feed &rarr; From URL&hellip;, then paste a feed's address (copy the link from the table). Its papers come in as journal articles; &ldquo;Add to My Library&rdquo; keeps one.</li>
 <li><b>A feed reader</b> (Thunderbird, NetNewsWire, Feedly&hellip;): add a feed's address, or import <a href="index.opml">index.opml</a> to subscribe to all of them at once.</li>
-<li>A reader fetches a feed by its address: serve this folder over HTTP where the reader can reach it (on one machine: <code>python3 -m http.server --bind 127.0.0.1 8080 --directory</code> this folder, then <code>http://127.0.0.1:8080/</code> and the feed's file name).</li>
+<li>A reader fetches a feed by its address: serve this folder over HTTP where the reader can reach it. On one machine, from the folder above this one: <code>python3 -m http.server 8000 --bind 127.0.0.1 --directory {{.Dir}}</code>; a feed's address is then <code>http://127.0.0.1:8000/</code> and its file name.</li>
 </ul>
 <table>
 <thead><tr><th>Journal</th><th>Feed</th><th>Papers</th><th>Newest</th></tr></thead>
@@ -986,8 +986,8 @@ func (s *atomSink) writeHTML(w *bufio.Writer) error {
 		rows = append(rows, row{Title: feedTitle(k, f), File: k + ".atom", URL: template.URL(k + ".atom"), Entries: len(f.Entries), Updated: updated(f)})
 	}
 	return indexPage.Execute(w, struct {
-		Title string
-		Keep  int
-		Feeds []row
-	}{s.o.title, s.o.keep, rows})
+		Title, Dir string
+		Keep       int
+		Feeds      []row
+	}{s.o.title, filepath.Base(fspath.Real(s.o.dir)), s.o.keep, rows})
 }

@@ -385,18 +385,28 @@ func TestAnEditedStateIsCheckedAsARecord(t *testing.T) {
 	edited = strings.Replace(edited, `"doi":"`+rs[1].DOI+`"`, `"doi":"javascript:alert(1)"`, 1)
 	title, _ := json.Marshal(rs[1].Title)
 	edited = strings.Replace(edited, `"title":`+string(title), `"title":"Edited\u001b[31m title"`, 1)
-	if !strings.Contains(edited, "Edited") || strings.Count(edited, "javascript:") != 2 {
+	name, _ := json.Marshal(rs[1].Journal.Name)
+	edited = strings.Replace(edited, `"name":`+string(name), `"name":"Evil\u0001\u001b]0;pwn\u0007 \u202eName"`, 1)
+	if !strings.Contains(edited, "Edited") || !strings.Contains(edited, "Evil") || strings.Count(edited, "javascript:") != 2 {
 		t.Fatalf("the state file did not hold what the test edits:\n%s", data)
 	}
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// Another journal's write rewrites the index files, naming journal
+	// 7's feed as its state says; then journal 7's rewrites its feed.
+	write(t, "atom:"+dir, sink.Options{}, papers("g", 8, 1, day0))
+	index, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	opml, _ := os.ReadFile(filepath.Join(dir, "index.opml"))
+	if !strings.Contains(string(index), "Evil") || strings.ContainsAny(string(index)+string(opml), "\x01\x07\x1b\u202e") {
+		t.Errorf("the edited name reached the index files:\n%s\n%s", index, opml)
 	}
 	write(t, "atom:"+dir, sink.Options{}, papers("f", 7, 1, day0.AddDate(0, 0, 5)))
 	feed, err := os.ReadFile(filepath.Join(dir, "7.atom"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(feed), "javascript:") || strings.Contains(string(feed), "\x1b") {
+	if strings.Contains(string(feed), "javascript:") || strings.ContainsAny(string(feed), "\x01\x07\x1b\u202e") {
 		t.Errorf("the edited state reached the feed:\n%s", feed)
 	}
 	f := feedtest.Read(t, filepath.Join(dir, "7.atom"))

@@ -131,8 +131,10 @@ func loadFeed(path, k string) (*feed, error) {
 		return nil, fmt.Errorf("%s: version %d, written by another version of crawl", path, f.Version)
 	}
 	fd := &f.feed
+	fd.Name = clean(fd.Name, true, maxLineRunes) // (as a record's journal name is)
 	fd.Entries = validEntries(fd.Entries)
 	for i := range fd.Undo {
+		fd.Undo[i].Name = clean(fd.Undo[i].Name, true, maxLineRunes)
 		fd.Undo[i].Removed = validEntries(fd.Undo[i].Removed)
 	}
 	if _, err := time.Parse(time.RFC3339, fd.EpochAt); err != nil {
