@@ -80,6 +80,9 @@ stops the export, naming the file and the line.`,
 				if err := app.NotASinksFile(out, sinks); err != nil {
 					return exitcode.UsageError(fmt.Errorf("-o %s: %w", out, err))
 				}
+				if app.InCrawlState(out) {
+					return exitcode.Usagef("-o %s: is in a crawl state directory (it holds crawl.db): write the export elsewhere", out)
+				}
 				if err := app.PrepareOutputFile(out, stateDirFor(cmd)); err != nil {
 					return exitcode.UsageError(fmt.Errorf("-o %s: %w", out, err))
 				}

@@ -36,6 +36,12 @@ func TestExportCommand(t *testing.T) {
 	if code, _, errs := crawl(t, "export", "--format", "ris", "-o", file, in); code != exitcode.OK {
 		t.Errorf("export over an earlier export: exit %d: %s", code, errs)
 	}
+	// A library of the user's own, and a crawl state's directory.
+	mine := filepath.Join(dir, "mine.bib")
+	os.WriteFile(mine, []byte("@article{mine2020,\n  title = {My own},\n}\n"), 0o644)
+	stateDir := filepath.Join(dir, "state")
+	os.MkdirAll(stateDir, 0o755)
+	os.WriteFile(filepath.Join(stateDir, "crawl.db"), nil, 0o644)
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte(lines+"{not json\n"), 0o644)
 	for _, tt := range []struct {
@@ -56,8 +62,10 @@ func TestExportCommand(t *testing.T) {
 		// -o never over what it would destroy: an input, a file not an
 		// earlier export of the format (records, a crawl state).
 		{[]string{"export", "--format", "ris", "-o", in, in}, exitcode.Usage, "is an input too"},
-		{[]string{"export", "--format", "ris", "-o", bad, in}, exitcode.Usage, "exists and is not a ris file"},
-		{[]string{"export", "--format", "bibtex", "-o", file, in}, exitcode.Usage, "exists and is not a bibtex file"},
+		{[]string{"export", "--format", "ris", "-o", bad, in}, exitcode.Usage, "exists and is not an earlier ris export"},
+		{[]string{"export", "--format", "bibtex", "-o", file, in}, exitcode.Usage, "exists and is not an earlier bibtex export"},
+		{[]string{"export", "--format", "bibtex", "-o", mine, in}, exitcode.Usage, "exists and is not an earlier bibtex export"},
+		{[]string{"export", "--format", "ris", "-o", filepath.Join(stateDir, "new.ris"), in}, exitcode.Usage, "is in a crawl state directory"},
 		{[]string{"export", "--format", "ris", "--fetched-since", "2026-02-30", in}, exitcode.Usage, `--fetched-since "2026-02-30": expected a day`},
 	} {
 		code, _, errs := crawl(t, tt.args...)

@@ -279,7 +279,7 @@ Atom feeds a feed reader subscribes to.
 		}
 		if path, _ := cmd.Flags().GetString("metrics-file"); path != "" {
 			if err := app.PrepareOutputFile(path, stateDirFor(cmd)); err != nil {
-				return exitcode.UsageError(fmt.Errorf("--metrics-file: %w", err))
+				return exitcode.UsageError(fmt.Errorf("--metrics-file %s: %w", path, err))
 			}
 			errw := cmd.ErrOrStderr()
 			sess := of(cmd)

@@ -185,6 +185,7 @@ func TestReportCommand(t *testing.T) {
 		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(dir, "p.jsonl")}, exitcode.Usage, "is the records' JSONL file"},
 		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--metrics-file", filepath.Join(dir, "p.jsonl")}, exitcode.Usage, "--metrics-file " + filepath.Join(dir, "p.jsonl") + ": is the records' JSONL file"},
 		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "--sink", "atom:" + filepath.Join(dir, "feeds"), "--cpuprofile", filepath.Join(dir, "feeds", "501422.atom")}, exitcode.Usage, "is in the feeds' directory"},
+		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "--sink", "jsonl:" + filepath.Join(dir, "p-{date}.jsonl"), "--metrics-file", filepath.Join(dir, "p-2026-12-01.jsonl")}, exitcode.Usage, "is the records' JSONL file"},
 		{[]string{"backfill", "--journal", "501422", "--pages", "1", "--base-url", srv.URL, "--state-dir", stateDir, "-o", filepath.Join(dir, "p.jsonl"), "--report", filepath.Join(stateDir, "r.json")}, exitcode.Usage, "is inside the state directory"},
 		{[]string{"report", "--state-dir", stateDir}, exitcode.Usage, "-o/--out FILE is required"},
 		{[]string{"report", "--state-dir", stateDir, "-o", dir}, exitcode.Usage, "is a directory"},

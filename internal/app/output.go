@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -79,7 +80,7 @@ func SamePath(a, b string) bool { return samePath(a, b) }
 // rename over it would destroy records the state marks delivered.
 func NotASinksFile(path string, sinks []string) error {
 	for _, u := range sinks {
-		if p, ok := strings.CutPrefix(u, "jsonl:"); ok && samePath(p, path) {
+		if p, ok := strings.CutPrefix(u, "jsonl:"); ok && (samePath(p, path) || datedFile(p, path)) {
 			return fmt.Errorf("is the records' JSONL file (sink %s): give it a file of its own", u)
 		}
 		if d, ok := strings.CutPrefix(u, "atom:"); ok {
@@ -95,4 +96,32 @@ func NotASinksFile(path string, sinks []string) error {
 		return fmt.Errorf("is in a feeds' state directory (.litcrawl-atom): give it a place of its own")
 	}
 	return nil
+}
+
+// datedFile says whether path is a file a JSONL sink's dated template
+// ("papers-{date}.jsonl": one file a day) names, on any day.
+func datedFile(template, path string) bool {
+	if !strings.Contains(template, "{date}") {
+		return false
+	}
+	dir, name := filepath.Split(template)
+	if strings.Contains(dir, "{date}") || fspath.Real(filepath.Dir(template)) != fspath.Real(filepath.Dir(path)) {
+		return false
+	}
+	pattern := "^" + strings.ReplaceAll(regexp.QuoteMeta(name), regexp.QuoteMeta("{date}"), `\d{4}-\d{2}-\d{2}`) + "$"
+	ok, _ := regexp.MatchString(pattern, filepath.Base(path))
+	return ok
+}
+
+// InCrawlState says whether path lies in a directory that holds a crawl
+// state (its crawl.db), whichever directory the command was given.
+func InCrawlState(path string) bool {
+	for dir := filepath.Dir(fspath.File(path)); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "crawl.db")); err == nil {
+			return true
+		}
+		if dir == filepath.Dir(dir) {
+			return false
+		}
+	}
 }

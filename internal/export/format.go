@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -50,12 +51,20 @@ func Write(w io.Writer, format string, recs []record.Record) error {
 	return f(w, recs)
 }
 
-// starts are how a file of each format begins (after white space).
-var starts = map[string]string{"bibtex": "@", "ris": "TY  - ", "csl-json": "["}
+// firstKey finds the first entry's citation key of a file of each format.
+var firstKey = map[string]*regexp.Regexp{
+	"bibtex":   regexp.MustCompile(`(?m)^@article\{([^,\s]+),`),
+	"ris":      regexp.MustCompile(`(?m)^ID  - (\S+)\r?$`),
+	"csl-json": regexp.MustCompile(`"id": "([^"]+)"`),
+}
+
+// ourKey is a citation key as Key makes them (Keys' "-2" too).
+var ourKey = regexp.MustCompile(`^[a-z0-9]+-(\d+|h[0-9a-f]{8})(-\d+)?$`)
 
 // Replaceable says whether -o may replace path: a file that does not
-// exist, is empty, or begins as the format's files do (an earlier export).
-// Anything else (the records' JSONL, a crawl state, a feed) would be lost.
+// exist, is empty, or is an earlier export of the format (its first
+// entry's citation key one Key makes). Anything else (a library of the
+// user's own, the records' JSONL, a crawl state, a feed) would be lost.
 func Replaceable(path, format string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -65,11 +74,14 @@ func Replaceable(path, format string) error {
 		return err
 	}
 	defer f.Close()
-	head := make([]byte, 512)
+	head := make([]byte, 64<<10)
 	n, _ := io.ReadFull(f, head)
-	text := strings.TrimLeft(strings.TrimPrefix(string(head[:n]), "\uFEFF"), " \t\r\n")
-	if text == "" || strings.HasPrefix(text, starts[format]) {
+	text := strings.TrimSpace(string(head[:n]))
+	if text == "" || text == "[]" {
 		return nil
 	}
-	return fmt.Errorf("exists and is not a %s file (an earlier export): remove it first, or write to another file", format)
+	if m := firstKey[format].FindStringSubmatch(text); m != nil && ourKey.MatchString(m[1]) {
+		return nil
+	}
+	return fmt.Errorf("exists and is not an earlier %s export of crawl export: remove it first, or write to another file", format)
 }
