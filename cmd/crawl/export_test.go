@@ -62,9 +62,9 @@ func TestExportCommand(t *testing.T) {
 		// -o never over what it would destroy: an input, a file not an
 		// earlier export of the format (records, a crawl state).
 		{[]string{"export", "--format", "ris", "-o", in, in}, exitcode.Usage, "is an input too"},
-		{[]string{"export", "--format", "ris", "-o", bad, in}, exitcode.Usage, "exists and is not an earlier ris export"},
-		{[]string{"export", "--format", "bibtex", "-o", file, in}, exitcode.Usage, "exists and is not an earlier bibtex export"},
-		{[]string{"export", "--format", "bibtex", "-o", mine, in}, exitcode.Usage, "exists and is not an earlier bibtex export"},
+		{[]string{"export", "--format", "ris", "-o", bad, in}, exitcode.Usage, "exists and is not wholly an earlier ris export"},
+		{[]string{"export", "--format", "bibtex", "-o", file, in}, exitcode.Usage, "exists and is not wholly an earlier bibtex export"},
+		{[]string{"export", "--format", "bibtex", "-o", mine, in}, exitcode.Usage, "exists and is not wholly an earlier bibtex export"},
 		{[]string{"export", "--format", "ris", "-o", filepath.Join(stateDir, "new.ris"), in}, exitcode.Usage, "is in a crawl state directory"},
 		{[]string{"export", "--format", "ris", "--fetched-since", "2026-02-30", in}, exitcode.Usage, `--fetched-since "2026-02-30": expected a day`},
 	} {

@@ -3,6 +3,8 @@ package export
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -206,5 +208,53 @@ func TestFormats(t *testing.T) {
 	}
 	if err := Write(&b, "endnote", nil); err == nil || !strings.Contains(err.Error(), FormatNames) {
 		t.Errorf("an unknown format: %v", err)
+	}
+}
+
+// -o replaces only a file that is wholly an earlier export of the format:
+// not a library of one's own, nor an export with one's own entry added.
+func TestReplaceable(t *testing.T) {
+	dir := t.TempDir()
+	recs := []record.Record{{ID: "10010000100", Title: "A", Authors: []string{"Ann Lee"}, Published: "2024-01-02"}, {ID: "doi:10.1/x", Title: "B"}}
+	for _, format := range []string{"bibtex", "ris", "csl-json"} {
+		var b bytes.Buffer
+		if err := Write(&b, format, recs); err != nil {
+			t.Fatal(err)
+		}
+		ours := filepath.Join(dir, "ours."+format)
+		os.WriteFile(ours, b.Bytes(), 0o644)
+		if err := Replaceable(ours, format); err != nil {
+			t.Errorf("%s: an earlier export: %v", format, err)
+		}
+		own := map[string]map[string]string{
+			"bibtex": {
+				"own bib":       "@article{smith2020-1,\n  title = {Mine},\n}\n",
+				"book first":    "@book{mine2020,\n  title = {Mine},\n}\n\n" + b.String(),
+				"added to ours": b.String() + "\n@article{mine2020,\n  title = {Mine},\n}\n",
+			},
+			"ris": {
+				"own ris":       "TY  - JOUR\r\nTI  - mine\r\nER  - \r\n\r\n" + b.String(),
+				"added to ours": b.String() + "TY  - JOUR\r\nID  - mine2020\r\nER  - \r\n",
+			},
+			"csl-json": {
+				"own json":      `[{"id": "mine2020", "type": "article-journal", "title": "Mine"}]`,
+				"added to ours": strings.TrimSuffix(strings.TrimSpace(b.String()), "]") + `, {"id": "lee2024a-1234", "type": "book"}]`,
+			},
+		}[format]
+		own["array"], own["records"] = "[1, 2]", `{"id":"1","title":"A"}`+"\n"
+		for name, text := range own {
+			p := filepath.Join(dir, "x")
+			os.WriteFile(p, []byte(text), 0o644)
+			if err := Replaceable(p, format); err == nil {
+				t.Errorf("%s: %s would be replaced", format, name)
+			}
+		}
+	}
+	for _, empty := range []string{"", " \n", "[]"} {
+		p := filepath.Join(dir, "e")
+		os.WriteFile(p, []byte(empty), 0o644)
+		if err := Replaceable(p, "csl-json"); err != nil {
+			t.Errorf("%q: %v", empty, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,37 +52,85 @@ func Write(w io.Writer, format string, recs []record.Record) error {
 	return f(w, recs)
 }
 
-// firstKey finds the first entry's citation key of a file of each format.
-var firstKey = map[string]*regexp.Regexp{
-	"bibtex":   regexp.MustCompile(`(?m)^@article\{([^,\s]+),`),
-	"ris":      regexp.MustCompile(`(?m)^ID  - (\S+)\r?$`),
-	"csl-json": regexp.MustCompile(`"id": "([^"]+)"`),
-}
+// ourKey is a citation key as Key makes them (Keys' "-2" too): a site
+// id of four digits or more, or "h" and 8 hex digits.
+var ourKey = regexp.MustCompile(`^[a-z0-9]+-(\d{4,}|h[0-9a-f]{8})(-\d+)?$`)
 
-// ourKey is a citation key as Key makes them (Keys' "-2" too).
-var ourKey = regexp.MustCompile(`^[a-z0-9]+-(\d+|h[0-9a-f]{8})(-\d+)?$`)
+var (
+	bibEntry = regexp.MustCompile(`(?m)^@([A-Za-z]+)\s*\{\s*([^,\s]*)`)
+	bibAt    = regexp.MustCompile(`(?m)^\s*@`)
+	risStart = regexp.MustCompile(`(?m)^TY  - `)
+	risID    = regexp.MustCompile(`(?m)^ID  - (\S+)\r?$`)
+)
+
+// maxReplaceable bounds the file Replaceable reads whole.
+const maxReplaceable = 1 << 30
 
 // Replaceable says whether -o may replace path: a file that does not
-// exist, is empty, or is an earlier export of the format (its first
-// entry's citation key one Key makes). Anything else (a library of the
-// user's own, the records' JSONL, a crawl state, a feed) would be lost.
+// exist, is empty, or is wholly an earlier export of the format: every
+// entry one crawl export writes (an @article, or an item, under a key
+// Key makes). Anything else (a library of the user's own, one entry of
+// it added to an export, the records' JSONL, a crawl state, a feed)
+// would be lost.
 func Replaceable(path, format string) error {
-	f, err := os.Open(path)
+	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	head := make([]byte, 64<<10)
-	n, _ := io.ReadFull(f, head)
-	text := strings.TrimSpace(string(head[:n]))
-	if text == "" || text == "[]" {
+	if info.Size() > maxReplaceable {
+		return fmt.Errorf("exists, and is too large (%d bytes) to check that it is an earlier export: remove it first, or write to another file", info.Size())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	text := strings.TrimSpace(string(data))
+	if text == "" || text == "[]" || ours(text, format) {
 		return nil
 	}
-	if m := firstKey[format].FindStringSubmatch(text); m != nil && ourKey.MatchString(m[1]) {
-		return nil
+	return fmt.Errorf("exists and is not wholly an earlier %s export of crawl export (a library of your own?): remove it first, or write to another file", format)
+}
+
+// ours says whether text is wholly entries crawl export writes.
+func ours(text, format string) bool {
+	switch format {
+	case "bibtex":
+		es := bibEntry.FindAllStringSubmatch(text, -1)
+		if len(es) == 0 || len(es) != len(bibAt.FindAllStringIndex(text, -1)) {
+			return false
+		}
+		for _, e := range es {
+			if e[1] != "article" || !ourKey.MatchString(e[2]) {
+				return false
+			}
+		}
+		return true
+	case "ris":
+		ids := risID.FindAllStringSubmatch(text, -1)
+		if len(ids) == 0 || len(ids) != len(risStart.FindAllStringIndex(text, -1)) {
+			return false
+		}
+		for _, id := range ids {
+			if !ourKey.MatchString(id[1]) {
+				return false
+			}
+		}
+		return true
+	case "csl-json":
+		var items []map[string]any
+		if json.Unmarshal([]byte(text), &items) != nil || len(items) == 0 {
+			return false
+		}
+		for _, it := range items {
+			id, _ := it["id"].(string)
+			if !ourKey.MatchString(id) || it["citation-key"] != id || it["type"] != "article-journal" {
+				return false
+			}
+		}
+		return true
 	}
-	return fmt.Errorf("exists and is not an earlier %s export of crawl export: remove it first, or write to another file", format)
+	return false
 }
