@@ -2,15 +2,11 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/litcrawl/litcrawl/internal/ledger"
-	"github.com/litcrawl/litcrawl/internal/state"
 	"github.com/litcrawl/litcrawl/parser"
-	"github.com/litcrawl/litcrawl/sink"
-	"github.com/litcrawl/litcrawl/sink/sinktest"
 )
 
 // Pages handed over asynchronously (a backfill's) wait for company and
@@ -19,14 +15,7 @@ import (
 // what waits at once. The groups' linger is an hour here, so any wait on
 // it would show.
 func TestCommitterGroupsWhatNoOneWaitsOn(t *testing.T) {
-	dir := t.TempDir()
-	st, err := state.Open(filepath.Join(dir, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	out := sinktest.Open(t, "jsonl:"+filepath.Join(dir, "p.jsonl"), sink.Options{})
-	defer out.Close()
+	st, out, _ := deliveryParts(t)
 	page := func(n int) Item {
 		return Item{Key: ledger.PageKey{Journal: 5, Page: n}, Page: &parser.Page{Records: recs(string(rune('a' + n)))}, RunID: "r1"}
 	}

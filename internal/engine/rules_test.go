@@ -156,17 +156,25 @@ func TestWalkNextStopsOnRepeats(t *testing.T) {
 	}
 }
 
-// Deliver writes a group in one sink write and commits it with the sink's
-// token; a second delivery of the same pages sends nothing.
-func TestDeliverGroup(t *testing.T) {
+// deliveryParts are a real state file and a JSONL sink in a temporary
+// directory, closed when the test ends.
+func deliveryParts(t *testing.T) (*state.Store, sink.Sink, string) {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := state.Open(filepath.Join(dir, "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	out := sinktest.Open(t, "jsonl:"+filepath.Join(dir, "p.jsonl"), sink.Options{})
-	defer out.Close()
+	t.Cleanup(func() { out.Close() })
+	return st, out, dir
+}
+
+// Deliver writes a group in one sink write and commits it with the sink's
+// token; a second delivery of the same pages sends nothing.
+func TestDeliverGroup(t *testing.T) {
+	st, out, dir := deliveryParts(t)
 	page := func(n int, ids ...string) Item {
 		return Item{Key: ledger.PageKey{Journal: 5, Page: n}, Page: &parser.Page{Records: recs(ids...), LastPage: 2}, RunID: "r1"}
 	}

@@ -113,16 +113,7 @@ func Read(t testing.TB, path string) Feed {
 			}
 		}
 	}
-	must := func(what, v string) {
-		if strings.TrimSpace(v) == "" {
-			t.Fatalf("%s: %s missing", path, what)
-		}
-	}
-	rfc3339 := func(what, v string) {
-		if _, err := time.Parse(time.RFC3339, v); err != nil {
-			t.Fatalf("%s: %s %q is not RFC 3339", path, what, v)
-		}
-	}
+	must, rfc3339 := checks(t, path)
 	must("feed id", f.ID)
 	must("feed title", f.Title.Body)
 	rfc3339("feed updated", f.Updated)
@@ -136,21 +127,28 @@ func Read(t testing.TB, path string) Feed {
 	return f
 }
 
+// checks are the two checks of a feed's values read from path: a value
+// present, a time in RFC 3339.
+func checks(t testing.TB, path string) (must, rfc3339 func(what, v string)) {
+	must = func(what, v string) {
+		if strings.TrimSpace(v) == "" {
+			t.Fatalf("%s: %s missing", path, what)
+		}
+	}
+	rfc3339 = func(what, v string) {
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			t.Fatalf("%s: %s %q is not RFC 3339", path, what, v)
+		}
+	}
+	return must, rfc3339
+}
+
 // checkEntry checks entry i of feed f, read from path (ids: the entry
 // ids seen before it).
 func checkEntry(t testing.TB, path string, f Feed, i int, ids map[string]bool) {
 	t.Helper()
 	e := f.Entries[i]
-	must := func(what, v string) {
-		if strings.TrimSpace(v) == "" {
-			t.Fatalf("%s: %s missing", path, what)
-		}
-	}
-	rfc3339 := func(what, v string) {
-		if _, err := time.Parse(time.RFC3339, v); err != nil {
-			t.Fatalf("%s: %s %q is not RFC 3339", path, what, v)
-		}
-	}
+	must, rfc3339 := checks(t, path)
 	must("entry id", e.ID)
 	if ids[e.ID] {
 		t.Fatalf("%s: entry id %s twice", path, e.ID)
